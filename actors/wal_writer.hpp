@@ -1,0 +1,26 @@
+// wal_writer: group commit.
+//
+// Who talks to it: backends send flush_request{lsn} after inserting their commit record and
+// get flush_done once WAL is durable past it (W4). Requests that arrive while a flush is
+// running wait for the next one; one flush (one fdatasync) then answers all of them.
+// A periodic tick flushes WAL for asynchronous commits (synchronous_commit=off).
+//
+// How it stops: with the actor system, after the last session has closed. If it fails to
+// fsync (W3) it marks the engine failed, answers every waiter with an error, and answers
+// every later request with an error; the next start runs crash recovery.
+//
+// It does blocking I/O (fdatasync), so the runtime spawns it detached unless tests run the
+// deterministic scheduler.
+#pragma once
+
+#include "messages/interfaces.hpp"
+#include "runtime/engine.hpp"
+
+#include <caf/actor_system.hpp>
+
+namespace tidemark::actors {
+
+messages::wal_writer_actor spawn_wal_writer(caf::actor_system& system, runtime::engine& engine,
+                                            bool detached);
+
+} // namespace tidemark::actors

@@ -1,0 +1,25 @@
+// The project's one CAF type-ID block: every message type and atom, registered together
+// with cfg.add_message_types<caf::id_block::tidemark>(). Atom texts stay within CAF 0.17's
+// ten characters.
+#pragma once
+
+#include "messages/types.hpp"
+
+#include <caf/atom.hpp>
+#include <caf/type_id.hpp>
+
+CAF_BEGIN_TYPE_ID_BLOCK(tidemark, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::backend_summary))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::checkpoint_done))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::checkpoint_request))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::flush_done))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::flush_request))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::progress_report))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::stats_snapshot))
+CAF_END_TYPE_ID_BLOCK(tidemark)
+
+CAF_ADD_ATOM(tidemark, tidemark::messages, flush_atom, "flush")
+CAF_ADD_ATOM(tidemark, tidemark::messages, tick_atom, "tick")
+CAF_ADD_ATOM(tidemark, tidemark::messages, run_atom, "run")
+CAF_ADD_ATOM(tidemark, tidemark::messages, stop_atom, "stop")
+CAF_ADD_ATOM(tidemark, tidemark::messages, get_atom, "get")

@@ -1,0 +1,164 @@
+// The benchmark driver: see bench.hpp.
+#include "runtime/bench.hpp"
+
+#include "actors/backend.hpp"
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+namespace tidemark::runtime {
+
+namespace {
+
+using std::chrono::steady_clock;
+
+// Counters read at the start and end of the run; the report holds their differences.
+struct counter_sample {
+  std::uint64_t wal_bytes, wal_records, wal_fpi, wal_fsyncs;
+  std::uint64_t allocated, written_backend;
+  std::uint64_t timed, requested, write_ms, sync_ms, written_checkpoint, segments_synced;
+  std::uint64_t sync_requests;
+
+  static counter_sample take(engine& e) {
+    const auto& w = e.wal->counters();
+    auto& b = e.pool->counters();
+    auto& c = e.checkpoints;
+    return {w.bytes.load(),       w.records.load(),         w.fpi.load(),
+            w.fsyncs.load(),      b.allocations.load(),     b.written_backend.load(),
+            c.timed.load(),       c.requested.load(),       c.write_ms.load(),
+            c.sync_ms.load(),     c.buffers_written.load(), c.segments_synced.load(),
+            e.syncs.requests()};
+  }
+};
+
+messages::stats_snapshot query_stats(caf::actor_system& system, const messages::stats_actor& stats) {
+  caf::scoped_actor self{system};
+  messages::stats_snapshot snapshot;
+  self->request(stats, caf::infinite, messages::get_atom::value)
+    .receive([&](messages::stats_snapshot& s) { snapshot = std::move(s); },
+             [](const caf::error&) {});
+  return snapshot;
+}
+
+void print_progress(std::FILE* out, engine& e, double elapsed, double interval,
+                    const messages::stats_snapshot& now, const messages::stats_snapshot& before) {
+  latency_histogram window = now.latency;
+  for (std::size_t i = 0; i < window.buckets.size(); ++i)
+    window.buckets[i] -= before.latency.buckets[i];
+  window.count -= before.latency.count;
+  window.sum_us -= before.latency.sum_us;
+  double tps = double(now.transactions - before.transactions) / interval;
+  std::fprintf(out,
+               "progress: %.1f s, %.1f tps, lat %.3f ms avg, p99 %.3f ms, checkpoint %s%s\n",
+               elapsed, tps, window.average_ms(), window.quantile_ms(0.99),
+               to_string(e.checkpoints.phase.load()), e.failed() ? ", ENGINE FAILED" : "");
+  std::fflush(out);
+}
+
+void wait_and_report(database& db, const bench_options& options, std::FILE* progress,
+                     steady_clock::time_point started) {
+  engine& e = db.internals();
+  auto deadline = started + std::chrono::duration_cast<steady_clock::duration>(
+                              std::chrono::duration<double>(options.duration_s));
+  double interval = options.progress_interval_s > 0 ? options.progress_interval_s : 0.1;
+  messages::stats_snapshot before = query_stats(db.system(), db.stats());
+  auto next = started + std::chrono::duration_cast<steady_clock::duration>(
+                          std::chrono::duration<double>(interval));
+  while (steady_clock::now() < deadline && !e.failed()) {
+    std::this_thread::sleep_until(std::min(next, deadline));
+    if (progress != nullptr && options.progress_interval_s > 0 && steady_clock::now() >= next) {
+      messages::stats_snapshot now = query_stats(db.system(), db.stats());
+      double elapsed = std::chrono::duration<double>(steady_clock::now() - started).count();
+      print_progress(progress, e, elapsed, interval, now, before);
+      before = std::move(now);
+    }
+    next += std::chrono::duration_cast<steady_clock::duration>(std::chrono::duration<double>(interval));
+  }
+}
+
+void fill_report(json_object& r, engine& e, const bench_options& options, double seconds,
+                 const messages::stats_snapshot& stats, const counter_sample& a,
+                 const counter_sample& b) {
+  r.set("tps", seconds > 0 ? double(stats.transactions) / seconds : 0.0);
+  r.set("transactions", stats.transactions);
+  r.set("duration_s", seconds);
+  r.set("clients", std::uint64_t(options.clients));
+  r.set("torn_page_protection", to_string(e.config.protection));
+  r.set("io_method", e.config.io == storage::io_method::io_uring ? "io_uring" : "sync");
+  r.set("latency_ms.avg", stats.latency.average_ms());
+  r.set("latency_ms.p50", stats.latency.quantile_ms(0.50));
+  r.set("latency_ms.p99", stats.latency.quantile_ms(0.99));
+  r.set("latency_ms.p999", stats.latency.quantile_ms(0.999));
+  r.set("latency_ms.max", double(stats.latency.max_us) / 1000.0);
+  r.set("wal.bytes", b.wal_bytes - a.wal_bytes);
+  r.set("wal.records", b.wal_records - a.wal_records);
+  r.set("wal.fpi", b.wal_fpi - a.wal_fpi);
+  r.set("wal.fsyncs", b.wal_fsyncs - a.wal_fsyncs);
+  double txns = stats.transactions ? double(stats.transactions) : 1.0;
+  r.set("wal.bytes_per_transaction", double(b.wal_bytes - a.wal_bytes) / txns);
+  r.set("wal.fsyncs_per_commit", double(b.wal_fsyncs - a.wal_fsyncs) / txns);
+  r.set("buffers.allocated", b.allocated - a.allocated);
+  r.set("buffers.written_checkpoint", b.written_checkpoint - a.written_checkpoint);
+  r.set("buffers.written_bgwriter", std::uint64_t(0)); // no background writer in this build yet
+  r.set("buffers.written_backend", b.written_backend - a.written_backend);
+  r.set("checkpoints.timed", b.timed - a.timed);
+  r.set("checkpoints.requested", b.requested - a.requested);
+  r.set("checkpoints.write_ms", b.write_ms - a.write_ms);
+  r.set("checkpoints.sync_ms", b.sync_ms - a.sync_ms);
+  r.set("sync.requests", b.sync_requests - a.sync_requests);
+  r.set("sync.fsyncs", b.segments_synced - a.segments_synced);
+  for (const char* field : {"batches", "pages", "fsyncs", "slot_waits", "ring_pages"})
+    r.set(std::string("doublewrite.") + field, std::uint64_t(0)); // doublewrite: not in this build yet
+}
+
+} // namespace
+
+bench_result run_bench(database& db, const tpcb::layout& shape, const bench_options& options,
+                       std::FILE* progress) {
+  engine& e = db.internals();
+  std::unique_ptr<ack_log> acks;
+  if (!options.ack_log_path.empty())
+    acks = std::make_unique<ack_log>(options.ack_log_path);
+  counter_sample before = counter_sample::take(e);
+  messages::stats_snapshot stats_before = query_stats(db.system(), db.stats());
+  std::vector<messages::backend_actor> backends;
+  auto started = steady_clock::now();
+  for (std::uint32_t i = 0; i < options.clients; ++i) {
+    actors::backend_params params;
+    params.engine = &e;
+    params.shape = &shape;
+    params.wal_writer = db.wal_writer();
+    params.stats = db.stats();
+    params.acks = acks.get();
+    params.transaction_quota = options.transactions_per_client;
+    params.seed = options.seed * 1000003 + i;
+    backends.push_back(actors::spawn_backend(db.system(), std::move(params)));
+    caf::anon_send(backends.back(), messages::run_atom::value);
+  }
+  if (options.transactions_per_client == 0)
+    wait_and_report(db, options, progress, started);
+  bench_result result;
+  caf::scoped_actor self{db.system()};
+  for (auto& backend : backends) {
+    self->request(backend, caf::infinite, messages::stop_atom::value)
+      .receive(
+        [&](const messages::backend_summary& summary) {
+          if (!summary.error.empty())
+            result.errors.push_back(summary.error);
+        },
+        [&](const caf::error& error) { result.errors.push_back(db.system().render(error)); });
+    caf::anon_send_exit(backend, caf::exit_reason::user_shutdown);
+  }
+  double seconds = std::chrono::duration<double>(steady_clock::now() - started).count();
+  messages::stats_snapshot stats = query_stats(db.system(), db.stats());
+  stats.transactions -= stats_before.transactions;
+  counter_sample after = counter_sample::take(e);
+  fill_report(result.report, e, options, seconds, stats, before, after);
+  result.transactions = stats.transactions;
+  return result;
+}
+
+} // namespace tidemark::runtime

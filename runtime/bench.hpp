@@ -1,0 +1,34 @@
+// The benchmark driver behind `tidemark bench`: spawns one backend actor per client,
+// prints progress lines, stops them, and gathers the figures of DESIGN §9's JSON report.
+// Counters are reported as differences over the run (recovery and the final shutdown
+// checkpoint are not counted).
+#pragma once
+
+#include "runtime/database.hpp"
+#include "runtime/json.hpp"
+#include "runtime/tpcb.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace tidemark::runtime {
+
+struct bench_options {
+  std::uint32_t clients = 1;
+  double duration_s = 10;               // used when transactions_per_client == 0
+  std::uint64_t transactions_per_client = 0;
+  double progress_interval_s = 0;       // 0: no progress lines
+  std::string ack_log_path;             // empty: none
+  std::uint64_t seed = 1;
+};
+
+struct bench_result {
+  json_object report;
+  std::vector<std::string> errors; // one per backend that stopped on an error
+  std::uint64_t transactions = 0;
+};
+
+bench_result run_bench(database& db, const tpcb::layout& shape, const bench_options& options,
+                       std::FILE* progress);
+
+} // namespace tidemark::runtime

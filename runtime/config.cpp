@@ -1,0 +1,408 @@
+// Settings parsing and validation: see config.hpp.
+#include "runtime/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+namespace tidemark::runtime {
+
+namespace {
+
+std::string trim(const std::string& text) {
+  auto begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos)
+    return {};
+  auto end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+struct number_with_unit {
+  double number = 0;
+  std::string unit;
+};
+
+number_with_unit split_number(const std::string& key, const std::string& text) {
+  std::size_t used = 0;
+  number_with_unit result;
+  try {
+    result.number = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw config_error("invalid value for " + key + ": \"" + text + "\" is not a number");
+  }
+  result.unit = trim(text.substr(used));
+  if (!std::isfinite(result.number))
+    throw config_error("invalid value for " + key + ": \"" + text + "\"");
+  return result;
+}
+
+// Memory sizes: B, kB, MB, GB, TB; a bare number is in `default_unit` bytes.
+std::uint64_t parse_bytes(const std::string& key, const std::string& text, std::uint64_t default_unit) {
+  number_with_unit v = split_number(key, text);
+  std::string unit = lower(v.unit);
+  double factor;
+  if (unit.empty())
+    factor = static_cast<double>(default_unit);
+  else if (unit == "b")
+    factor = 1;
+  else if (unit == "kb")
+    factor = 1024.0;
+  else if (unit == "mb")
+    factor = 1024.0 * 1024;
+  else if (unit == "gb")
+    factor = 1024.0 * 1024 * 1024;
+  else if (unit == "tb")
+    factor = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw config_error("invalid unit for " + key + ": \"" + v.unit +
+                       "\" (valid units: B, kB, MB, GB, TB)");
+  if (v.number < 0)
+    throw config_error("invalid value for " + key + ": must not be negative");
+  return static_cast<std::uint64_t>(v.number * factor);
+}
+
+// Durations: ms, s, min, h, d; a bare number is in `default_unit`.
+std::chrono::milliseconds parse_time(const std::string& key, const std::string& text,
+                                     std::chrono::milliseconds default_unit) {
+  number_with_unit v = split_number(key, text);
+  double ms;
+  if (v.unit.empty())
+    ms = v.number * static_cast<double>(default_unit.count());
+  else if (v.unit == "ms")
+    ms = v.number;
+  else if (v.unit == "s")
+    ms = v.number * 1000;
+  else if (v.unit == "min")
+    ms = v.number * 60'000;
+  else if (v.unit == "h")
+    ms = v.number * 3'600'000;
+  else if (v.unit == "d")
+    ms = v.number * 86'400'000;
+  else
+    throw config_error("invalid unit for " + key + ": \"" + v.unit +
+                       "\" (valid units: ms, s, min, h, d)");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+}
+
+bool parse_bool(const std::string& key, const std::string& text) {
+  std::string v = lower(text);
+  if (v == "on" || v == "true" || v == "yes" || v == "1")
+    return true;
+  if (v == "off" || v == "false" || v == "no" || v == "0")
+    return false;
+  throw config_error("invalid value for " + key + ": \"" + text + "\" (expected on or off)");
+}
+
+void check_range(const std::string& key, double value, double low, double high,
+                 const std::string& shown_low, const std::string& shown_high) {
+  if (value < low || value > high)
+    throw config_error(key + " is out of range: valid values are " + shown_low + " .. " +
+                       shown_high);
+}
+
+void check_bytes(const std::string& key, std::uint64_t value, std::uint64_t low, std::uint64_t high) {
+  check_range(key, static_cast<double>(value), static_cast<double>(low), static_cast<double>(high),
+              format_bytes(low), format_bytes(high));
+}
+
+void check_time(const std::string& key, std::chrono::milliseconds value,
+                std::chrono::milliseconds low, std::chrono::milliseconds high) {
+  check_range(key, static_cast<double>(value.count()), static_cast<double>(low.count()),
+              static_cast<double>(high.count()), std::to_string(low.count()) + "ms",
+              std::to_string(high.count()) + "ms");
+}
+
+double parse_real(const std::string& key, const std::string& text, double low, double high) {
+  number_with_unit v = split_number(key, text);
+  if (!v.unit.empty())
+    throw config_error("invalid value for " + key + ": \"" + text + "\" is not a number");
+  std::ostringstream lo, hi;
+  lo << low;
+  hi << high;
+  check_range(key, v.number, low, high, lo.str(), hi.str());
+  return v.number;
+}
+
+std::uint32_t parse_count(const std::string& key, const std::string& text, double low, double high) {
+  double v = parse_real(key, text, low, high);
+  if (v != std::floor(v))
+    throw config_error("invalid value for " + key + ": \"" + text + "\" is not a whole number");
+  return static_cast<std::uint32_t>(v);
+}
+
+constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB, TiB = 1024 * GiB;
+using std::chrono::milliseconds;
+
+struct setting_entry {
+  const char* name;
+  bool init_only;
+  std::function<void(settings&, const std::string&)> set;
+  std::function<std::string(const settings&)> show;
+  const char* help;
+};
+
+std::string show_ms(milliseconds ms) {
+  if (ms.count() % 60'000 == 0)
+    return std::to_string(ms.count() / 60'000) + "min";
+  if (ms.count() % 1000 == 0)
+    return std::to_string(ms.count() / 1000) + "s";
+  return std::to_string(ms.count()) + "ms";
+}
+
+std::string show_real(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+const std::vector<setting_entry>& setting_table() {
+  static const std::vector<setting_entry> table = {
+    {"page_size", true,
+     [](settings& s, const std::string& v) {
+       std::uint64_t size = parse_bytes("page_size", v, 1);
+       if (size != 4096 && size != 8192 && size != 16384 && size != 32768)
+         throw config_error("page_size is out of range: valid values are 4kB, 8kB, 16kB, 32kB");
+       s.page_size = size;
+     },
+     [](const settings& s) { return format_bytes(s.page_size); }, "page size, fixed at init"},
+    {"data_checksums", true,
+     [](settings& s, const std::string& v) { s.data_checksums = parse_bool("data_checksums", v); },
+     [](const settings& s) { return std::string(s.data_checksums ? "on" : "off"); },
+     "CRC32C page checksums, fixed at init"},
+    {"segment_size", true,
+     [](settings& s, const std::string& v) {
+       s.segment_size = parse_bytes("segment_size", v, MiB);
+       check_bytes("segment_size", s.segment_size, 64 * KiB, TiB);
+     },
+     [](const settings& s) { return format_bytes(s.segment_size); },
+     "relation segment file size, fixed at init"},
+    {"wal_segment_size", true,
+     [](settings& s, const std::string& v) {
+       s.wal_segment_size = parse_bytes("wal_segment_size", v, MiB);
+       check_bytes("wal_segment_size", s.wal_segment_size, 64 * KiB, GiB);
+       if (s.wal_segment_size % (64 * KiB) != 0)
+         throw config_error("wal_segment_size must be a multiple of 64kB");
+     },
+     [](const settings& s) { return format_bytes(s.wal_segment_size); },
+     "WAL segment file size, fixed at init"},
+    {"shared_buffers", false,
+     [](settings& s, const std::string& v) {
+       s.shared_buffers = parse_bytes("shared_buffers", v, s.page_size);
+       check_bytes("shared_buffers", s.shared_buffers, 16 * s.page_size, 256 * GiB);
+     },
+     [](const settings& s) { return format_bytes(s.shared_buffers); },
+     "buffer pool size (a bare number counts pages)"},
+    {"wal_buffers", false,
+     [](settings& s, const std::string& v) {
+       s.wal_buffers = parse_bytes("wal_buffers", v, s.page_size);
+       check_bytes("wal_buffers", s.wal_buffers, 256 * KiB, 4 * GiB);
+     },
+     [](const settings& s) { return format_bytes(s.wal_buffers); }, "WAL insert buffer size"},
+    {"torn_page_protection", false,
+     [](settings& s, const std::string& v) {
+       std::string m = lower(v);
+       if (m == "full_page_writes")
+         s.protection = torn_page_protection::full_page_writes;
+       else if (m == "doublewrite")
+         s.protection = torn_page_protection::doublewrite;
+       else if (m == "off")
+         s.protection = torn_page_protection::off;
+       else
+         throw config_error("invalid value for torn_page_protection: \"" + v +
+                            "\" (valid values: full_page_writes, doublewrite, off)");
+     },
+     [](const settings& s) { return std::string(to_string(s.protection)); },
+     "full_page_writes | doublewrite | off"},
+    {"checkpoint_timeout", false,
+     [](settings& s, const std::string& v) {
+       s.checkpoint_timeout = parse_time("checkpoint_timeout", v, milliseconds(1000));
+       check_time("checkpoint_timeout", s.checkpoint_timeout, milliseconds(1000),
+                  milliseconds(86'400'000));
+     },
+     [](const settings& s) { return show_ms(s.checkpoint_timeout); },
+     "time between automatic checkpoints"},
+    {"max_wal_size", false,
+     [](settings& s, const std::string& v) {
+       s.max_wal_size = parse_bytes("max_wal_size", v, MiB);
+       check_bytes("max_wal_size", s.max_wal_size, 128 * KiB, TiB);
+     },
+     [](const settings& s) { return format_bytes(s.max_wal_size); },
+     "WAL volume that triggers a checkpoint"},
+    {"checkpoint_completion_target", false,
+     [](settings& s, const std::string& v) {
+       s.checkpoint_completion_target = parse_real("checkpoint_completion_target", v, 0, 1);
+     },
+     [](const settings& s) { return show_real(s.checkpoint_completion_target); },
+     "fraction of the interval a checkpoint spreads its writes over"},
+    {"bgwriter_delay", false,
+     [](settings& s, const std::string& v) {
+       s.bgwriter_delay = parse_time("bgwriter_delay", v, milliseconds(1));
+       check_time("bgwriter_delay", s.bgwriter_delay, milliseconds(10), milliseconds(10'000));
+     },
+     [](const settings& s) { return show_ms(s.bgwriter_delay); }, "background writer round"},
+    {"bgwriter_lru_maxpages", false,
+     [](settings& s, const std::string& v) {
+       s.bgwriter_lru_maxpages = parse_count("bgwriter_lru_maxpages", v, 0, 1073741823);
+     },
+     [](const settings& s) { return std::to_string(s.bgwriter_lru_maxpages); },
+     "most buffers the background writer writes per round"},
+    {"bgwriter_lru_multiplier", false,
+     [](settings& s, const std::string& v) {
+       s.bgwriter_lru_multiplier = parse_real("bgwriter_lru_multiplier", v, 0, 10);
+     },
+     [](const settings& s) { return show_real(s.bgwriter_lru_multiplier); },
+     "clean buffers kept ahead of demand, as a multiple of recent allocations"},
+    {"synchronous_commit", false,
+     [](settings& s, const std::string& v) {
+       s.synchronous_commit = parse_bool("synchronous_commit", v);
+     },
+     [](const settings& s) { return std::string(s.synchronous_commit ? "on" : "off"); },
+     "acknowledge commits only once their WAL is durable"},
+    {"io_method", false,
+     [](settings& s, const std::string& v) {
+       std::string m = lower(v);
+       if (m == "io_uring")
+         s.io = storage::io_method::io_uring;
+       else if (m == "sync")
+         s.io = storage::io_method::sync;
+       else
+         throw config_error("invalid value for io_method: \"" + v +
+                            "\" (valid values: io_uring, sync)");
+     },
+     [](const settings& s) {
+       return std::string(s.io == storage::io_method::io_uring ? "io_uring" : "sync");
+     },
+     "io_uring | sync"},
+    {"doublewrite_batch_pages", false,
+     [](settings& s, const std::string& v) {
+       s.doublewrite_batch_pages = parse_count("doublewrite_batch_pages", v, 1, 1024);
+     },
+     [](const settings& s) { return std::to_string(s.doublewrite_batch_pages); },
+     "pages per doublewrite batch"},
+    {"doublewrite_ring_pages", false,
+     [](settings& s, const std::string& v) {
+       s.doublewrite_ring_pages = parse_count("doublewrite_ring_pages", v, 0, 1048576);
+     },
+     [](const settings& s) { return std::to_string(s.doublewrite_ring_pages); },
+     "doublewrite ring size in pages (0: derived from writers x batch size)"},
+    {"log_checkpoints", false,
+     [](settings& s, const std::string& v) { s.log_checkpoints = parse_bool("log_checkpoints", v); },
+     [](const settings& s) { return std::string(s.log_checkpoints ? "on" : "off"); },
+     "print one line per checkpoint"},
+  };
+  return table;
+}
+
+const setting_entry* find_setting(const std::string& key) {
+  for (const setting_entry& e : setting_table())
+    if (key == e.name)
+      return &e;
+  return nullptr;
+}
+
+} // namespace
+
+const char* to_string(torn_page_protection mode) {
+  switch (mode) {
+    case torn_page_protection::full_page_writes:
+      return "full_page_writes";
+    case torn_page_protection::doublewrite:
+      return "doublewrite";
+    case torn_page_protection::off:
+      return "off";
+  }
+  return "?";
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  if (bytes >= TiB && bytes % TiB == 0)
+    return std::to_string(bytes / TiB) + "TB";
+  if (bytes >= GiB && bytes % GiB == 0)
+    return std::to_string(bytes / GiB) + "GB";
+  if (bytes >= MiB && bytes % MiB == 0)
+    return std::to_string(bytes / MiB) + "MB";
+  if (bytes >= KiB && bytes % KiB == 0)
+    return std::to_string(bytes / KiB) + "kB";
+  return std::to_string(bytes) + "B";
+}
+
+bool is_init_setting(const std::string& key) {
+  const setting_entry* e = find_setting(key);
+  return e != nullptr && e->init_only;
+}
+
+void apply_setting(settings& s, const std::string& key, const std::string& value) {
+  const setting_entry* e = find_setting(trim(key));
+  if (e == nullptr)
+    throw config_error("unrecognized configuration parameter \"" + trim(key) + "\"");
+  std::string v = trim(value);
+  if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front())
+    v = v.substr(1, v.size() - 2);
+  if (v.empty())
+    throw config_error("missing value for " + trim(key));
+  e->set(s, v);
+}
+
+void apply_assignment(settings& s, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos)
+    throw config_error("expected KEY=VALUE, got \"" + assignment + "\"");
+  apply_setting(s, assignment.substr(0, eq), assignment.substr(eq + 1));
+}
+
+void apply_config_file(settings& s, const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw config_error("cannot read configuration file " + path);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    auto hash = line.find('#');
+    if (hash != std::string::npos)
+      line = line.substr(0, hash);
+    if (trim(line).empty())
+      continue;
+    try {
+      apply_assignment(s, line);
+    } catch (const config_error& e) {
+      throw config_error(path + " line " + std::to_string(number) + ": " + e.what());
+    }
+  }
+}
+
+void validate(const settings& s) {
+  if (s.protection == torn_page_protection::doublewrite && !s.data_checksums)
+    throw config_error("torn_page_protection=doublewrite requires data_checksums=on: repair "
+                       "from the doublewrite ring must not depend on luck (rule D7)");
+  if (s.protection == torn_page_protection::doublewrite)
+    throw config_error("torn_page_protection=doublewrite is not available yet in this build "
+                       "(use full_page_writes or off)");
+  if (s.segment_size % s.page_size != 0)
+    throw config_error("segment_size must be a multiple of page_size (" +
+                       format_bytes(s.page_size) + ")");
+  if (s.max_wal_size < 2 * s.wal_segment_size)
+    throw config_error("max_wal_size must be at least two WAL segments (" +
+                       format_bytes(2 * s.wal_segment_size) + ")");
+  if (s.wal_buffers < 4 * s.page_size + (64 << 10))
+    throw config_error("wal_buffers is too small for page_size " + format_bytes(s.page_size));
+}
+
+std::string render_config_file(const settings& s) {
+  std::ostringstream out;
+  out << "# Tidemark configuration. Edit and restart; --set KEY=VALUE overrides one run.\n"
+      << "# Settings marked (init) are fixed when the data directory is created.\n\n";
+  for (const setting_entry& e : setting_table())
+    out << e.name << " = " << e.show(s) << "\t# " << e.help << (e.init_only ? " (init)" : "")
+        << "\n";
+  return out.str();
+}
+
+} // namespace tidemark::runtime

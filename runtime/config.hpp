@@ -1,0 +1,78 @@
+// Configuration: every setting of DESIGN §8, parsing in postgresql.conf style with
+// PostgreSQL's units, range checks that name the key and its range, and the settings that
+// are fixed when a data directory is created.
+//
+// Invariants:
+//  - A settings value that left validate() satisfies every range and cross-setting rule
+//    (for example D7: doublewrite requires data_checksums).
+//  - page_size, data_checksums, segment_size and wal_segment_size are "init" settings: the
+//    control file records them and a later run may not change them.
+#pragma once
+
+#include "storage/io_engine.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tidemark::runtime {
+
+/// Bad usage or configuration: the command-line tool exits with status 2.
+class config_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class torn_page_protection { full_page_writes, doublewrite, off };
+const char* to_string(torn_page_protection mode);
+
+struct settings {
+  // fixed at init
+  std::size_t page_size = 8192;
+  bool data_checksums = true;
+  std::uint64_t segment_size = 1ull << 30;
+  std::uint64_t wal_segment_size = 16ull << 20;
+  // per run
+  std::uint64_t shared_buffers = 128ull << 20; // bytes
+  std::uint64_t wal_buffers = 16ull << 20;     // bytes
+  torn_page_protection protection = torn_page_protection::full_page_writes;
+  std::chrono::milliseconds checkpoint_timeout{300'000};
+  std::uint64_t max_wal_size = 1ull << 30; // bytes
+  double checkpoint_completion_target = 0.9;
+  std::chrono::milliseconds bgwriter_delay{200};
+  std::uint32_t bgwriter_lru_maxpages = 100;
+  double bgwriter_lru_multiplier = 2.0;
+  bool synchronous_commit = true;
+  storage::io_method io = storage::io_method::io_uring;
+  std::uint32_t doublewrite_batch_pages = 64;
+  std::uint32_t doublewrite_ring_pages = 0; // 0: derived
+  bool log_checkpoints = true;
+
+  std::size_t buffer_count() const { return static_cast<std::size_t>(shared_buffers / page_size); }
+};
+
+/// Sets one key from its text value. Throws config_error naming the key (unknown key, bad
+/// value, out of range).
+void apply_setting(settings& s, const std::string& key, const std::string& value);
+
+/// "key=value" as given to --set.
+void apply_assignment(settings& s, const std::string& assignment);
+
+/// Reads a postgresql.conf-style file ('#' comments, `key = value`, optional quotes).
+/// Errors name the file and line.
+void apply_config_file(settings& s, const std::string& path);
+
+/// Cross-setting rules. Throws config_error.
+void validate(const settings& s);
+
+/// The file `init` writes: every setting with its value, commented.
+std::string render_config_file(const settings& s);
+
+/// True for page_size, data_checksums, segment_size, wal_segment_size.
+bool is_init_setting(const std::string& key);
+
+std::string format_bytes(std::uint64_t bytes);
+
+} // namespace tidemark::runtime

@@ -1,0 +1,290 @@
+// The embedding API: see database.hpp for the boot and shutdown order.
+#include "runtime/database.hpp"
+
+#include "actors/checkpointer.hpp"
+#include "actors/stats.hpp"
+#include "actors/wal_writer.hpp"
+#include "runtime/startup.hpp"
+#include "storage/wal_reader.hpp"
+
+#include <caf/all.hpp>
+
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+
+namespace tidemark::runtime {
+
+namespace {
+
+bool directory_is_empty_or_missing(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr)
+    return errno == ENOENT;
+  bool empty = true;
+  while (dirent* entry = ::readdir(d)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return empty;
+}
+
+void make_directory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    throw config_error("cannot create directory " + path + ": " + std::strerror(errno));
+}
+
+// One process per data directory: an advisory lock on <dir>/tidemark.lock.
+int lock_data_directory(const std::string& dir) {
+  std::string path = dir + "/tidemark.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw config_error("cannot open " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw config_error("data directory \"" + dir + "\" is in use by another process");
+  }
+  return fd;
+}
+
+std::unique_ptr<storage::io_engine> make_engine(const settings& s, const open_options& options,
+                                                storage::fault_engine** faults) {
+  std::unique_ptr<storage::io_engine> real = storage::make_io_engine(s.io);
+  if (!options.faults)
+    return real;
+  auto wrapped = std::make_unique<storage::fault_engine>(std::move(real), *options.faults);
+  *faults = wrapped.get();
+  return wrapped;
+}
+
+void write_initial_wal(storage::io_engine& io, const settings& s, const std::string& dir,
+                       storage::control_data& control) {
+  storage::wal_options options;
+  options.dir = dir + "/wal";
+  options.segment_size = s.wal_segment_size;
+  options.buffer_size = s.wal_buffers;
+  storage::wal_log wal(io, options, 0, 0);
+  storage::checkpoint_payload payload{0, 1, 0};
+  storage::record_builder record;
+  record.reset(storage::record_type::checkpoint, 0);
+  record.set_main_data(&payload, sizeof payload);
+  record.finish();
+  auto position = wal.insert(record, wal.redo_lsn());
+  wal.flush(position->end);
+  control.checkpoint_lsn = position->start;
+  control.redo_lsn = position->start;
+  control.next_xid = 1;
+}
+
+} // namespace
+
+// ---- create ------------------------------------------------------------------------------
+
+void database::create(const std::string& dir, const std::vector<std::string>& overrides,
+                      const std::function<void(storage::relation_files&, const settings&)>& populate) {
+  settings s;
+  for (const std::string& o : overrides)
+    apply_assignment(s, o);
+  validate(s);
+  if (!directory_is_empty_or_missing(dir))
+    throw config_error("directory \"" + dir + "\" exists and is not empty");
+  make_directory(dir);
+  for (const char* sub : {"/base", "/wal", "/global"})
+    make_directory(dir + sub);
+  {
+    std::ofstream conf(config_file_path(dir));
+    conf << render_config_file(s);
+    if (!conf)
+      throw config_error("cannot write " + config_file_path(dir));
+  }
+  std::unique_ptr<storage::io_engine> io = storage::make_io_engine(s.io);
+  {
+    storage::relation_files files(*io, dir + "/base", s.page_size, s.segment_size);
+    populate(files, s);
+  }
+  storage::control_data control;
+  control.system_id = std::random_device{}() * 0x100000001ull;
+  control.page_size = static_cast<std::uint32_t>(s.page_size);
+  control.data_checksums = s.data_checksums;
+  control.segment_size = s.segment_size;
+  control.wal_segment_size = s.wal_segment_size;
+  control.state = static_cast<std::uint32_t>(storage::cluster_state::shut_down);
+  write_initial_wal(*io, s, dir, control);
+  io->sync_directory(dir + "/base");
+  storage::write_control_file(*io, dir, control);
+  io->sync_directory(dir);
+}
+
+// ---- open ----------------------------------------------------------------------------------
+
+std::unique_ptr<database> database::open(const std::string& dir, const open_options& options) {
+  check_data_directory(dir);
+  std::unique_ptr<database> db(new database());
+  db->lock_fd_ = lock_data_directory(dir);
+  db->detach_io_actors_ = options.detach_io_actors;
+  auto e = std::make_unique<engine>();
+  e->data_dir = dir;
+  {
+    // The control file is read with a plain engine: nothing is written before it is valid.
+    std::unique_ptr<storage::io_engine> reader = storage::make_io_engine(storage::io_method::sync);
+    e->control = storage::read_control_file(*reader, dir);
+  }
+  e->config = resolve_settings(dir, options.overrides, e->control);
+  e->io = make_engine(e->config, options, &e->faults);
+  db->recovery_ = recover(*e);
+  db->engine_ = std::move(e);
+  db->start_actors();
+  if (db->recovery_.needed) {
+    db->request_checkpoint(messages::checkpoint_reason::end_of_recovery);
+  } else {
+    storage::control_data control = db->engine_->control;
+    control.state = static_cast<std::uint32_t>(storage::cluster_state::in_production);
+    storage::write_control_file(*db->engine_->io, dir, control);
+    db->engine_->control = control;
+  }
+  return db;
+}
+
+void database::start_actors() {
+  system_config_ = std::make_unique<caf::actor_system_config>();
+  system_config_->add_message_types<caf::id_block::tidemark>();
+  system_config_->set("logger.verbosity", caf::atom("quiet"));
+  system_ = std::make_unique<caf::actor_system>(*system_config_);
+  stats_ = actors::spawn_stats(*system_);
+  wal_writer_ = actors::spawn_wal_writer(*system_, *engine_, detach_io_actors_);
+  checkpointer_ = actors::spawn_checkpointer(*system_, *engine_, detach_io_actors_);
+}
+
+void database::request_checkpoint(messages::checkpoint_reason reason) {
+  caf::scoped_actor self{*system_};
+  messages::checkpoint_request request{static_cast<std::uint8_t>(reason), true};
+  std::string error;
+  self->request(checkpointer_, caf::infinite, request)
+    .receive([](const messages::checkpoint_done&) {},
+             [&](const caf::error& e) { error = system_->render(e); });
+  if (!error.empty())
+    throw storage::data_error("checkpoint failed: " + error);
+}
+
+void database::checkpoint() { request_checkpoint(messages::checkpoint_reason::requested); }
+
+void database::stop_actors() {
+  if (!system_)
+    return;
+  caf::anon_send_exit(wal_writer_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(checkpointer_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(stats_, caf::exit_reason::user_shutdown);
+  system_->await_all_actors_done();
+  wal_writer_ = nullptr;
+  checkpointer_ = nullptr;
+  stats_ = nullptr;
+}
+
+void database::close() {
+  if (closed_)
+    return;
+  closed_ = true;
+  std::string failure;
+  if (!engine_->failed()) {
+    try {
+      request_checkpoint(messages::checkpoint_reason::shutdown);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  } else {
+    failure = engine_->failure();
+  }
+  stop_actors();
+  system_.reset();
+  if (lock_fd_ >= 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+  if (!failure.empty())
+    throw storage::data_error("the engine stopped after a failure; the next start runs crash "
+                              "recovery: " + failure);
+}
+
+database::~database() {
+  if (!engine_) { // open() failed before the engine existed
+    if (lock_fd_ >= 0)
+      ::close(lock_fd_);
+    return;
+  }
+  if (!closed_) {
+    try {
+      close();
+    } catch (const std::exception&) {
+      // The failure was reported where it happened; recovery handles the rest.
+    }
+  }
+}
+
+// ---- session -------------------------------------------------------------------------------
+
+session::session(database& db)
+  : db_(&db),
+    txn_(std::make_unique<storage::page_transaction>(*db.internals().pool, *db.internals().wal,
+                                                     *db.internals().tails,
+                                                     db.internals().full_page_writes())) {}
+
+session database::open_session() { return session(*this); }
+
+void session::begin() {
+  engine& e = db_->internals();
+  if (e.failed())
+    throw storage::data_error("the engine stopped after a failure: " + e.failure());
+  txn_->begin(e.next_xid.fetch_add(1));
+  open_ = true;
+}
+
+std::int64_t session::read_i64(storage::page_id id, std::uint16_t offset) {
+  return txn_->read_i64(id, offset);
+}
+
+void session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
+  txn_->add_i64(id, offset, delta);
+}
+
+void session::write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
+                          std::uint16_t length) {
+  txn_->write_bytes(id, offset, data, length);
+}
+
+void session::append_row(storage::rel_id rel, const void* row, std::uint16_t row_size) {
+  txn_->append_row(rel, row, row_size);
+}
+
+void session::rollback() {
+  txn_->abort();
+  open_ = false;
+}
+
+storage::xid_t session::commit() {
+  if (!open_)
+    throw std::logic_error("commit without begin");
+  open_ = false;
+  storage::xid_t xid = txn_->xid();
+  storage::lsn_range position = txn_->commit();
+  if (!db_->internals().config.synchronous_commit)
+    return xid;
+  caf::scoped_actor self{db_->system()};
+  std::string error;
+  self->request(db_->wal_writer(), caf::infinite, messages::flush_request{position.end})
+    .receive([](const messages::flush_done&) {},
+             [&](const caf::error& e) { error = db_->system().render(e); });
+  if (!error.empty())
+    throw storage::data_error("commit not durable: " + error);
+  return xid;
+}
+
+} // namespace tidemark::runtime

@@ -1,0 +1,95 @@
+// The engine: the storage mechanisms one open data directory shares between its actors and
+// sessions (buffer pool, WAL, relation files, pending syncs), its counters, and its
+// failure state. Actors receive a pointer to it; it outlives them all.
+//
+// Invariants:
+//  - Once failed() is true it stays true (W3): no new transaction is accepted, no
+//    checkpoint is completed, and the control file keeps saying recovery is needed.
+//  - next_xid is larger than every xid in WAL or on disk.
+#pragma once
+
+#include "runtime/config.hpp"
+#include "storage/buffer_pool.hpp"
+#include "storage/control_file.hpp"
+#include "storage/fault_engine.hpp"
+#include "storage/page_transaction.hpp"
+#include "storage/page_writer.hpp"
+#include "storage/pending_syncs.hpp"
+#include "storage/relation_files.hpp"
+#include "storage/wal_log.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace tidemark::runtime {
+
+enum class checkpoint_phase : int { idle = 0, write = 1, sync = 2, finish = 3 };
+const char* to_string(checkpoint_phase phase);
+
+struct checkpoint_counters {
+  std::atomic<checkpoint_phase> phase{checkpoint_phase::idle};
+  std::atomic<std::uint64_t> timed{0};
+  std::atomic<std::uint64_t> requested{0};
+  std::atomic<std::uint64_t> write_ms{0};
+  std::atomic<std::uint64_t> sync_ms{0};
+  std::atomic<std::uint64_t> buffers_written{0};
+  std::atomic<std::uint64_t> segments_synced{0};
+};
+
+/// Dirty victims written by the session that needs the buffer, straight to the data file
+/// (full_page_writes and off modes).
+class direct_victim_writer final : public storage::victim_writer {
+public:
+  explicit direct_victim_writer(storage::page_writer& writer) : writer_(writer) {}
+  void write_victim(storage::page_id id, storage::lsn_t lsn, void* copy) override {
+    storage::page_copy page{id, lsn, copy};
+    writer_.write(&page, 1);
+  }
+
+private:
+  storage::page_writer& writer_;
+};
+
+struct engine {
+  std::string data_dir;
+  settings config;
+  std::unique_ptr<storage::io_engine> io;
+  storage::fault_engine* faults = nullptr; // io, when fault injection is on
+  storage::control_data control;           // the checkpointer owns it once running
+  std::unique_ptr<storage::relation_files> files;
+  std::unique_ptr<storage::wal_log> wal;
+  std::unique_ptr<storage::buffer_pool> pool;
+  std::unique_ptr<storage::append_tails> tails;
+  storage::pending_syncs syncs;
+  std::unique_ptr<storage::page_writer> writer;
+  std::unique_ptr<direct_victim_writer> victims;
+  std::atomic<storage::xid_t> next_xid{1};
+  checkpoint_counters checkpoints;
+
+  bool full_page_writes() const {
+    return config.protection == torn_page_protection::full_page_writes;
+  }
+
+  /// Records the first fatal error (W3) and stops the engine from accepting work.
+  void fail(const std::string& why) {
+    std::lock_guard<std::mutex> guard(failure_mutex_);
+    if (!failed_.load()) {
+      failure_ = why;
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  std::string failure() const {
+    std::lock_guard<std::mutex> guard(failure_mutex_);
+    return failure_;
+  }
+
+private:
+  std::atomic<bool> failed_{false};
+  mutable std::mutex failure_mutex_;
+  std::string failure_;
+};
+
+} // namespace tidemark::runtime

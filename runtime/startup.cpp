@@ -1,0 +1,145 @@
+// Startup and crash recovery: see startup.hpp.
+#include "runtime/startup.hpp"
+
+#include "storage/redo.hpp"
+#include "storage/wal_reader.hpp"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace tidemark::runtime {
+
+namespace {
+
+std::string hex_lsn(storage::lsn_t lsn) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%X/%08X", static_cast<unsigned>(lsn >> 32),
+                static_cast<unsigned>(lsn & 0xffffffffu));
+  return text;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+void check_init_setting(const std::string& key, std::uint64_t configured, std::uint64_t recorded,
+                        const std::string& shown) {
+  if (configured != recorded)
+    throw config_error(key + " is fixed when the data directory is created: this directory has " +
+                       key + " = " + shown + "; remove the setting or re-create the directory");
+}
+
+std::string wal_dir(const std::string& data_dir) { return data_dir + "/wal"; }
+
+// Pass 1: read all WAL from the redo point without changing anything.
+void validate_wal(engine& e, recovery_report& report, storage::lsn_t* prev) {
+  const storage::control_data& c = e.control;
+  storage::wal_reader reader(*e.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
+  if (reader.read_at(c.checkpoint_lsn) == nullptr)
+    throw storage::data_error("control file points at checkpoint record " + hex_lsn(c.checkpoint_lsn) +
+                              " but no valid WAL record is there: WAL is missing or corrupt");
+  storage::wal_reader scan(*e.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
+  while (scan.next() != nullptr) {
+  }
+  if (auto corruption = scan.find_corruption())
+    throw storage::data_error("WAL is corrupt at " + hex_lsn(corruption->bad_lsn) + " in " +
+                              corruption->segment_path + " (" + corruption->reason +
+                              "), yet the record at " + hex_lsn(corruption->proof_lsn) +
+                              " shows WAL up to " + hex_lsn(corruption->proof_durable) +
+                              " had been made durable; refusing to recover past lost commits");
+  if (scan.end_lsn() <= c.checkpoint_lsn)
+    throw storage::data_error("WAL ends at " + hex_lsn(scan.end_lsn()) +
+                              " before the checkpoint record " + hex_lsn(c.checkpoint_lsn));
+  report.end_lsn = scan.end_lsn();
+  report.end_reason = scan.end_description();
+  *prev = scan.last_record_lsn();
+}
+
+// WAL recovery reads may be only in the page cache (after a kill): make it durable first.
+void sync_wal_from(engine& e, storage::lsn_t from, storage::lsn_t to) {
+  std::uint64_t segment = e.control.wal_segment_size;
+  for (storage::lsn_t start = from - from % segment; start < to; start += segment) {
+    std::string path = wal_dir(e.data_dir) + "/" + storage::wal_log::segment_name(start);
+    int fd = e.io->open_file(path, false);
+    e.io->sync(fd, storage::sync_kind::data);
+    e.io->close_file(fd);
+  }
+}
+
+void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
+  const settings& s = e.config;
+  storage::wal_options options;
+  options.dir = wal_dir(e.data_dir);
+  options.segment_size = s.wal_segment_size;
+  options.buffer_size = s.wal_buffers;
+  e.files = std::make_unique<storage::relation_files>(*e.io, e.data_dir + "/base", s.page_size,
+                                                      s.segment_size);
+  e.wal = std::make_unique<storage::wal_log>(*e.io, options, end, prev);
+  e.wal->set_redo_lsn(e.control.redo_lsn);
+  e.pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e.files, s.data_checksums);
+  e.tails = std::make_unique<storage::append_tails>(*e.files);
+  e.writer = std::make_unique<storage::page_writer>(*e.wal, *e.files, e.syncs, s.data_checksums);
+  e.victims = std::make_unique<direct_victim_writer>(*e.writer);
+  e.pool->set_victim_writer(e.victims.get());
+}
+
+} // namespace
+
+std::string config_file_path(const std::string& data_dir) { return data_dir + "/tidemark.conf"; }
+
+void check_data_directory(const std::string& dir) {
+  if (!exists(dir))
+    throw config_error("data directory \"" + dir + "\" does not exist (create one with tidemark init)");
+  if (!exists(storage::control_file_path(dir)) && !exists(config_file_path(dir)))
+    throw config_error("\"" + dir + "\" is not a Tidemark data directory (no global/tidemark.control)");
+}
+
+settings resolve_settings(const std::string& data_dir, const std::vector<std::string>& overrides,
+                          const storage::control_data& control) {
+  settings s;
+  s.page_size = control.page_size;
+  if (exists(config_file_path(data_dir)))
+    apply_config_file(s, config_file_path(data_dir));
+  for (const std::string& o : overrides)
+    apply_assignment(s, o);
+  check_init_setting("page_size", s.page_size, control.page_size, format_bytes(control.page_size));
+  check_init_setting("data_checksums", s.data_checksums, control.data_checksums,
+                     control.data_checksums ? "on" : "off");
+  check_init_setting("segment_size", s.segment_size, control.segment_size,
+                     format_bytes(control.segment_size));
+  check_init_setting("wal_segment_size", s.wal_segment_size, control.wal_segment_size,
+                     format_bytes(control.wal_segment_size));
+  validate(s);
+  return s;
+}
+
+recovery_report recover(engine& e) {
+  auto started = std::chrono::steady_clock::now();
+  recovery_report report;
+  report.previous_state = storage::to_string(static_cast<storage::cluster_state>(e.control.state));
+  report.redo_lsn = e.control.redo_lsn;
+  storage::lsn_t prev = 0;
+  validate_wal(e, report, &prev);
+  report.needed = e.control.state != static_cast<std::uint32_t>(storage::cluster_state::shut_down);
+  if (report.needed)
+    sync_wal_from(e, e.control.redo_lsn, report.end_lsn);
+  build_storage(e, report.end_lsn, prev);
+  e.next_xid.store(e.control.next_xid);
+  if (report.needed) {
+    storage::wal_reader reader(*e.io, wal_dir(e.data_dir), e.control.wal_segment_size,
+                               e.control.page_size, e.control.redo_lsn);
+    storage::redo_summary summary = storage::replay(reader, *e.pool, e.control.next_xid);
+    report.records = summary.records;
+    report.blocks_applied = summary.blocks_applied;
+    report.images_restored = summary.images_restored;
+    e.next_xid.store(summary.next_xid);
+  }
+  report.seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return report;
+}
+
+} // namespace tidemark::runtime

@@ -1,0 +1,33 @@
+// Startup: settings resolution for a data directory and crash recovery (DESIGN §6 steps
+// 1, 2, 4, 5). Runs before any actor exists, in the opening thread.
+//
+// Rules it keeps:
+//  - Nothing on disk is modified until the WAL from the redo point has been read to its
+//    end and checked for corruption of durable WAL; a corrupt control file or WAL leaves
+//    the directory exactly as it was.
+//  - WAL that recovery reads is fsynced before any page it replays is written (W1 for
+//    pages written during recovery: what was only in the page cache after a process kill
+//    must not be lost by a later power loss while data pages depending on it survive).
+//  - The redo point does not move until the end-of-recovery checkpoint completes.
+#pragma once
+
+#include "runtime/database.hpp"
+#include "runtime/engine.hpp"
+
+namespace tidemark::runtime {
+
+std::string config_file_path(const std::string& data_dir);
+
+/// Defaults, then the directory's tidemark.conf, then overrides; checked against the
+/// init-time settings the control file recorded. Throws config_error.
+settings resolve_settings(const std::string& data_dir, const std::vector<std::string>& overrides,
+                          const storage::control_data& control);
+
+/// Throws config_error when `dir` is missing or not a Tidemark data directory.
+void check_data_directory(const std::string& dir);
+
+/// Builds the engine's storage objects for `e.control` and replays WAL when the last stop
+/// was not clean. Throws data_error naming what is corrupt.
+recovery_report recover(engine& e);
+
+} // namespace tidemark::runtime

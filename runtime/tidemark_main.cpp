@@ -1,0 +1,244 @@
+// The tidemark program (DESIGN §9): init, bench, verify, recover.
+// Exit status: 0 success; 1 runtime error or failed verification; 2 bad usage or
+// configuration; 3 simulated crash (raised inside the fault-injecting engine).
+#include "runtime/ack_log.hpp"
+#include "runtime/bench.hpp"
+#include "runtime/cli_args.hpp"
+#include "runtime/database.hpp"
+#include "runtime/json.hpp"
+#include "runtime/tpcb.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+using namespace tidemark;
+using namespace tidemark::runtime;
+
+namespace {
+
+constexpr int exit_ok = 0, exit_failure = 1, exit_usage = 2;
+
+const char* usage_text =
+  "usage:\n"
+  "  tidemark init    -D DIR [-s SCALE] [--set KEY=VALUE]...\n"
+  "  tidemark bench   -D DIR [-c CLIENTS] [-T SECONDS | -t TXNS] [-P SECONDS] [--json FILE]\n"
+  "                   [--ack-log FILE] [--set KEY=VALUE]...\n"
+  "                   [--crash-after-writes N [--crash-mode lose-unsynced|torn] [--seed N]]\n"
+  "  tidemark verify  -D DIR [--ack-log FILE] [--json FILE] [--set KEY=VALUE]...\n"
+  "  tidemark recover -D DIR [--json FILE] [--set KEY=VALUE]...\n";
+
+std::string workload_file(const std::string& dir) { return dir + "/workload.conf"; }
+
+std::uint32_t read_scale(const std::string& dir) {
+  std::ifstream in(workload_file(dir));
+  std::string key, eq;
+  std::uint32_t scale = 0;
+  if (!(in >> key >> eq >> scale) || key != "tpcb_scale" || scale == 0)
+    throw storage::data_error(workload_file(dir) + " is missing or malformed (expected "
+                              "\"tpcb_scale = N\"; was the directory made by tidemark init?)");
+  return scale;
+}
+
+int cmd_init(int argc, char** argv) {
+  cli_args args(argc, argv, 2, {"-D", "-s", "--set"});
+  std::string dir = args.required("-D");
+  auto scale = static_cast<std::uint32_t>(args.count("-s", 1, 1, 100000));
+  auto last_report = std::chrono::steady_clock::now();
+  database::create(dir, args.sets(), [&](storage::relation_files& files, const settings& s) {
+    tpcb::layout shape(s.page_size, scale);
+    tpcb::load(files, shape, s.data_checksums, [&](std::uint64_t done, std::uint64_t total) {
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_report >= std::chrono::seconds(1) || done == total) {
+        std::fprintf(stderr, "init: %llu of %llu rows loaded (%.0f%%)\n",
+                     static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                     100.0 * double(done) / double(total));
+        last_report = now;
+      }
+    });
+    std::ofstream(workload_file(dir)) << "tpcb_scale = " << scale << "\n";
+  });
+  std::fprintf(stderr, "init: data directory %s ready (scale %u)\n", dir.c_str(), scale);
+  return exit_ok;
+}
+
+open_options options_with_faults(const cli_args& args) {
+  open_options options;
+  options.overrides = args.sets();
+  if (args.has("--crash-after-writes")) {
+    storage::fault_config faults;
+    faults.crash_after_writes = args.count("--crash-after-writes", 0, 1, 1ull << 50);
+    std::string mode = args.text("--crash-mode", "lose-unsynced");
+    if (mode == "lose-unsynced")
+      faults.mode = storage::crash_mode::lose_unsynced;
+    else if (mode == "torn")
+      faults.mode = storage::crash_mode::torn;
+    else
+      throw config_error("--crash-mode must be lose-unsynced or torn, got \"" + mode + "\"");
+    faults.seed = args.count("--seed", 1, 0, ~0ull >> 12);
+    options.faults = faults;
+  } else if (args.has("--crash-mode") || args.has("--seed")) {
+    throw config_error("--crash-mode and --seed go with --crash-after-writes");
+  }
+  return options;
+}
+
+int cmd_bench(int argc, char** argv) {
+  cli_args args(argc, argv, 2,
+                {"-D", "-c", "-T", "-t", "-P", "--json", "--ack-log", "--set",
+                 "--crash-after-writes", "--crash-mode", "--seed"});
+  std::string dir = args.required("-D");
+  if (args.has("-T") && args.has("-t"))
+    throw config_error("-T and -t are exclusive");
+  bench_options options;
+  options.clients = static_cast<std::uint32_t>(args.count("-c", 1, 1, 1024));
+  options.duration_s = args.real("-T", 10, 0.1, 86400 * 365.0);
+  options.transactions_per_client = args.count("-t", 0, 1, 1ull << 40);
+  options.progress_interval_s = args.real("-P", 0, 0.1, 3600);
+  options.ack_log_path = args.text("--ack-log");
+  options.seed = args.count("--seed", 1, 0, ~0ull >> 12);
+  open_options open = options_with_faults(args);
+  std::uint32_t scale = read_scale(dir);
+  auto db = database::open(dir, open);
+  tpcb::layout shape(db->internals().config.page_size, scale);
+  if (db->recovery().needed)
+    std::fprintf(stderr, "recovery: replayed %llu records in %.3f s (WAL ended: %s)\n",
+                 static_cast<unsigned long long>(db->recovery().records), db->recovery().seconds,
+                 db->recovery().end_reason.c_str());
+  bench_result result = run_bench(*db, shape, options, stderr);
+  db->close();
+  json_object& r = result.report;
+  std::string rendered = r.render();
+  std::printf("%s\n", rendered.c_str());
+  if (args.has("--json"))
+    r.write_file(args.text("--json"));
+  for (const std::string& error : result.errors)
+    std::fprintf(stderr, "error: session stopped: %s\n", error.c_str());
+  return result.errors.empty() ? exit_ok : exit_failure;
+}
+
+void fill_recovery(json_object& r, const recovery_report& rec) {
+  r.set("recovery.needed", rec.needed);
+  r.set("recovery.previous_state", rec.previous_state);
+  r.set("recovery.records", rec.records);
+  r.set("recovery.blocks_applied", rec.blocks_applied);
+  r.set("recovery.images_restored", rec.images_restored);
+  r.set("recovery.seconds", rec.seconds);
+  r.set("recovery.records_per_second", rec.seconds > 0 ? double(rec.records) / rec.seconds : 0.0);
+  r.set("recovery.wal_end", rec.end_reason);
+  r.set("pages_repaired", rec.pages_repaired);
+}
+
+int cmd_verify(int argc, char** argv) {
+  cli_args args(argc, argv, 2, {"-D", "--ack-log", "--json", "--set"});
+  std::string dir = args.required("-D");
+  std::uint32_t scale = read_scale(dir);
+  std::vector<storage::xid_t> acknowledged;
+  if (args.has("--ack-log"))
+    acknowledged = ack_log::read_all(args.text("--ack-log"));
+  json_object r;
+  r.set("pages_repaired", std::uint64_t(0)); // overwritten by the recovery report
+  tpcb::verify_report report;
+  bool ok = true;
+  std::string error;
+  settings config;
+  try {
+    open_options open;
+    open.overrides = args.sets();
+    auto db = database::open(dir, open);
+    config = db->internals().config;
+    fill_recovery(r, db->recovery());
+    db->close();
+  } catch (const storage::page_corrupt_error& e) {
+    ok = false;
+    error = e.what();
+    report.checksum_failures = 1;
+    report.failures.push_back(e.where());
+  }
+  if (ok) {
+    auto io = storage::make_io_engine(storage::io_method::sync);
+    storage::relation_files files(*io, dir + "/base", config.page_size, config.segment_size);
+    report = tpcb::verify(files, tpcb::layout(config.page_size, scale), config.data_checksums,
+                          acknowledged);
+    ok = report.checksum_failures == 0 && report.lost_commits == 0 && report.balances_consistent();
+  }
+  r.set("ok", ok);
+  r.set("pages_checked", report.pages_checked);
+  r.set("checksum_failures", report.checksum_failures);
+  r.set_list("failures", report.failures);
+  r.set("acknowledged", std::uint64_t(acknowledged.size()));
+  r.set("lost_commits", report.lost_commits);
+  r.set("balances_consistent", error.empty() && report.balances_consistent());
+  r.set("sums.accounts", report.sum_accounts);
+  r.set("sums.tellers", report.sum_tellers);
+  r.set("sums.branches", report.sum_branches);
+  r.set("sums.history", report.sum_history);
+  r.set("history_rows", report.history_rows);
+  r.set("duplicate_history_xids", report.duplicate_history_xids);
+  if (!error.empty())
+    r.set("error", error);
+  std::printf("%s\n", r.render().c_str());
+  if (args.has("--json"))
+    r.write_file(args.text("--json"));
+  for (const std::string& f : report.failures)
+    std::fprintf(stderr, "verify: page failure: %s\n", f.c_str());
+  for (std::uint64_t xid : report.lost_examples)
+    std::fprintf(stderr, "verify: acknowledged transaction %llu is missing\n",
+                 static_cast<unsigned long long>(xid));
+  if (!error.empty())
+    std::fprintf(stderr, "verify: %s\n", error.c_str());
+  std::fprintf(stderr, "verify: %s\n", ok ? "OK" : "FAILED");
+  return ok ? exit_ok : exit_failure;
+}
+
+int cmd_recover(int argc, char** argv) {
+  cli_args args(argc, argv, 2, {"-D", "--json", "--set"});
+  std::string dir = args.required("-D");
+  open_options open;
+  open.overrides = args.sets();
+  auto db = database::open(dir, open);
+  json_object r;
+  fill_recovery(r, db->recovery());
+  db->close();
+  std::printf("%s\n", r.render().c_str());
+  if (args.has("--json"))
+    r.write_file(args.text("--json"));
+  return exit_ok;
+}
+
+int dispatch(int argc, char** argv) {
+  std::string command = argv[1];
+  if (command == "init")
+    return cmd_init(argc, argv);
+  if (command == "bench")
+    return cmd_bench(argc, argv);
+  if (command == "verify")
+    return cmd_verify(argc, argv);
+  if (command == "recover")
+    return cmd_recover(argc, argv);
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::printf("%s", usage_text);
+    return exit_ok;
+  }
+  throw config_error("unknown command \"" + command + "\"");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "%s", usage_text);
+    return exit_usage;
+  }
+  try {
+    return dispatch(argc, argv);
+  } catch (const config_error& e) {
+    std::fprintf(stderr, "tidemark: %s\n%s", e.what(), usage_text);
+    return exit_usage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tidemark: error: %s\n", e.what());
+    return exit_failure;
+  }
+}

@@ -1,0 +1,439 @@
+// The shared buffer pool: see buffer_pool.hpp for the state word and invariants.
+#include "storage/buffer_pool.hpp"
+
+#include "storage/spin.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+
+namespace tidemark::storage {
+
+namespace {
+
+constexpr std::uint32_t pin_mask = (1u << 18) - 1;
+constexpr std::uint32_t usage_shift = 18;
+constexpr std::uint32_t usage_mask = 0xFu << usage_shift;
+constexpr std::uint32_t usage_max = 5;
+constexpr std::uint32_t header_locked = 1u << 22;
+constexpr std::uint32_t valid = 1u << 23;
+constexpr std::uint32_t tag_valid = 1u << 24;
+constexpr std::uint32_t dirty = 1u << 25;
+constexpr std::uint32_t io_in_progress = 1u << 26;
+constexpr std::uint32_t just_dirtied = 1u << 27;
+
+std::uint32_t pins(std::uint32_t state) { return state & pin_mask; }
+std::uint32_t usage(std::uint32_t state) { return (state & usage_mask) >> usage_shift; }
+
+constexpr std::size_t partition_count = 128;
+
+} // namespace
+
+struct buffer_pool::descriptor {
+  std::atomic<std::uint32_t> state{0};
+  std::atomic<std::int32_t> latch{0}; // -1 exclusive, n > 0 shared holders
+  page_id tag;                        // written under header lock + partition locks
+  std::int32_t next_in_bucket = -1;   // guarded by the bucket's partition lock
+};
+
+struct alignas(64) buffer_pool::partition_lock {
+  spin_lock lock;
+};
+
+buffer_pool::buffer_pool(std::size_t buffer_count, relation_files& files, bool checksums)
+  : buffer_count_(buffer_count),
+    page_size_(files.page_size()),
+    files_(files),
+    checksums_(checksums),
+    descriptors_(new descriptor[buffer_count]),
+    partitions_(new partition_lock[partition_count]),
+    pins_available_(static_cast<std::int64_t>(buffer_count)) {
+  if (buffer_count < 16 || buffer_count > pin_mask)
+    throw std::invalid_argument("buffer pool needs 16 .. 262143 buffers");
+  void* memory = nullptr;
+  if (posix_memalign(&memory, 4096, buffer_count * page_size_) != 0)
+    throw std::bad_alloc();
+  frames_ = static_cast<unsigned char*>(memory);
+  std::memset(frames_, 0, buffer_count * page_size_);
+  std::size_t buckets = partition_count;
+  while (buckets < buffer_count * 2)
+    buckets *= 2;
+  bucket_heads_.assign(buckets, -1);
+  bucket_mask_ = buckets - 1;
+}
+
+buffer_pool::~buffer_pool() { std::free(frames_); }
+
+// ---- page table --------------------------------------------------------------------------
+
+std::size_t buffer_pool::bucket_of(page_id id) const {
+  std::uint64_t key = (std::uint64_t(id.rel) << 32) | id.block;
+  key *= 0x9E3779B97F4A7C15ull;
+  return static_cast<std::size_t>(key >> 20) & bucket_mask_;
+}
+
+buffer_pool::partition_lock& buffer_pool::partition_of_bucket(std::size_t bucket) {
+  return partitions_[bucket % partition_count];
+}
+
+buffer_id buffer_pool::lookup_locked(page_id id, std::size_t bucket) const {
+  for (std::int32_t b = bucket_heads_[bucket]; b >= 0; b = descriptors_[b].next_in_bucket)
+    if (descriptors_[b].tag == id)
+      return static_cast<buffer_id>(b);
+  return ~buffer_id{0};
+}
+
+void buffer_pool::insert_locked(buffer_id buffer, std::size_t bucket) {
+  descriptors_[buffer].next_in_bucket = bucket_heads_[bucket];
+  bucket_heads_[bucket] = static_cast<std::int32_t>(buffer);
+}
+
+void buffer_pool::remove_locked(buffer_id buffer, std::size_t bucket) {
+  std::int32_t* link = &bucket_heads_[bucket];
+  while (*link != static_cast<std::int32_t>(buffer))
+    link = &descriptors_[*link].next_in_bucket;
+  *link = descriptors_[buffer].next_in_bucket;
+  descriptors_[buffer].next_in_bucket = -1;
+}
+
+// ---- header lock -------------------------------------------------------------------------
+
+std::uint32_t buffer_pool::lock_header(buffer_id buffer) {
+  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
+  backoff wait;
+  for (;;) {
+    std::uint32_t old = state.fetch_or(header_locked, std::memory_order_acquire);
+    if (!(old & header_locked))
+      return old | header_locked;
+    wait.pause();
+  }
+}
+
+void buffer_pool::unlock_header(buffer_id buffer, std::uint32_t new_state) {
+  descriptors_[buffer].state.store(new_state & ~header_locked, std::memory_order_release);
+}
+
+page_id buffer_pool::tag(buffer_id buffer) const { return descriptors_[buffer].tag; }
+
+bool buffer_pool::is_dirty(buffer_id buffer) const {
+  return descriptors_[buffer].state.load(std::memory_order_acquire) & dirty;
+}
+
+bool buffer_pool::is_reusable(buffer_id buffer) const {
+  std::uint32_t s = descriptors_[buffer].state.load(std::memory_order_acquire);
+  return pins(s) == 0 && usage(s) == 0;
+}
+
+// ---- pins --------------------------------------------------------------------------------
+
+void buffer_pool::reserve_pins(std::uint32_t count) {
+  backoff wait;
+  for (;;) {
+    std::int64_t available = pins_available_.load(std::memory_order_relaxed);
+    if (available >= count &&
+        pins_available_.compare_exchange_weak(available, available - count,
+                                              std::memory_order_acq_rel))
+      return;
+    wait.pause();
+  }
+}
+
+void buffer_pool::release_pins(std::uint32_t count) {
+  pins_available_.fetch_add(count, std::memory_order_acq_rel);
+}
+
+bool buffer_pool::try_pin_existing(buffer_id buffer) {
+  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
+  std::uint32_t old = state.load(std::memory_order_relaxed);
+  backoff wait;
+  for (;;) {
+    if (old & header_locked) {
+      wait.pause();
+      old = state.load(std::memory_order_relaxed);
+      continue;
+    }
+    std::uint32_t next = old + 1;
+    if (usage(old) < usage_max)
+      next += 1u << usage_shift;
+    if (state.compare_exchange_weak(old, next, std::memory_order_acq_rel))
+      return true;
+  }
+}
+
+void buffer_pool::unpin(buffer_id buffer) {
+  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
+  std::uint32_t old = state.load(std::memory_order_relaxed);
+  backoff wait;
+  for (;;) {
+    if (old & header_locked) {
+      wait.pause();
+      old = state.load(std::memory_order_relaxed);
+      continue;
+    }
+    if (state.compare_exchange_weak(old, old - 1, std::memory_order_acq_rel))
+      return;
+  }
+}
+
+buffer_id buffer_pool::pin(page_id id, read_mode mode) {
+  std::size_t bucket = bucket_of(id);
+  partition_lock& partition = partition_of_bucket(bucket);
+  for (;;) {
+    partition.lock.lock();
+    buffer_id found = lookup_locked(id, bucket);
+    if (found != ~buffer_id{0}) {
+      try_pin_existing(found);
+      partition.lock.unlock();
+      wait_until_readable(found, id, mode);
+      return found;
+    }
+    partition.lock.unlock();
+
+    buffer_id victim = clock_sweep_victim();
+    buffer_id existing = ~buffer_id{0};
+    if (retag(victim, id, &existing)) {
+      try {
+        read_into(victim, id, mode);
+      } catch (...) {
+        unpin(victim);
+        throw;
+      }
+      return victim;
+    }
+    unpin(victim);
+    if (existing != ~buffer_id{0}) {
+      wait_until_readable(existing, id, mode);
+      return existing;
+    }
+  }
+}
+
+// Waits for another session's read of the page; if that read failed, reads it here.
+void buffer_pool::wait_until_readable(buffer_id buffer, page_id id, read_mode mode) {
+  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
+  backoff wait;
+  for (;;) {
+    std::uint32_t s = state.load(std::memory_order_acquire);
+    if (s & valid)
+      return;
+    if (!(s & io_in_progress) && !(s & header_locked) &&
+        state.compare_exchange_weak(s, s | io_in_progress, std::memory_order_acq_rel)) {
+      try {
+        read_into(buffer, id, mode);
+      } catch (...) {
+        unpin(buffer);
+        throw;
+      }
+      return;
+    }
+    wait.pause();
+  }
+}
+
+void buffer_pool::read_into(buffer_id buffer, page_id id, read_mode mode) {
+  void* frame = page(buffer);
+  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
+  if (mode == read_mode::zero_fill) {
+    std::memset(frame, 0, page_size_);
+  } else {
+    files_.read_page(id, frame);
+    counters_.reads.fetch_add(1, std::memory_order_relaxed);
+    page_verdict verdict = verify_page(frame, page_size_, id, checksums_);
+    if (verdict != page_verdict::ok && verdict != page_verdict::all_zero) {
+      state.fetch_and(~io_in_progress, std::memory_order_acq_rel);
+      throw page_corrupt_error("page verification failed (" + std::string(to_string(verdict)) +
+                                 ") in " + files_.describe(id),
+                               files_.describe(id));
+    }
+  }
+  std::uint32_t s = lock_header(buffer);
+  unlock_header(buffer, (s | valid) & ~io_in_progress);
+}
+
+// ---- clock sweep -------------------------------------------------------------------------
+
+void buffer_pool::clock_position(std::uint32_t* hand, std::uint64_t* passes) const {
+  std::uint64_t next = next_victim_.load(std::memory_order_acquire);
+  *hand = static_cast<std::uint32_t>(next % buffer_count_);
+  *passes = next / buffer_count_;
+}
+
+buffer_id buffer_pool::clock_sweep_victim() {
+  counters_.allocations.fetch_add(1, std::memory_order_relaxed);
+  thread_local std::vector<unsigned char> copy_storage; // one per thread, reused
+  std::size_t scanned = 0;
+  backoff wait;
+  for (;;) {
+    buffer_id b = static_cast<buffer_id>(next_victim_.fetch_add(1, std::memory_order_acq_rel) %
+                                         buffer_count_);
+    if (++scanned > buffer_count_ * (usage_max + 1)) {
+      wait.pause(); // every buffer pinned or being written right now; they are released soon
+      scanned = 0;
+    }
+    std::atomic<std::uint32_t>& state = descriptors_[b].state;
+    std::uint32_t s = state.load(std::memory_order_relaxed);
+    if ((s & header_locked) || pins(s) > 0 || (s & io_in_progress))
+      continue;
+    if (usage(s) > 0) {
+      state.compare_exchange_strong(s, s - (1u << usage_shift), std::memory_order_acq_rel);
+      continue;
+    }
+    if (!state.compare_exchange_strong(s, s + 1, std::memory_order_acq_rel))
+      continue;
+    if (!(s & dirty))
+      return b;
+    // A dirty victim: the session writes it itself (the bgwriter exists to make this rare).
+    if (copy_storage.size() < page_size_)
+      copy_storage.resize(page_size_);
+    page_id victim_id;
+    lsn_t lsn;
+    if (victim_writer_ != nullptr && start_write(b, copy_storage.data(), &victim_id, &lsn)) {
+      bool ok = false;
+      try {
+        victim_writer_->write_victim(victim_id, lsn, copy_storage.data());
+        ok = true;
+      } catch (...) {
+        finish_write(b, false);
+        unpin(b);
+        throw;
+      }
+      finish_write(b, ok);
+      counters_.written_backend.fetch_add(1, std::memory_order_relaxed);
+      if (!is_dirty(b))
+        return b;
+    }
+    unpin(b);
+  }
+}
+
+// Moves `victim` (pinned once by us) to `id`. Fails if another session mapped `id` first
+// (then *existing is that buffer, pinned for the caller) or the victim got pinned/dirtied.
+bool buffer_pool::retag(buffer_id victim, page_id id, buffer_id* existing) {
+  descriptor& d = descriptors_[victim];
+  std::size_t new_bucket = bucket_of(id);
+  std::uint32_t s0 = d.state.load(std::memory_order_acquire);
+  bool had_tag = s0 & tag_valid;
+  page_id old_id = d.tag;
+  std::size_t old_bucket = had_tag ? bucket_of(old_id) : new_bucket;
+  partition_lock* first = &partition_of_bucket(std::min(old_bucket, new_bucket));
+  partition_lock* second = &partition_of_bucket(std::max(old_bucket, new_bucket));
+  if (first > second)
+    std::swap(first, second);
+  first->lock.lock();
+  if (second != first)
+    second->lock.lock();
+  auto unlock_both = [&] {
+    if (second != first)
+      second->lock.unlock();
+    first->lock.unlock();
+  };
+  buffer_id found = lookup_locked(id, new_bucket);
+  if (found != ~buffer_id{0}) {
+    try_pin_existing(found);
+    unlock_both();
+    *existing = found;
+    return false;
+  }
+  std::uint32_t s = lock_header(victim);
+  if (pins(s) != 1 || (s & (dirty | io_in_progress)) || d.tag != old_id ||
+      bool(s & tag_valid) != had_tag) {
+    unlock_header(victim, s);
+    unlock_both();
+    return false;
+  }
+  if (had_tag)
+    remove_locked(victim, old_bucket);
+  d.tag = id;
+  insert_locked(victim, new_bucket);
+  std::uint32_t next = (s & pin_mask) | (1u << usage_shift) | tag_valid | io_in_progress;
+  unlock_header(victim, next | header_locked);
+  unlock_both();
+  return true;
+}
+
+// ---- content latch -----------------------------------------------------------------------
+
+void buffer_pool::lock_exclusive(buffer_id buffer) {
+  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
+  backoff wait;
+  std::int32_t expected = 0;
+  while (!latch.compare_exchange_weak(expected, -1, std::memory_order_acquire)) {
+    expected = 0;
+    wait.pause();
+  }
+}
+
+void buffer_pool::unlock_exclusive(buffer_id buffer) {
+  descriptors_[buffer].latch.store(0, std::memory_order_release);
+}
+
+void buffer_pool::lock_shared(buffer_id buffer) {
+  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
+  backoff wait;
+  std::int32_t current = latch.load(std::memory_order_relaxed);
+  for (;;) {
+    if (current >= 0 &&
+        latch.compare_exchange_weak(current, current + 1, std::memory_order_acquire))
+      return;
+    if (current < 0) {
+      wait.pause();
+      current = latch.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+void buffer_pool::unlock_shared(buffer_id buffer) {
+  descriptors_[buffer].latch.fetch_sub(1, std::memory_order_release);
+}
+
+void buffer_pool::mark_dirty(buffer_id buffer) {
+  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
+  std::uint32_t old = state.load(std::memory_order_relaxed);
+  backoff wait;
+  for (;;) {
+    if (old & header_locked) {
+      wait.pause();
+      old = state.load(std::memory_order_relaxed);
+      continue;
+    }
+    if (state.compare_exchange_weak(old, old | dirty | just_dirtied, std::memory_order_acq_rel))
+      return;
+  }
+}
+
+// ---- writes ------------------------------------------------------------------------------
+
+bool buffer_pool::start_write(buffer_id buffer, void* copy, page_id* id, lsn_t* lsn,
+                              bool only_reusable) {
+  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
+  std::uint32_t s = state.load(std::memory_order_acquire);
+  for (;;) {
+    if ((s & header_locked) || !(s & valid) || !(s & dirty) || (s & io_in_progress))
+      return false;
+    if (only_reusable && (pins(s) > 0 || usage(s) > 0))
+      return false;
+    if (state.compare_exchange_weak(s, (s | io_in_progress) & ~just_dirtied,
+                                    std::memory_order_acq_rel))
+      break;
+  }
+  // Dirty + I/O in progress: the buffer cannot be retagged until finish_write.
+  *id = descriptors_[buffer].tag;
+  lock_shared(buffer);
+  std::memcpy(copy, page(buffer), page_size_);
+  unlock_shared(buffer);
+  *lsn = page_lsn(copy);
+  return true;
+}
+
+void buffer_pool::finish_write(buffer_id buffer, bool succeeded) {
+  std::uint32_t s = lock_header(buffer);
+  std::uint32_t next = s & ~io_in_progress;
+  if (succeeded && !(s & just_dirtied))
+    next &= ~dirty;
+  unlock_header(buffer, next);
+}
+
+} // namespace tidemark::storage

@@ -1,0 +1,144 @@
+// The shared buffer pool: page frames, descriptors with one atomic state word, a
+// partitioned page table, and clock-sweep victim selection (PostgreSQL's design).
+//
+// State word of a descriptor (bits):
+//   0..17  pin count           18..21 usage count (0..5)
+//   22 header locked   23 valid   24 tag valid   25 dirty   26 I/O in progress
+//   27 just dirtied (dirtied again while a write of it was in progress)
+//
+// Invariants (storage/README.md has the numbered write-ordering rules):
+//  - A buffer is in the page table under tag T iff its tag is T and tag-valid is set.
+//    Retagging takes both partition locks and the header lock, and requires pin count 1
+//    (the retagger's own), not dirty and no I/O in progress.
+//  - A frame's bytes change only under its exclusive content latch, by a caller holding a
+//    pin; mark_dirty() is called under that latch.
+//  - A write of a buffer copies the page under a shared latch between start_write() and
+//    finish_write(); dirty stays set until the write finishes, and stays set after it if
+//    the page was dirtied again meanwhile (just dirtied). So a dirty buffer is never
+//    evicted, and a write never reports newer changes clean.
+//  - Sessions reserve their pins up front (reserve_pins), so the pool never runs out of
+//    unpinned buffers however small it is: writers (bgwriter, checkpointer) pin nothing.
+#pragma once
+
+#include "storage/page.hpp"
+#include "storage/relation_files.hpp"
+#include "storage/types.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace tidemark::storage {
+
+using buffer_id = std::uint32_t;
+
+/// Writes a dirty victim for a session that needs its buffer (policy provided by the
+/// runtime: direct write, or through the doublewrite batcher). Called with the victim's
+/// I/O-in-progress flag held and `copy` holding a private copy of the page; it must make
+/// WAL durable up to `lsn` first (W1) and register the segment for sync (W2).
+class victim_writer {
+public:
+  virtual ~victim_writer() = default;
+  virtual void write_victim(page_id id, lsn_t lsn, void* copy) = 0;
+};
+
+enum class read_mode {
+  normal,    // read from disk and verify
+  zero_fill, // the caller will overwrite the whole page (redo of a full-page image)
+};
+
+struct buffer_pool_counters {
+  std::atomic<std::uint64_t> allocations{0};       // victims handed out (bgwriter reads it)
+  std::atomic<std::uint64_t> written_backend{0};   // dirty victims sessions wrote
+  std::atomic<std::uint64_t> reads{0};
+};
+
+class buffer_pool {
+public:
+  buffer_pool(std::size_t buffer_count, relation_files& files, bool checksums);
+  ~buffer_pool();
+  buffer_pool(const buffer_pool&) = delete;
+  buffer_pool& operator=(const buffer_pool&) = delete;
+
+  void set_victim_writer(victim_writer* writer) { victim_writer_ = writer; }
+
+  // --- sessions ------------------------------------------------------------------------
+  /// Blocks until `count` pins may be taken (returned by release_pins).
+  void reserve_pins(std::uint32_t count);
+  void release_pins(std::uint32_t count);
+
+  /// Pins `id`, reading it when it is not cached. Throws data_error naming the file and
+  /// block when the page fails verification.
+  buffer_id pin(page_id id, read_mode mode = read_mode::normal);
+  void unpin(buffer_id buffer);
+
+  void* page(buffer_id buffer) { return frames_ + std::size_t(buffer) * page_size_; }
+  page_id tag(buffer_id buffer) const;
+
+  void lock_exclusive(buffer_id buffer);
+  void unlock_exclusive(buffer_id buffer);
+  void lock_shared(buffer_id buffer);
+  void unlock_shared(buffer_id buffer);
+  /// Caller holds the exclusive latch.
+  void mark_dirty(buffer_id buffer);
+
+  // --- writers ---------------------------------------------------------------------------
+  /// Starts writing `buffer` if it is valid, dirty and not being written. On success the
+  /// page is copied to `copy` (page_size bytes) and its tag and LSN returned.
+  /// With `only_reusable`, buffers that are pinned or recently used are skipped (bgwriter).
+  bool start_write(buffer_id buffer, void* copy, page_id* id, lsn_t* lsn,
+                   bool only_reusable = false);
+  /// Ends a write started by start_write; clears dirty unless dirtied again meanwhile.
+  void finish_write(buffer_id buffer, bool succeeded);
+
+  bool is_dirty(buffer_id buffer) const;
+  /// Pinned, or usage count above zero: the clock sweep would not take it now.
+  bool is_reusable(buffer_id buffer) const;
+
+  // --- clock sweep -----------------------------------------------------------------------
+  /// Clock hand position and completed passes, read together.
+  void clock_position(std::uint32_t* hand, std::uint64_t* passes) const;
+
+  std::size_t size() const { return buffer_count_; }
+  std::size_t page_size() const { return page_size_; }
+  buffer_pool_counters& counters() { return counters_; }
+  relation_files& files() { return files_; }
+
+private:
+  struct descriptor;
+  struct partition_lock;
+
+  buffer_id lookup_locked(page_id id, std::size_t bucket) const;
+  void insert_locked(buffer_id buffer, std::size_t bucket);
+  void remove_locked(buffer_id buffer, std::size_t bucket);
+  std::size_t bucket_of(page_id id) const;
+  partition_lock& partition_of_bucket(std::size_t bucket);
+
+  bool try_pin_existing(buffer_id buffer);
+  void wait_until_readable(buffer_id buffer, page_id id, read_mode mode);
+  buffer_id clock_sweep_victim();
+  bool retag(buffer_id victim, page_id id, buffer_id* existing);
+  void read_into(buffer_id buffer, page_id id, read_mode mode);
+
+  std::uint32_t lock_header(buffer_id buffer);
+  void unlock_header(buffer_id buffer, std::uint32_t new_state);
+
+  std::size_t buffer_count_;
+  std::size_t page_size_;
+  relation_files& files_;
+  bool checksums_;
+  victim_writer* victim_writer_ = nullptr;
+
+  unsigned char* frames_ = nullptr;
+  std::unique_ptr<descriptor[]> descriptors_;
+  std::vector<std::int32_t> bucket_heads_; // guarded by the bucket's partition lock
+  std::unique_ptr<partition_lock[]> partitions_;
+  std::size_t bucket_mask_;
+  std::atomic<std::uint64_t> next_victim_{0};
+  std::atomic<std::int64_t> pins_available_;
+  buffer_pool_counters counters_;
+};
+
+} // namespace tidemark::storage

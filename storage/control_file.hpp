@@ -1,0 +1,58 @@
+// The control file (<data>/global/tidemark.control): the one small file recovery starts
+// from. It is replaced atomically: written to a temporary file, fsynced, renamed over the
+// old one, then the directory is fsynced. A reader therefore sees the old or the new
+// version, never a mixture.
+//
+// Invariants:
+//  - checkpoint_lsn points at a valid checkpoint record whose redo_lsn equals redo_lsn here.
+//  - redo_lsn only moves forward, and only after the checkpoint it belongs to completed (C1).
+//  - page_size, segment sizes and data_checksums are fixed at init; the runtime refuses a
+//    configuration that disagrees with them.
+#pragma once
+
+#include "storage/io_engine.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace tidemark::storage {
+
+enum class cluster_state : std::uint32_t {
+  shut_down = 1,     // clean shutdown: no recovery needed
+  in_production = 2, // running, or crashed while running: recovery needed
+  in_recovery = 3,   // crashed during recovery: recovery needed
+};
+
+const char* to_string(cluster_state state);
+
+constexpr std::uint32_t control_magic = 0x54444d4b; // "TDMK"
+constexpr std::uint32_t control_version = 1;
+
+struct control_data {
+  std::uint32_t magic = control_magic;
+  std::uint32_t version = control_version;
+  std::uint64_t system_id = 0; // random at init
+  std::uint32_t page_size = 0;
+  std::uint32_t data_checksums = 0;
+  std::uint64_t segment_size = 0;     // relation segment bytes
+  std::uint64_t wal_segment_size = 0; // WAL segment bytes
+  std::uint32_t state = 0;            // cluster_state
+  std::uint32_t reserved = 0;
+  std::uint64_t checkpoint_lsn = 0;
+  std::uint64_t redo_lsn = 0;
+  std::uint64_t next_xid = 0;
+  std::uint64_t checkpoint_time_unix_ms = 0;
+  std::uint32_t crc = 0; // crc32c of every byte before this field
+  std::uint32_t padding = 0;
+};
+
+std::string control_file_path(const std::string& data_dir);
+
+/// Throws data_error with a message naming the file when it is missing, short, has a bad
+/// magic (not a Tidemark data directory), an unknown version, or a checksum mismatch.
+control_data read_control_file(io_engine& io, const std::string& data_dir);
+
+/// Atomic replacement as described above. Throws io_error.
+void write_control_file(io_engine& io, const std::string& data_dir, control_data data);
+
+} // namespace tidemark::storage

@@ -1,0 +1,103 @@
+// The fault-injecting I/O engine: wraps a real engine and models a disk with a volatile
+// write cache, so that tests can simulate power loss inside one process.
+//
+// Fault model:
+//  - Every write not yet covered by a completed sync of its file is "unsynced". The engine
+//    keeps, per unsynced write, the bytes it overwrote (its undo image).
+//  - A sync covers exactly the writes to that file that completed before the sync began.
+//    The wrapped engine's real sync is not called: durability is what this engine says.
+//  - At a simulated power loss each unsynced write independently survives or is lost
+//    (lose_unsynced); with torn, a write may instead survive only in part: its bytes before
+//    or after a 512-byte or 4 KiB boundary inside it are kept, the rest reverts.
+//    Reverting restores the undo image, except for bytes a later surviving write owns.
+//  - Directory operations (create, rename, unlink) are durable at once.
+//  - With crash_after_writes = N, the N-th write completes and then the power is lost:
+//    losses and tears are applied to the files and the crash handler runs (default:
+//    _exit(3), the command-line contract's "simulated crash"). All engine calls are
+//    serialised by one mutex, so no other thread's write slips in after the crash.
+//  - With fail_sync_after = N, the N-th sync fails with EIO (and every later one too):
+//    the W3 test double for fsyncgate.
+#pragma once
+
+#include "storage/io_engine.hpp"
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <random>
+#include <vector>
+
+namespace tidemark::storage {
+
+enum class crash_mode { lose_unsynced, torn };
+
+struct fault_config {
+  std::uint64_t crash_after_writes = 0; // 0: never crash
+  crash_mode mode = crash_mode::lose_unsynced;
+  std::uint64_t seed = 1;
+  std::uint64_t fail_sync_after = 0; // 0: syncs never fail
+};
+
+/// What a simulated power loss did, for tests and the crash report.
+struct power_loss_report {
+  std::uint64_t unsynced_writes = 0;
+  std::uint64_t survived = 0;
+  std::uint64_t lost = 0;
+  std::uint64_t torn = 0;
+};
+
+class fault_engine final : public io_engine {
+public:
+  fault_engine(std::unique_ptr<io_engine> inner, fault_config config);
+
+  std::string name() const override;
+  int open_file(const std::string& path, bool create) override;
+  void close_file(int fd) override;
+  std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override;
+  void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override;
+  void write_batch(const io_write* writes, std::size_t count) override;
+  void sync(int fd, sync_kind kind) override;
+  std::uint64_t file_size(int fd) override;
+  void truncate(int fd, std::uint64_t length) override;
+  void rename(const std::string& from, const std::string& to) override;
+  void unlink(const std::string& path) override;
+  void sync_directory(const std::string& dir) override;
+  std::string path_of(int fd) const override;
+
+  /// Applies a power loss to the files now (without running the crash handler).
+  power_loss_report simulate_power_loss();
+
+  /// Replaces the default crash handler (which calls _exit(3)). Runs under the engine lock.
+  void on_crash(std::function<void(const power_loss_report&)> handler);
+
+  std::uint64_t writes_issued() const;
+
+private:
+  struct unsynced_write {
+    std::string path;
+    std::uint64_t offset = 0;
+    std::vector<unsigned char> before; // bytes the write replaced (zeros past old EOF)
+    std::vector<unsigned char> after;  // bytes the write put there
+  };
+
+  void write_locked(int fd, const void* data, std::size_t length, std::uint64_t offset);
+  power_loss_report power_loss_locked();
+  void throw_if_crashed(const char* operation, bool is_sync = false) const;
+  const std::string& tracked_path(int fd) const;
+  void forget_path(const std::string& path);
+
+  std::unique_ptr<io_engine> inner_;
+  fault_config config_;
+  mutable std::mutex mutex_;
+  std::mt19937_64 random_;
+  std::vector<unsynced_write> unsynced_;
+  // fd -> the path its writes are recorded under; follows renames, empty once the file was
+  // unlinked or replaced (its bytes no longer matter after a power loss).
+  std::map<int, std::string> paths_;
+  std::uint64_t writes_issued_ = 0;
+  std::uint64_t syncs_issued_ = 0;
+  bool crashed_ = false;
+  std::function<void(const power_loss_report&)> crash_handler_;
+};
+
+} // namespace tidemark::storage

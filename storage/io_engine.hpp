@@ -1,0 +1,73 @@
+// The I/O engine interface: every byte Tidemark puts on disk or reads back goes through one
+// of these. Engines: synchronous pread/pwrite/fdatasync (`sync`), io_uring (`io_uring`), and
+// the fault-injecting engine that wraps either (fault_engine.hpp).
+//
+// Contract every engine keeps (tests/io_engine_test.cpp checks both real engines alike):
+//  - read() returns the number of bytes read; fewer than asked only at end of file, the
+//    rest of the buffer is zero-filled.
+//  - write() and write_batch() return only when every byte was handed to the kernel; short
+//    writes are continued, EINTR/EAGAIN retried. Any other failure throws io_error.
+//  - sync() returns only when the file's data (and, for full, its metadata) is durable.
+//    A failed sync throws io_error with fsync_failed() == true and is never retried (W3).
+//  - Engines are thread-safe: any thread may call any method concurrently.
+//  - A file is named by the fd open_file() returned; the engine remembers the path so that
+//    errors name the file.
+#pragma once
+
+#include "storage/types.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tidemark::storage {
+
+enum class sync_kind { data, full };
+
+struct io_write {
+  int fd = -1;
+  const void* data = nullptr;
+  std::size_t length = 0;
+  std::uint64_t offset = 0;
+};
+
+class io_engine {
+public:
+  virtual ~io_engine() = default;
+
+  /// "sync", "io_uring" or "fault(...)".
+  virtual std::string name() const = 0;
+
+  /// Opens `path` read-write; creates it (mode 0600) when `create` is true.
+  /// Throws io_error naming the path on failure.
+  virtual int open_file(const std::string& path, bool create) = 0;
+  virtual void close_file(int fd) = 0;
+
+  virtual std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) = 0;
+  virtual void write(int fd, const void* data, std::size_t length, std::uint64_t offset) = 0;
+  /// Issues all writes (io_uring: in one submission) and returns when all completed.
+  virtual void write_batch(const io_write* writes, std::size_t count) = 0;
+  virtual void sync(int fd, sync_kind kind) = 0;
+
+  /// Current size of the file in bytes.
+  virtual std::uint64_t file_size(int fd) = 0;
+  virtual void truncate(int fd, std::uint64_t length) = 0;
+
+  /// Directory operations are metadata: rename is atomic; sync_directory makes earlier
+  /// creates, renames and unlinks in `dir` durable.
+  virtual void rename(const std::string& from, const std::string& to) = 0;
+  virtual void unlink(const std::string& path) = 0;
+  virtual void sync_directory(const std::string& dir) = 0;
+
+  /// The path open_file() was given for `fd` (for messages).
+  virtual std::string path_of(int fd) const = 0;
+};
+
+enum class io_method { io_uring, sync };
+
+/// Creates a real engine. io_uring falls back to nothing: if the kernel refuses a ring the
+/// constructor throws io_error and the caller reports it (choose io_method=sync then).
+std::unique_ptr<io_engine> make_io_engine(io_method method);
+
+} // namespace tidemark::storage

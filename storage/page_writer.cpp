@@ -1,0 +1,40 @@
+// Page write mechanism: W1 (WAL first), stamping, write, W2 (register for sync).
+#include "storage/page_writer.hpp"
+
+#include "storage/page.hpp"
+
+#include <algorithm>
+
+namespace tidemark::storage {
+
+void page_writer::prepare(page_copy* pages, std::size_t count) {
+  lsn_t needed = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    needed = std::max(needed, pages[i].lsn);
+    finalize_page_for_write(pages[i].data, files_.page_size(), pages[i].id, checksums_);
+  }
+  if (needed > wal_.flushed_lsn())
+    wal_.flush(needed);
+}
+
+void page_writer::write(page_copy* pages, std::size_t count) {
+  prepare(pages, count);
+  constexpr std::size_t chunk = 64;
+  page_write writes[chunk];
+  segment_id segments[chunk];
+  for (std::size_t start = 0; start < count; start += chunk) {
+    std::size_t n = std::min(chunk, count - start);
+    std::size_t segment_count = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const page_copy& p = pages[start + i];
+      writes[i] = page_write{p.id, p.data};
+      segment_id segment = files_.segment_of(p.id);
+      if (std::find(segments, segments + segment_count, segment) == segments + segment_count)
+        segments[segment_count++] = segment;
+    }
+    files_.write_pages(writes, n);
+    registry_.register_segments(segments, segment_count);
+  }
+}
+
+} // namespace tidemark::storage

@@ -1,0 +1,128 @@
+// The metadata half of the real I/O engines (posix_engine.hpp) and make_io_engine().
+//
+// Invariants:
+//  - open_file() registers the fd before returning it; close_file() unregisters it before
+//    closing, so a recycled fd number never maps to a stale path.
+//  - Files are opened O_RDWR | O_CLOEXEC (mode 0600 when created); a directory is synced
+//    through its own O_RDONLY | O_DIRECTORY descriptor, closed again before returning.
+//  - A failed fsync of a directory is reported like a failed file sync (fsync_failed).
+#include "storage/posix_engine.hpp"
+
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace tidemark::storage {
+namespace {
+
+// strerror_r exists in a GNU (returns char*) and an XSI (returns int) flavour.
+[[maybe_unused]] const char* strerror_text(const char* gnu_result, const char*) {
+  return gnu_result;
+}
+[[maybe_unused]] const char* strerror_text(int xsi_result, const char* buffer) {
+  return xsi_result == 0 ? buffer : "unknown error";
+}
+
+std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
+[[noreturn]] void throw_path_error(const std::string& what, const std::string& path,
+                                   int error_number, bool fsync_failed = false) {
+  throw io_error(what + " " + quoted(path) + " failed" + describe_errno(error_number),
+                 error_number, fsync_failed);
+}
+
+int open_retrying(const char* path, int flags, mode_t mode) {
+  for (;;) {
+    const int fd = ::open(path, flags, mode);
+    if (fd >= 0 || errno != EINTR) return fd;
+  }
+}
+
+int fsync_retrying_eintr(int fd) {
+  for (;;) {
+    const int result = ::fsync(fd);
+    if (result == 0 || errno != EINTR) return result;
+  }
+}
+
+} // namespace
+
+std::string describe_errno(int error_number) {
+  char buffer[256];
+  return std::string(": ") + strerror_text(strerror_r(error_number, buffer, sizeof buffer), buffer);
+}
+
+int posix_engine::open_file(const std::string& path, bool create) {
+  const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+  const int fd = open_retrying(path.c_str(), flags, 0600);
+  if (fd < 0) throw_path_error(create ? "open (create)" : "open", path, errno);
+  std::unique_lock lock(registry_mutex_);
+  paths_[fd] = path;
+  return fd;
+}
+
+void posix_engine::close_file(int fd) {
+  {
+    std::unique_lock lock(registry_mutex_);
+    paths_.erase(fd);
+  }
+  // Durability comes from sync(), never from close; its result carries nothing more.
+  ::close(fd);
+}
+
+std::uint64_t posix_engine::file_size(int fd) {
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) throw_path_error("fstat", path_of(fd), errno);
+  return static_cast<std::uint64_t>(status.st_size);
+}
+
+void posix_engine::truncate(int fd, std::uint64_t length) {
+  for (;;) {
+    if (::ftruncate(fd, static_cast<off_t>(length)) == 0) return;
+    if (errno != EINTR)
+      throw_path_error("ftruncate to " + std::to_string(length) + " bytes of", path_of(fd), errno);
+  }
+}
+
+void posix_engine::rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw_path_error("rename of " + quoted(from) + " to", to, errno);
+}
+
+void posix_engine::unlink(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) throw_path_error("unlink", path, errno);
+}
+
+void posix_engine::sync_directory(const std::string& dir) {
+  const int fd = open_retrying(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (fd < 0) throw_path_error("open directory", dir, errno);
+  const int result = fsync_retrying_eintr(fd);
+  const int error_number = errno;
+  ::close(fd);
+  if (result != 0) throw_path_error("fsync of directory", dir, error_number, true);
+}
+
+std::string posix_engine::path_of(int fd) const {
+  std::shared_lock lock(registry_mutex_);
+  const auto found = paths_.find(fd);
+  return found != paths_.end() ? found->second : "<unregistered fd " + std::to_string(fd) + ">";
+}
+
+void posix_engine::throw_transfer_error(const char* operation, int fd, std::size_t length,
+                                        std::uint64_t offset, int error_number) const {
+  throw_path_error(std::string(operation) + " of " + std::to_string(length) + " bytes at offset " +
+                       std::to_string(offset) + " in",
+                   path_of(fd), error_number);
+}
+
+void posix_engine::throw_sync_error(const char* operation, int fd, int error_number) const {
+  throw_path_error(operation + std::string(" of"), path_of(fd), error_number, true);
+}
+
+std::unique_ptr<io_engine> make_io_engine(io_method method) {
+  return method == io_method::io_uring ? make_uring_engine() : make_sync_engine();
+}
+
+} // namespace tidemark::storage

@@ -1,0 +1,57 @@
+// Internal to storage/: what the two real I/O engines (sync_engine.cpp, uring_engine.cpp)
+// share — the fd-to-path registry, the metadata operations done with plain system calls,
+// and error messages. Not part of the public storage API; include io_engine.hpp instead.
+//
+// Invariants:
+//  - Every fd handed out by open_file() is in the registry until close_file() removes it,
+//    so every error can name the file it concerns.
+//  - The registry is guarded by a shared_mutex: lookups (every error path, path_of) share
+//    it, open and close take it exclusively.
+//  - Every io_error thrown names the operation, the path and (for transfers) the offset
+//    and length, followed by strerror of the error number it carries.
+#pragma once
+
+#include "storage/io_engine.hpp"
+
+#include <cerrno>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace tidemark::storage {
+
+class posix_engine : public io_engine {
+public:
+  int open_file(const std::string& path, bool create) override;
+  void close_file(int fd) override;
+  std::uint64_t file_size(int fd) override;
+  void truncate(int fd, std::uint64_t length) override;
+  void rename(const std::string& from, const std::string& to) override;
+  void unlink(const std::string& path) override;
+  void sync_directory(const std::string& dir) override;
+  std::string path_of(int fd) const override;
+
+protected:
+  /// Throws io_error: "<operation> of <length> bytes at offset <offset> in '<path>' failed".
+  [[noreturn]] void throw_transfer_error(const char* operation, int fd, std::size_t length,
+                                         std::uint64_t offset, int error_number) const;
+  /// Throws io_error with fsync_failed() set: "<operation> of '<path>' failed".
+  [[noreturn]] void throw_sync_error(const char* operation, int fd, int error_number) const;
+
+private:
+  mutable std::shared_mutex registry_mutex_;
+  std::unordered_map<int, std::string> paths_;
+};
+
+/// The error message tail every engine uses: ": <strerror>" (thread-safe).
+std::string describe_errno(int error_number);
+
+/// True for the errors a transfer simply retries.
+inline bool is_retryable(int error_number) {
+  return error_number == EINTR || error_number == EAGAIN;
+}
+
+std::unique_ptr<io_engine> make_sync_engine();
+/// Throws io_error (suggesting io_method=sync) when the kernel refuses an io_uring.
+std::unique_ptr<io_engine> make_uring_engine();
+
+} // namespace tidemark::storage

@@ -1,0 +1,60 @@
+// WAL redo into the buffer pool: see redo.hpp for the rules.
+#include "storage/redo.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tidemark::storage {
+
+void redo_record(const record_view& record, buffer_pool& pool, redo_summary& summary) {
+  const lsn_t end = record.end_lsn();
+  for (std::size_t i = 0; i < record.block_count; ++i) {
+    const block_ref_view& block = record.blocks[i];
+    pool.files().note_block(block.id);
+    buffer_id buffer =
+      pool.pin(block.id, block.image != nullptr ? read_mode::zero_fill : read_mode::normal);
+    pool.lock_exclusive(buffer);
+    void* page = pool.page(buffer);
+    if (block.image != nullptr) {
+      std::memcpy(page, block.image, pool.page_size());
+      set_page_lsn(page, end);
+      pool.mark_dirty(buffer);
+      ++summary.images_restored;
+    } else if (page_lsn(page) < end) {
+      apply_ops(page, pool.page_size(), block.ops, block.ops_length);
+      set_page_lsn(page, end);
+      pool.mark_dirty(buffer);
+      ++summary.blocks_applied;
+    } else {
+      ++summary.blocks_skipped;
+    }
+    pool.unlock_exclusive(buffer);
+    pool.unpin(buffer);
+  }
+}
+
+redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint) {
+  redo_summary summary;
+  summary.next_xid = next_xid_at_checkpoint;
+  pool.reserve_pins(1);
+  try {
+    while (const record_view* record = reader.next()) {
+      ++summary.records;
+      if (record->type() == record_type::checkpoint && record->main_length >= sizeof(checkpoint_payload)) {
+        checkpoint_payload payload;
+        std::memcpy(&payload, record->main, sizeof payload);
+        summary.next_xid = std::max(summary.next_xid, payload.next_xid);
+      }
+      if (record->header.xid != 0)
+        summary.next_xid = std::max(summary.next_xid, record->header.xid + 1);
+      redo_record(*record, pool, summary);
+    }
+  } catch (...) {
+    pool.release_pins(1);
+    throw;
+  }
+  pool.release_pins(1);
+  return summary;
+}
+
+} // namespace tidemark::storage

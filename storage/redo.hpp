@@ -1,0 +1,30 @@
+// WAL redo: replays records from a reader into the buffer pool (DESIGN §6 step 4).
+//
+// Rules it keeps:
+//  - A block with a full-page image is restored from the image without reading the page
+//    from disk (the on-disk copy may be torn), and gets the record's end LSN.
+//  - Any other block is read and verified; its ops are applied only if the page LSN is
+//    older than the record's end, so replaying a record twice changes nothing.
+//  - A page that fails verification stops redo with a data_error naming file and block.
+#pragma once
+
+#include "storage/buffer_pool.hpp"
+#include "storage/wal_reader.hpp"
+
+namespace tidemark::storage {
+
+struct redo_summary {
+  std::uint64_t records = 0;
+  std::uint64_t blocks_applied = 0;
+  std::uint64_t blocks_skipped = 0; // page already newer than the record
+  std::uint64_t images_restored = 0;
+  xid_t next_xid = 1;               // one past the highest xid seen (or the checkpoint's)
+};
+
+/// Replays every record the reader returns. Pages are left dirty in the pool.
+redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint);
+
+/// Applies one record's block changes (used by replay and by tests).
+void redo_record(const record_view& record, buffer_pool& pool, redo_summary& summary);
+
+} // namespace tidemark::storage

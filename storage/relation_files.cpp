@@ -1,0 +1,156 @@
+// Relation segment files: see relation_files.hpp for the layout and invariants.
+#include "storage/relation_files.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace tidemark::storage {
+
+relation_files::relation_files(io_engine& io, std::string base_dir, std::size_t page_size,
+                               std::uint64_t segment_size)
+  : io_(io),
+    base_dir_(std::move(base_dir)),
+    page_size_(page_size),
+    segment_size_(segment_size),
+    blocks_per_segment_(segment_size / page_size),
+    fds_(new std::atomic<int>[max_relations * max_segments]) {
+  if (blocks_per_segment_ == 0 || segment_size % page_size != 0)
+    throw std::invalid_argument("segment_size must be a multiple of page_size");
+  for (std::size_t i = 0; i < max_relations * max_segments; ++i)
+    fds_[i].store(-1, std::memory_order_relaxed);
+  for (rel_id r = 0; r < max_relations; ++r) {
+    nblocks_[r].store(0, std::memory_order_relaxed);
+    nblocks_known_[r].store(false, std::memory_order_relaxed);
+  }
+}
+
+relation_files::~relation_files() {
+  for (std::size_t i = 0; i < max_relations * max_segments; ++i) {
+    int fd = fds_[i].load(std::memory_order_relaxed);
+    if (fd >= 0)
+      io_.close_file(fd);
+  }
+}
+
+void relation_files::check_ids(page_id id) const {
+  if (id.rel == 0 || id.rel >= max_relations)
+    throw std::invalid_argument("relation id " + std::to_string(id.rel) + " out of range 1.." +
+                                std::to_string(max_relations - 1));
+  if (id.block / blocks_per_segment_ >= max_segments)
+    throw std::invalid_argument("block " + std::to_string(id.block) + " of relation " +
+                                std::to_string(id.rel) + " is beyond the largest relation size");
+}
+
+segment_id relation_files::segment_of(page_id id) const {
+  return {id.rel, static_cast<std::uint32_t>(id.block / blocks_per_segment_)};
+}
+
+std::string relation_files::segment_path(segment_id segment) const {
+  return base_dir_ + "/" + std::to_string(segment.rel) + "." + std::to_string(segment.segno);
+}
+
+std::string relation_files::describe(page_id id) const {
+  return "file " + segment_path(segment_of(id)) + " block " +
+         std::to_string(id.block % blocks_per_segment_) + " (relation " + std::to_string(id.rel) +
+         " block " + std::to_string(id.block) + ")";
+}
+
+int relation_files::fd_for(segment_id segment, bool create) {
+  std::atomic<int>& slot = fds_[segment.rel * max_segments + segment.segno];
+  int fd = slot.load(std::memory_order_acquire);
+  if (fd >= 0)
+    return fd;
+  std::lock_guard<std::mutex> guard(open_mutex_);
+  fd = slot.load(std::memory_order_relaxed);
+  if (fd >= 0)
+    return fd;
+  std::string path = segment_path(segment);
+  struct stat st;
+  if (!create && ::stat(path.c_str(), &st) != 0)
+    return -1;
+  fd = io_.open_file(path, true);
+  slot.store(fd, std::memory_order_release);
+  return fd;
+}
+
+void relation_files::read_page(page_id id, void* out) {
+  check_ids(id);
+  int fd = fd_for(segment_of(id), false);
+  if (fd < 0) {
+    std::memset(out, 0, page_size_);
+    return;
+  }
+  io_.read(fd, out, page_size_, (id.block % blocks_per_segment_) * page_size_);
+}
+
+void relation_files::write_page(page_id id, const void* page) {
+  page_write one{id, page};
+  write_pages(&one, 1);
+}
+
+void relation_files::write_pages(const page_write* pages, std::size_t count) {
+  io_write writes[64];
+  std::size_t pending = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    check_ids(pages[i].id);
+    writes[pending++] = io_write{fd_for(segment_of(pages[i].id), true), pages[i].data, page_size_,
+                                 (pages[i].id.block % blocks_per_segment_) * page_size_};
+    note_block(pages[i].id);
+    if (pending == 64) {
+      io_.write_batch(writes, pending);
+      pending = 0;
+    }
+  }
+  if (pending > 0)
+    io_.write_batch(writes, pending);
+}
+
+void relation_files::sync_segment(segment_id segment) {
+  int fd = fd_for(segment, false);
+  if (fd >= 0)
+    io_.sync(fd, sync_kind::data);
+}
+
+std::uint32_t relation_files::segment_count(rel_id rel) {
+  std::uint32_t count = 0;
+  struct stat st;
+  while (count < max_segments && ::stat(segment_path({rel, count}).c_str(), &st) == 0)
+    ++count;
+  return count;
+}
+
+block_id relation_files::nblocks(rel_id rel) {
+  check_ids({rel, 0});
+  if (!nblocks_known_[rel].load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> guard(open_mutex_);
+    if (!nblocks_known_[rel].load(std::memory_order_relaxed)) {
+      block_id on_disk = 0;
+      for (std::uint32_t segno = 0;; ++segno) {
+        struct stat st;
+        if (::stat(segment_path({rel, segno}).c_str(), &st) != 0)
+          break;
+        on_disk = static_cast<block_id>(segno * blocks_per_segment_ +
+                                        (static_cast<std::uint64_t>(st.st_size) + page_size_ - 1) /
+                                          page_size_);
+      }
+      block_id noted = nblocks_[rel].load(std::memory_order_relaxed);
+      nblocks_[rel].store(std::max(noted, on_disk), std::memory_order_relaxed);
+      nblocks_known_[rel].store(true, std::memory_order_release);
+    }
+  }
+  return nblocks_[rel].load(std::memory_order_acquire);
+}
+
+void relation_files::note_block(page_id id) {
+  std::atomic<block_id>& n = nblocks_[id.rel];
+  block_id current = n.load(std::memory_order_relaxed);
+  while (current < id.block + 1 &&
+         !n.compare_exchange_weak(current, id.block + 1, std::memory_order_acq_rel)) {
+  }
+}
+
+} // namespace tidemark::storage

@@ -1,0 +1,76 @@
+// Relation segment files: relation `rel` is stored in <data>/base/<rel>.<segno>, each
+// segment holding segment_size / page_size blocks. Reads past the end of a file return an
+// all-zero page (a never-written page); writes past the end extend the file.
+//
+// Invariants:
+//  - A block lives in exactly one segment: segno = block / blocks_per_segment.
+//  - File descriptors are opened once and cached for the life of the object; the cache is
+//    lock-free for lookups.
+//  - nblocks(rel) never shrinks while the object lives; it covers every block written or
+//    noted through note_block() (redo may touch blocks the files do not have yet).
+#pragma once
+
+#include "storage/io_engine.hpp"
+#include "storage/types.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tidemark::storage {
+
+constexpr rel_id max_relations = 64;        // rel ids 1 .. 63
+constexpr std::uint32_t max_segments = 4096; // per relation
+
+struct page_write {
+  page_id id;
+  const void* data = nullptr; // finalized page (identity and checksum stamped)
+};
+
+class relation_files {
+public:
+  relation_files(io_engine& io, std::string base_dir, std::size_t page_size,
+                 std::uint64_t segment_size);
+  ~relation_files();
+  relation_files(const relation_files&) = delete;
+  relation_files& operator=(const relation_files&) = delete;
+
+  void read_page(page_id id, void* out);
+  void write_page(page_id id, const void* page);
+  /// Writes many pages in one engine batch.
+  void write_pages(const page_write* pages, std::size_t count);
+  void sync_segment(segment_id segment);
+
+  segment_id segment_of(page_id id) const;
+  std::string segment_path(segment_id segment) const;
+  std::string describe(page_id id) const; // "base/3.0 block 17 (relation 3 block 17)"
+
+  /// Blocks in the relation: the larger of what the files hold and what was noted.
+  block_id nblocks(rel_id rel);
+  void note_block(page_id id);
+
+  /// Segments that exist on disk for `rel` (for verification scans).
+  std::uint32_t segment_count(rel_id rel);
+
+  std::size_t page_size() const { return page_size_; }
+  std::uint64_t blocks_per_segment() const { return blocks_per_segment_; }
+  io_engine& io() { return io_; }
+
+private:
+  int fd_for(segment_id segment, bool create);
+  void check_ids(page_id id) const;
+
+  io_engine& io_;
+  std::string base_dir_;
+  std::size_t page_size_;
+  std::uint64_t segment_size_;
+  std::uint64_t blocks_per_segment_;
+  std::unique_ptr<std::atomic<int>[]> fds_; // [rel * max_segments + segno], -1 = not open
+  std::mutex open_mutex_;
+  std::atomic<block_id> nblocks_[max_relations];
+  std::atomic<bool> nblocks_known_[max_relations];
+};
+
+} // namespace tidemark::storage

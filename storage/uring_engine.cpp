@@ -1,0 +1,317 @@
+// The `io_uring` I/O engine (liburing). Transfers and syncs go through a ring; metadata
+// operations are the plain system calls of posix_engine.
+//
+// Invariants:
+//  - Each calling thread has its own ring (thread_local, created on first use with
+//    ring_entries SQEs, destroyed at thread exit), so the engine is thread-safe without a
+//    lock on the I/O path. Rings are shared by all engine objects a thread uses.
+//  - Between calls a thread's ring is empty: a call returns (or throws) only after every
+//    request it submitted has completed and its CQE was consumed, so no later call can see
+//    a stale completion and the kernel never touches a caller's buffer after return.
+//  - In flight never exceeds ring_entries (and the CQ ring holds twice as many), so
+//    completions cannot overflow.
+//  - Short transfers are resubmitted for the remainder, -EINTR/-EAGAIN results are retried;
+//    any other error stops new submissions, waits for what is in flight, then throws
+//    io_error naming operation, path, offset and length (fsync_failed for syncs, W3).
+//  - Writes inside one write_batch() may complete in any order: a batch must not contain
+//    overlapping writes.
+#include "storage/posix_engine.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <liburing.h>
+#include <optional>
+#include <vector>
+
+namespace tidemark::storage {
+namespace {
+
+constexpr unsigned ring_entries = 64;
+// io_uring lengths are 32-bit; larger transfers are continued like short ones.
+constexpr std::size_t max_bytes_per_request = std::size_t{1} << 30;
+
+// The calling thread's ring, created on first use.
+class thread_ring {
+public:
+  thread_ring() = default;
+  thread_ring(const thread_ring&) = delete;
+  thread_ring& operator=(const thread_ring&) = delete;
+  ~thread_ring() { discard(); }
+
+  io_uring& get() {
+    if (!ready_) create();
+    return ring_;
+  }
+
+  /// Closes the ring, dropping prepared but unsubmitted SQEs; the next get() makes a new one.
+  void discard() {
+    if (ready_) io_uring_queue_exit(&ring_);
+    ready_ = false;
+  }
+
+private:
+  void create() {
+    const int result = io_uring_queue_init(ring_entries, &ring_, 0);
+    if (result < 0)
+      throw io_error("io_uring_queue_init failed" + describe_errno(-result) +
+                         " (the kernel refused an io_uring; use io_method=sync)",
+                     -result);
+    ready_ = true;
+  }
+
+  io_uring ring_{};
+  bool ready_ = false;
+};
+
+thread_local thread_ring this_thread_ring;
+
+enum class request_kind { read, write, fsync, fdatasync };
+
+struct request {
+  request_kind kind = request_kind::write;
+  int fd = -1;
+  unsigned char* read_into = nullptr;
+  const unsigned char* write_from = nullptr;
+  std::size_t length = 0;
+  std::uint64_t offset = 0;
+  std::size_t done = 0; // bytes transferred so far
+};
+
+bool is_sync(const request& r) {
+  return r.kind == request_kind::fsync || r.kind == request_kind::fdatasync;
+}
+
+const char* operation_name(request_kind kind) {
+  switch (kind) {
+    case request_kind::read: return "read (io_uring)";
+    case request_kind::write: return "write (io_uring)";
+    case request_kind::fsync: return "fsync (io_uring)";
+    case request_kind::fdatasync: return "fdatasync (io_uring)";
+  }
+  return "io_uring request";
+}
+
+struct failure {
+  const char* operation = nullptr;
+  const request* where = nullptr;
+  int error_number = 0;
+};
+
+class uring_engine final : public posix_engine {
+public:
+  uring_engine() { this_thread_ring.get(); } // surface a refused ring at construction
+
+  std::string name() const override { return "io_uring"; }
+
+  std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override {
+    request r;
+    r.kind = request_kind::read;
+    r.fd = fd;
+    r.read_into = static_cast<unsigned char*>(data);
+    r.length = length;
+    r.offset = offset;
+    execute(&r, 1);
+    if (r.done < length) std::memset(r.read_into + r.done, 0, length - r.done); // past EOF
+    return r.done;
+  }
+
+  void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override {
+    request r = write_request(io_write{fd, data, length, offset});
+    execute(&r, 1);
+  }
+
+  void write_batch(const io_write* writes, std::size_t count) override {
+    std::vector<request> requests;
+    requests.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) requests.push_back(write_request(writes[i]));
+    execute(requests.data(), requests.size());
+  }
+
+  void sync(int fd, sync_kind kind) override {
+    request r;
+    r.kind = kind == sync_kind::data ? request_kind::fdatasync : request_kind::fsync;
+    r.fd = fd;
+    execute(&r, 1);
+  }
+
+private:
+  class runner;
+
+  static request write_request(const io_write& w) {
+    request r;
+    r.kind = request_kind::write;
+    r.fd = w.fd;
+    r.write_from = static_cast<const unsigned char*>(w.data);
+    r.length = w.length;
+    r.offset = w.offset;
+    return r;
+  }
+
+  void execute(request* requests, std::size_t count);
+
+  [[noreturn]] void raise(const failure& f) const {
+    const request& r = *f.where;
+    if (is_sync(r)) throw_sync_error(f.operation, r.fd, f.error_number);
+    throw_transfer_error(f.operation, r.fd, r.length - r.done, r.offset + r.done, f.error_number);
+  }
+};
+
+// Drives the requests of one engine call through this thread's ring until all completed
+// (or one failed and everything in flight has drained).
+class uring_engine::runner {
+public:
+  runner(io_uring& ring, request* requests, std::size_t count)
+    : ring_(ring), requests_(requests) {
+    ready_.reserve(count);
+    for (std::size_t i = count; i-- > 0;) // reversed: ready_ is a stack, submit in order
+      if (requests[i].length > 0 || is_sync(requests[i])) ready_.push_back(i);
+    unfinished_ = ready_.size();
+  }
+
+  /// Returns the first failure, if any, once nothing is in flight any more.
+  std::optional<failure> run() {
+    for (;;) {
+      if (!failure_) prepare_ready();
+      submit_prepared();
+      if (in_flight_ == 0) break;
+      wait_and_reap();
+    }
+    assert(failure_ || (unfinished_ == 0 && prepared_ == 0));
+    return failure_;
+  }
+
+  /// True when the ring holds SQEs that could not be submitted: it must be discarded.
+  bool ring_unusable() const { return prepared_ > 0; }
+
+private:
+  // Fills SQEs while requests wait and fewer than ring_entries are prepared or in flight.
+  void prepare_ready() {
+    while (!ready_.empty() && prepared_ + in_flight_ < ring_entries) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      if (sqe == nullptr) return; // SQ ring full: submit, reap, continue
+      prepare(*sqe, ready_.back());
+      ready_.pop_back();
+      ++prepared_;
+    }
+  }
+
+  void prepare(io_uring_sqe& sqe, std::size_t index) {
+    request& r = requests_[index];
+    const std::size_t chunk = std::min(r.length - r.done, max_bytes_per_request);
+    const auto chunk32 = static_cast<unsigned>(chunk);
+    switch (r.kind) {
+      case request_kind::read:
+        io_uring_prep_read(&sqe, r.fd, r.read_into + r.done, chunk32, r.offset + r.done);
+        break;
+      case request_kind::write:
+        io_uring_prep_write(&sqe, r.fd, r.write_from + r.done, chunk32, r.offset + r.done);
+        break;
+      case request_kind::fsync: io_uring_prep_fsync(&sqe, r.fd, 0); break;
+      case request_kind::fdatasync: io_uring_prep_fsync(&sqe, r.fd, IORING_FSYNC_DATASYNC); break;
+    }
+    io_uring_sqe_set_data64(&sqe, index);
+  }
+
+  // Hands prepared SQEs to the kernel. A refusal with requests in flight is retried after
+  // reaping (each round reaps at least one completion, so this ends); a refusal with
+  // nothing in flight is a failure.
+  void submit_prepared() {
+    if (prepared_ == 0 || submit_failed_) return;
+    int submitted;
+    do {
+      submitted = io_uring_submit(&ring_);
+    } while (submitted == -EINTR);
+    if (submitted > 0) {
+      assert(static_cast<std::size_t>(submitted) <= prepared_);
+      prepared_ -= static_cast<std::size_t>(submitted);
+      in_flight_ += static_cast<std::size_t>(submitted);
+      return;
+    }
+    const int error_number = submitted == 0 ? EAGAIN : -submitted;
+    if ((error_number == EAGAIN || error_number == EBUSY) && in_flight_ > 0) return;
+    submit_failed_ = true;
+    record_failure("io_uring_submit", requests_[0], error_number);
+  }
+
+  void wait_and_reap() {
+    io_uring_cqe* cqe = nullptr;
+    int result;
+    do {
+      result = io_uring_wait_cqe(&ring_, &cqe);
+    } while (result == -EINTR);
+    if (result < 0) abandon_in_flight(-result);
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      complete(static_cast<std::size_t>(io_uring_cqe_get_data64(cqe)), cqe->res);
+      ++seen;
+    }
+    io_uring_cq_advance(&ring_, seen);
+  }
+
+  // The kernel may still use the callers' buffers: returning would corrupt memory or disk.
+  [[noreturn]] void abandon_in_flight(int error_number) {
+    std::fprintf(stderr, "tidemark: io_uring_wait_cqe failed with %zu requests in flight%s\n",
+                 in_flight_, describe_errno(error_number).c_str());
+    std::abort();
+  }
+
+  void complete(std::size_t index, int result) {
+    assert(in_flight_ > 0);
+    --in_flight_;
+    request& r = requests_[index];
+    if (result < 0) {
+      if (is_retryable(-result))
+        ready_.push_back(index);
+      else
+        record_failure(operation_name(r.kind), r, -result);
+    } else if (is_sync(r)) {
+      finish();
+    } else if (result == 0) {
+      if (r.kind == request_kind::read)
+        finish(); // end of file
+      else
+        record_failure("write (io_uring, no progress)", r, EIO);
+    } else {
+      r.done += static_cast<std::size_t>(result);
+      if (r.done < r.length)
+        ready_.push_back(index); // short transfer: continue with the remainder
+      else
+        finish();
+    }
+  }
+
+  void finish() {
+    assert(unfinished_ > 0);
+    --unfinished_;
+  }
+
+  void record_failure(const char* operation, const request& r, int error_number) {
+    if (!failure_) failure_ = failure{operation, &r, error_number};
+  }
+
+  io_uring& ring_;
+  request* requests_;
+  std::vector<std::size_t> ready_; // requests waiting for an SQE (stack)
+  std::size_t unfinished_ = 0;     // requests not yet completely done
+  std::size_t prepared_ = 0;       // SQEs filled in, not yet accepted by the kernel
+  std::size_t in_flight_ = 0;      // submitted, completion not yet reaped
+  bool submit_failed_ = false;
+  std::optional<failure> failure_;
+};
+
+void uring_engine::execute(request* requests, std::size_t count) {
+  runner run(this_thread_ring.get(), requests, count);
+  const std::optional<failure> failed = run.run();
+  if (run.ring_unusable()) this_thread_ring.discard();
+  if (failed) raise(*failed);
+}
+
+} // namespace
+
+std::unique_ptr<io_engine> make_uring_engine() { return std::make_unique<uring_engine>(); }
+
+} // namespace tidemark::storage

@@ -1,0 +1,340 @@
+// wal_log: the insert ring, write-out to segment files, fdatasync, and segment lifecycle
+// (creation, recycling, removal). See wal_log.hpp for the contract.
+//
+// Invariants (in addition to the header's):
+//  - Lock order: insert_mutex_ before flush_mutex_. flush() and remove_segments_before()
+//    take only flush_mutex_, so an insert that waits for ring space can write out safely.
+//  - Ring space: inserted_lsn - written_lsn <= buffer_size. An inserter copies only into
+//    [inserted_lsn, ...), the writer reads only [written_lsn, inserted_lsn): they never
+//    touch the same ring bytes. inserted_lsn is published (release) after the copy.
+//  - Every LSN is 8-aligned: insert positions start aligned and records are padded with
+//    zero bytes to record_alignment.
+//  - A segment file exists full-size, zero-filled (or recycled), and its directory entry is
+//    durable before any record is written into it.
+//  - A cached segment fd stays open until WAL past the segment's end is durable, so a sync
+//    error on it is seen by the fd that wrote the data (W3).
+//  - After a failed sync (failed_), insert() and flush() throw: the log is unusable (W3).
+#include "storage/wal_log.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+namespace tidemark::storage {
+
+namespace {
+
+constexpr std::size_t zero_chunk_size = 1u << 20;
+constexpr std::size_t zero_batch_max = 16; // zero-fill writes per write_batch
+constexpr std::size_t future_segments_max = 4;
+constexpr unsigned char zero_padding[record_alignment] = {};
+
+const std::vector<unsigned char>& zero_chunk() {
+  static const std::vector<unsigned char> zeros(zero_chunk_size);
+  return zeros;
+}
+
+bool parse_segment_name(const std::string& name, lsn_t& start) {
+  if (name.size() != 16)
+    return false;
+  lsn_t value = 0;
+  for (char c : name) {
+    int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (digit < 0)
+      return false;
+    value = value << 4 | static_cast<lsn_t>(digit);
+  }
+  start = value;
+  return true;
+}
+
+// Runs write-side work; a failed sync makes the log unusable (W3).
+template <class Work>
+void guard_sync_failure(std::atomic<bool>& failed, Work&& work) {
+  try {
+    work();
+  } catch (const io_error& e) {
+    if (e.fsync_failed())
+      failed.store(true, std::memory_order_release);
+    throw;
+  }
+}
+
+} // namespace
+
+// ---- construction -------------------------------------------------------------------------
+
+wal_log::wal_log(io_engine& io, wal_options options, lsn_t insert_lsn, lsn_t prev_lsn)
+  : io_(io), options_(std::move(options)), prev_lsn_(prev_lsn) {
+  if (options_.segment_size == 0 || options_.segment_size % (64u << 10) != 0)
+    throw std::invalid_argument("wal_log: segment_size must be a positive multiple of 64 KiB");
+  if (options_.buffer_size < 64u << 10 || options_.buffer_size % record_alignment != 0)
+    throw std::invalid_argument("wal_log: buffer_size must be >= 64 KiB and a multiple of 8");
+  if (insert_lsn % record_alignment != 0)
+    throw std::invalid_argument("wal_log: insert_lsn must be 8-byte aligned");
+  buffer_.resize(options_.buffer_size);
+  inserted_lsn_.store(insert_lsn);
+  written_lsn_.store(insert_lsn);
+  flushed_lsn_.store(insert_lsn);
+  std::lock_guard lock(flush_mutex_);
+  try {
+    open_for_append(insert_lsn);
+  } catch (...) {
+    for (const open_segment& segment : segments_)
+      io_.close_file(segment.fd);
+    throw;
+  }
+}
+
+wal_log::~wal_log() {
+  for (const open_segment& segment : segments_)
+    io_.close_file(segment.fd);
+}
+
+// Zeroes the insert segment from insert_lsn on and removes every later segment, so that no
+// stale record can follow the records appended from here.
+void wal_log::open_for_append(lsn_t insert_lsn) {
+  lsn_t start = segment_start(insert_lsn);
+  bool existed = std::filesystem::exists(segment_path(start));
+  int fd = segment_fd(start); // creates it zero-filled when missing
+  if (existed) {
+    std::uint64_t offset = insert_lsn - start;
+    write_zeros(fd, offset, options_.segment_size - offset);
+    io_.sync(fd, sync_kind::full);
+  }
+  bool removed = false;
+  for (lsn_t later : list_segments(options_.dir)) {
+    if (later > start) {
+      io_.unlink(segment_path(later));
+      removed = true;
+    }
+  }
+  if (removed)
+    io_.sync_directory(options_.dir);
+}
+
+// ---- insert side --------------------------------------------------------------------------
+
+std::optional<lsn_range> wal_log::insert(record_builder& record, lsn_t expected_redo_lsn) {
+  std::size_t length = record.size();
+  std::size_t aligned = aligned_record_size(length);
+  if (aligned > buffer_.size())
+    throw std::length_error("wal_log: record larger than the insert buffer");
+  std::unique_lock lock(insert_mutex_);
+  check_usable();
+  if (redo_lsn_.load(std::memory_order_relaxed) != expected_redo_lsn)
+    return std::nullopt;
+  lsn_t lsn = inserted_lsn_.load(std::memory_order_relaxed);
+  if (lsn + aligned - written_lsn_.load(std::memory_order_acquire) > buffer_.size())
+    make_room_locked();
+  auto* bytes = reinterpret_cast<unsigned char*>(&record.header());
+  seal_record(bytes, lsn, prev_lsn_, flushed_lsn_.load(std::memory_order_acquire),
+              record.payload_crc());
+  copy_to_ring(lsn, bytes, length);
+  copy_to_ring(lsn + length, zero_padding, aligned - length);
+  prev_lsn_ = lsn;
+  inserted_lsn_.store(lsn + aligned, std::memory_order_release);
+  lock.unlock();
+  counters_.bytes.fetch_add(aligned, std::memory_order_relaxed);
+  counters_.records.fetch_add(1, std::memory_order_relaxed);
+  counters_.fpi.fetch_add(record.image_count(), std::memory_order_relaxed);
+  return lsn_range{lsn, lsn + length};
+}
+
+// The ring is full: write out everything inserted (no sync needed to reuse ring space).
+void wal_log::make_room_locked() {
+  std::lock_guard lock(flush_mutex_);
+  guard_sync_failure(failed_, [&] { write_out_locked(inserted_lsn_.load()); });
+}
+
+void wal_log::copy_to_ring(lsn_t lsn, const void* data, std::size_t length) {
+  std::size_t at = lsn % buffer_.size();
+  std::size_t first = std::min(length, buffer_.size() - at);
+  std::memcpy(buffer_.data() + at, data, first);
+  std::memcpy(buffer_.data(), static_cast<const unsigned char*>(data) + first, length - first);
+}
+
+lsn_t wal_log::begin_redo_point() {
+  std::lock_guard lock(insert_mutex_);
+  lsn_t redo = inserted_lsn_.load(std::memory_order_relaxed);
+  redo_lsn_.store(redo, std::memory_order_release);
+  return redo;
+}
+
+void wal_log::set_redo_lsn(lsn_t lsn) {
+  std::lock_guard lock(insert_mutex_);
+  redo_lsn_.store(lsn, std::memory_order_release);
+}
+
+// ---- write side ---------------------------------------------------------------------------
+
+lsn_t wal_log::flush(lsn_t upto) {
+  check_usable();
+  lsn_t flushed = flushed_lsn_.load(std::memory_order_acquire);
+  if (flushed >= upto)
+    return flushed;
+  std::lock_guard lock(flush_mutex_);
+  check_usable();
+  flushed = flushed_lsn_.load(std::memory_order_relaxed);
+  lsn_t target = inserted_lsn_.load(std::memory_order_acquire);
+  if (flushed >= upto || flushed == target)
+    return flushed;
+  guard_sync_failure(failed_, [&] {
+    write_out_locked(target);
+    sync_locked(flushed, target);
+  });
+  flushed_lsn_.store(target, std::memory_order_release);
+  return target;
+}
+
+// Writes [written_lsn, upto) with one write per contiguous piece (split at the ring's wrap
+// and at segment boundaries), all in one batch.
+void wal_log::write_out_locked(lsn_t upto) {
+  lsn_t from = written_lsn_.load(std::memory_order_relaxed);
+  if (from >= upto)
+    return;
+  pieces_.clear();
+  while (from < upto) {
+    lsn_t start = segment_start(from);
+    std::size_t ring_at = from % buffer_.size();
+    lsn_t end = std::min({upto, start + options_.segment_size, from + (buffer_.size() - ring_at)});
+    pieces_.push_back({segment_fd(start), buffer_.data() + ring_at, end - from, from - start});
+    from = end;
+  }
+  io_.write_batch(pieces_.data(), pieces_.size());
+  counters_.writes.fetch_add(pieces_.size(), std::memory_order_relaxed);
+  written_lsn_.store(upto, std::memory_order_release);
+}
+
+// One fdatasync per segment holding bytes of [from, to).
+void wal_log::sync_locked(lsn_t from, lsn_t to) {
+  for (lsn_t start = segment_start(from); start < to; start += options_.segment_size) {
+    io_.sync(segment_fd(start), sync_kind::data);
+    counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+int wal_log::segment_fd(lsn_t start) {
+  for (const open_segment& segment : segments_)
+    if (segment.start == start)
+      return segment.fd;
+  // Segments wholly below the flushed LSN are never written or synced again.
+  lsn_t flushed = flushed_lsn_.load(std::memory_order_relaxed);
+  for (std::size_t i = segments_.size(); i-- > 0;)
+    if (segments_[i].start + options_.segment_size <= flushed)
+      close_segment(segments_[i].start);
+  std::string path = segment_path(start);
+  if (!std::filesystem::exists(path))
+    create_segment(start);
+  else
+    segments_.push_back({start, io_.open_file(path, false)});
+  return segments_.back().fd;
+}
+
+void wal_log::create_segment(lsn_t start) {
+  int fd = io_.open_file(segment_path(start), true);
+  try {
+    write_zeros(fd, 0, options_.segment_size);
+    io_.sync(fd, sync_kind::full);
+    io_.sync_directory(options_.dir);
+  } catch (...) {
+    io_.close_file(fd);
+    throw;
+  }
+  segments_.push_back({start, fd});
+}
+
+void wal_log::write_zeros(int fd, std::uint64_t offset, std::uint64_t length) {
+  io_write batch[zero_batch_max];
+  while (length > 0) {
+    std::size_t count = 0;
+    for (; count < zero_batch_max && length > 0; ++count) {
+      std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(length, zero_chunk_size));
+      batch[count] = {fd, zero_chunk().data(), piece, offset};
+      offset += piece;
+      length -= piece;
+    }
+    io_.write_batch(batch, count);
+  }
+}
+
+void wal_log::close_segment(lsn_t start) {
+  auto it = std::find_if(segments_.begin(), segments_.end(),
+                         [&](const open_segment& s) { return s.start == start; });
+  if (it == segments_.end())
+    return;
+  io_.close_file(it->fd);
+  segments_.erase(it);
+}
+
+// ---- segment removal and recycling (C2) ---------------------------------------------------
+
+void wal_log::remove_segments_before(lsn_t lsn) {
+  std::lock_guard lock(flush_mutex_);
+  // Never remove WAL that is not yet durable, whatever the caller says.
+  lsn_t limit = segment_start(std::min(lsn, flushed_lsn_.load(std::memory_order_relaxed)));
+  lsn_t current = segment_start(written_lsn_.load(std::memory_order_relaxed));
+  std::vector<lsn_t> existing = list_segments(options_.dir);
+  std::size_t future_count = 0;
+  lsn_t highest = current;
+  for (lsn_t start : existing) {
+    future_count += start > current;
+    highest = std::max(highest, start);
+  }
+  bool changed = false;
+  for (lsn_t start : existing) {
+    if (start + options_.segment_size > limit)
+      break;
+    remove_segment(start, highest, future_count);
+    changed = true;
+  }
+  if (changed)
+    io_.sync_directory(options_.dir);
+}
+
+// Renames the segment to the next future segment name, or unlinks it when enough future
+// segments exist. Its stale records are harmless there: each carries its own lsn.
+void wal_log::remove_segment(lsn_t start, lsn_t& highest, std::size_t& future_count) {
+  close_segment(start);
+  if (future_count < future_segments_max) {
+    highest += options_.segment_size;
+    io_.rename(segment_path(start), segment_path(highest));
+    ++future_count;
+  } else {
+    io_.unlink(segment_path(start));
+  }
+}
+
+// ---- helpers ------------------------------------------------------------------------------
+
+void wal_log::check_usable() const {
+  if (failed_.load(std::memory_order_acquire))
+    throw io_error("WAL in " + options_.dir + " is unusable after a failed fsync", EIO, true);
+}
+
+std::string wal_log::segment_path(lsn_t start) const {
+  return options_.dir + "/" + segment_name(start);
+}
+
+std::string wal_log::segment_name(lsn_t segment_start) {
+  char name[17];
+  std::snprintf(name, sizeof name, "%016" PRIX64, segment_start);
+  return name;
+}
+
+std::vector<lsn_t> wal_log::list_segments(const std::string& dir) {
+  std::vector<lsn_t> starts;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    lsn_t start = 0;
+    if (entry.is_regular_file() && parse_segment_name(entry.path().filename().string(), start))
+      starts.push_back(start);
+  }
+  std::sort(starts.begin(), starts.end());
+  return starts;
+}
+
+} // namespace tidemark::storage

@@ -1,0 +1,129 @@
+// The WAL write mechanism: a shared insert buffer, segment files, write-out and fdatasync.
+// Policy (when to flush, who waits) lives in the wal_writer actor; this class only does
+// what it is told, safely from any thread.
+//
+// Invariants:
+//  - inserted_lsn >= written_lsn >= flushed_lsn, each monotonic.
+//  - Bytes below inserted_lsn are complete records in the buffer or already written;
+//    bytes below flushed_lsn are durable (a completed fdatasync covered them).
+//  - A record is inserted only if the redo point the caller built it against is still the
+//    current one (the FPI decision depends on it); otherwise insert() returns nothing and
+//    the caller rebuilds (rule 3 in storage/README.md).
+//  - Segment files are named by the 16-hex-digit LSN of their first byte, so the name of
+//    the segment holding any LSN is computable. New segments are created zero-filled and
+//    made durable (file and directory) before records are written into them; segments
+//    wholly before the last checkpoint's redo point are recycled or removed (C2) only when
+//    the caller says so.
+#pragma once
+
+#include "storage/io_engine.hpp"
+#include "storage/wal_record.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tidemark::storage {
+
+struct wal_options {
+  std::string dir;                          // <data>/wal
+  std::uint64_t segment_size = 16u << 20;   // bytes, multiple of 64 KiB
+  std::size_t buffer_size = 16u << 20;      // insert buffer bytes
+};
+
+struct lsn_range {
+  lsn_t start = 0;
+  lsn_t end = 0; // end of the record (its page LSN)
+};
+
+struct wal_counters {
+  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> records{0};
+  std::atomic<std::uint64_t> fpi{0};
+  std::atomic<std::uint64_t> fsyncs{0};
+  std::atomic<std::uint64_t> writes{0};
+};
+
+class wal_log {
+public:
+  /// Opens the log for appending at `insert_lsn` (end of valid WAL found by the reader, or
+  /// the start position at init). Bytes after it in its segment are zeroed and later
+  /// segments removed, so no stale record can follow new ones.
+  /// `prev_lsn` is the start of the last valid record (0 if none).
+  wal_log(io_engine& io, wal_options options, lsn_t insert_lsn, lsn_t prev_lsn);
+  ~wal_log();
+  wal_log(const wal_log&) = delete;
+  wal_log& operator=(const wal_log&) = delete;
+
+  /// Inserts a finished record. Returns nothing if `expected_redo_lsn` is no longer the
+  /// current redo point (the caller must rebuild its full-page-image decisions).
+  std::optional<lsn_range> insert(record_builder& record, lsn_t expected_redo_lsn);
+
+  /// Takes a new redo point: the current insert position, atomically with respect to
+  /// inserts. Returns it.
+  lsn_t begin_redo_point();
+  /// Sets the redo point read from the control file at start-up.
+  void set_redo_lsn(lsn_t lsn);
+  lsn_t redo_lsn() const { return redo_lsn_.load(std::memory_order_acquire); }
+
+  lsn_t inserted_lsn() const { return inserted_lsn_.load(std::memory_order_acquire); }
+  lsn_t flushed_lsn() const { return flushed_lsn_.load(std::memory_order_acquire); }
+
+  /// Makes WAL durable up to at least `upto` (writes everything inserted so far, then one
+  /// fdatasync per touched segment). Concurrent callers share one flush. Returns the new
+  /// flushed LSN. Throws io_error (fsync_failed) on sync failure; the log is then unusable.
+  lsn_t flush(lsn_t upto);
+
+  /// Removes (or recycles as future segments) every segment wholly before `lsn`'s segment.
+  void remove_segments_before(lsn_t lsn);
+
+  const wal_counters& counters() const { return counters_; }
+  const wal_options& options() const { return options_; }
+
+  static std::string segment_name(lsn_t segment_start);
+  /// Start LSNs of the segment files in `dir`, ascending (other files are ignored).
+  static std::vector<lsn_t> list_segments(const std::string& dir);
+
+private:
+  // ---- start-up ----
+  void open_for_append(lsn_t insert_lsn);
+  // ---- insert side (insert_mutex_ held) ----
+  void make_room_locked();
+  void copy_to_ring(lsn_t lsn, const void* data, std::size_t length);
+  // ---- write side (flush_mutex_ held) ----
+  void write_out_locked(lsn_t upto);
+  void sync_locked(lsn_t from, lsn_t to);
+  int segment_fd(lsn_t segment_start);
+  void create_segment(lsn_t segment_start);
+  void write_zeros(int fd, std::uint64_t offset, std::uint64_t length);
+  void close_segment(lsn_t segment_start);
+  void remove_segment(lsn_t segment_start, lsn_t& highest, std::size_t& future_count);
+  // ---- helpers ----
+  void check_usable() const;
+  lsn_t segment_start(lsn_t lsn) const { return lsn - lsn % options_.segment_size; }
+  std::string segment_path(lsn_t segment_start) const;
+
+  io_engine& io_;
+  wal_options options_;
+  std::vector<unsigned char> buffer_; // ring: byte at lsn L lives at L % buffer_size
+  std::mutex insert_mutex_;
+  std::mutex flush_mutex_;
+  lsn_t prev_lsn_ = 0; // guarded by insert_mutex_
+  std::atomic<lsn_t> inserted_lsn_{0};
+  std::atomic<lsn_t> written_lsn_{0};
+  std::atomic<lsn_t> flushed_lsn_{0};
+  std::atomic<lsn_t> redo_lsn_{0};
+  std::atomic<bool> failed_{false};
+  struct open_segment {
+    lsn_t start = 0;
+    int fd = -1;
+  };
+  std::vector<open_segment> segments_; // guarded by flush_mutex_
+  std::vector<io_write> pieces_;        // guarded by flush_mutex_; reused by every write-out
+  wal_counters counters_;
+};
+
+} // namespace tidemark::storage

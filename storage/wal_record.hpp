@@ -1,0 +1,160 @@
+// WAL record format: building a record in memory, decoding it, and applying its page
+// operations. The same apply_ops() runs when a session changes a page and when redo replays
+// the record, so forward processing and recovery cannot drift apart.
+//
+// Layout (all little-endian, records start on 8-byte boundaries; total_length excludes the
+// padding that follows):
+//
+//   record_header (48 bytes)
+//   block_count × { block_ref_header (12 bytes), ops (ops_length bytes),
+//                   page image (page_size bytes, only if has_image) }
+//   main data (main_length bytes)
+//
+//   op:  u8 kind, u16 offset, u16 length, then `length` bytes
+//        add_i64:     length 8, the bytes are a signed delta added to the i64 at offset
+//        write_bytes: the bytes replace page[offset, offset + length)
+//
+// Invariants:
+//  - crc = crc32c over the header (crc field zeroed) continued from crc32c over everything
+//    after the header; it covers lsn, so a stale record in a recycled segment never matches.
+//  - lsn is the byte position where the record starts; the page LSN a record gives the
+//    pages it changes is its end (lsn + total_length): WAL up to a page's LSN holds every
+//    change the page carries.
+//  - durable_lsn is the flushed WAL position when the record was inserted: everything
+//    before it had been fsynced before this record existed (used to tell real corruption
+//    from a torn tail, see wal_reader.hpp).
+//  - An image, when present, is the page after this record's ops were applied; redo
+//    restores it and does not apply the ops.
+#pragma once
+
+#include "storage/types.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tidemark::storage {
+
+enum class record_type : std::uint8_t {
+  transaction = 1, // page changes of one committed transaction (the commit record)
+  checkpoint = 2,  // main data: checkpoint_payload
+};
+
+struct record_header {
+  std::uint32_t total_length;
+  std::uint32_t crc;
+  std::uint64_t lsn;
+  std::uint64_t prev_lsn;
+  std::uint64_t durable_lsn;
+  std::uint64_t xid;
+  std::uint8_t type;
+  std::uint8_t block_count;
+  std::uint16_t reserved;
+  std::uint32_t main_length;
+};
+static_assert(sizeof(record_header) == 48, "record header layout is part of the WAL format");
+
+struct block_ref_header {
+  std::uint32_t rel;
+  std::uint32_t block;
+  std::uint16_t flags; // block_has_image
+  std::uint16_t ops_length;
+};
+static_assert(sizeof(block_ref_header) == 12, "block ref layout is part of the WAL format");
+
+constexpr std::uint16_t block_has_image = 1;
+constexpr std::size_t record_alignment = 8;
+constexpr std::size_t max_blocks_per_record = 8;
+constexpr std::size_t max_main_length = 1u << 20;
+
+enum class op_kind : std::uint8_t { add_i64 = 1, write_bytes = 2 };
+
+/// Payload of a checkpoint record.
+struct checkpoint_payload {
+  lsn_t redo_lsn;
+  xid_t next_xid;
+  std::uint64_t time_unix_ms;
+};
+
+inline std::size_t aligned_record_size(std::size_t total_length) {
+  return (total_length + record_alignment - 1) & ~(record_alignment - 1);
+}
+
+/// Upper bound of total_length for `page_size`: every block with 64 KiB of ops and an image,
+/// plus the longest main data. The reader rejects longer lengths without reading them.
+inline std::size_t max_record_length(std::size_t page_size) {
+  std::size_t block_max = sizeof(block_ref_header) + 0xFFFF + page_size;
+  return sizeof(record_header) + max_blocks_per_record * block_max + max_main_length;
+}
+
+/// Assembles one record. Reusable: reset() keeps the buffer's capacity, so steady-state
+/// building does not allocate.
+class record_builder {
+public:
+  void reset(record_type type, xid_t xid);
+  void begin_block(page_id id);
+  void add_i64(std::uint16_t offset, std::int64_t delta);
+  void write_bytes(std::uint16_t offset, const void* data, std::uint16_t length);
+  /// The ops added since begin_block(), to apply to the page (valid until end_block()).
+  const unsigned char* block_ops() const;
+  std::size_t block_ops_length() const;
+  /// Ends the block; appends `image` (page_size bytes) when it is not null.
+  void end_block(const void* image, std::size_t page_size);
+  void set_main_data(const void* data, std::size_t length);
+  /// Fills total_length, block_count, main_length and the payload part of the CRC.
+  void finish();
+
+  const unsigned char* data() const { return bytes_.data(); }
+  /// total_length (without alignment padding).
+  std::size_t size() const { return bytes_.size(); }
+  std::uint32_t payload_crc() const { return payload_crc_; }
+  bool has_images() const { return image_count_ > 0; }
+  std::size_t image_count() const { return image_count_; }
+  record_header& header();
+
+private:
+  void write_op(op_kind kind, std::uint16_t offset, const void* data, std::uint16_t length);
+
+  std::vector<unsigned char> bytes_;
+  std::size_t block_start_ = 0; // offset of the open block's header; 0: no block open
+  std::size_t block_count_ = 0;
+  std::size_t main_length_ = 0;
+  std::size_t image_count_ = 0;
+  std::uint32_t payload_crc_ = 0;
+};
+
+/// Completes the header fields known only at insert time and the final CRC.
+void seal_record(unsigned char* record, lsn_t lsn, lsn_t prev_lsn, lsn_t durable_lsn,
+                 std::uint32_t payload_crc);
+
+struct block_ref_view {
+  page_id id;
+  const unsigned char* ops = nullptr;
+  std::size_t ops_length = 0;
+  const unsigned char* image = nullptr; // null when the block has no image
+};
+
+struct record_view {
+  record_header header;
+  std::size_t block_count = 0;
+  block_ref_view blocks[max_blocks_per_record];
+  const unsigned char* main = nullptr;
+  std::size_t main_length = 0;
+
+  lsn_t lsn() const { return header.lsn; }
+  lsn_t end_lsn() const { return header.lsn + header.total_length; }
+  record_type type() const { return static_cast<record_type>(header.type); }
+};
+
+enum class decode_result { ok, bad_length, bad_checksum, bad_structure };
+
+/// Decodes `length` bytes holding exactly one record (length == header.total_length).
+/// Verifies the CRC and the block structure; the view points into `bytes`.
+decode_result decode_record(const unsigned char* bytes, std::size_t length, std::size_t page_size,
+                            record_view& out);
+
+/// Applies encoded ops to a page. Offsets were validated when the record was built or
+/// decoded (decode_record rejects ops that fall outside the page).
+void apply_ops(void* page, std::size_t page_size, const unsigned char* ops, std::size_t length);
+
+} // namespace tidemark::storage

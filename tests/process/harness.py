@@ -1,0 +1,110 @@
+"""Shared helpers for the process-level tests: run the tidemark program, make data
+directories, hash a directory to prove a command modified nothing."""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# Settings for crash tests: a buffer pool much smaller than the data (scale 1 is ~1,250
+# account pages), checkpoints every second, small segments so several files are in play.
+SMALL = [
+    "shared_buffers=64",
+    "checkpoint_timeout=1s",
+    "wal_segment_size=256kB",
+    "segment_size=1MB",
+    "max_wal_size=4MB",
+    "wal_buffers=1MB",
+    "log_checkpoints=off",
+]
+INIT_ONLY = ("wal_segment_size", "segment_size")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tidemark", required=True)
+    parser.add_argument("--loops", type=int, default=50)
+    return parser.parse_args()
+
+
+class Tidemark:
+    def __init__(self, binary):
+        self.binary = binary
+
+    def run(self, *args, timeout=300):
+        result = subprocess.run([self.binary, *args], capture_output=True, text=True,
+                                timeout=timeout)
+        return result
+
+    def init(self, directory, scale=1, settings=SMALL):
+        sets = [x for s in settings for x in ("--set", s)]
+        result = self.run("init", "-D", directory, "-s", str(scale), *sets)
+        check(result.returncode == 0, f"init failed: {result.stderr}")
+
+    def verify(self, directory, ack_log=None, settings=()):
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
+            report_path = out.name
+        args = ["verify", "-D", directory, "--json", report_path]
+        if ack_log:
+            args += ["--ack-log", ack_log]
+        args += [x for s in settings for x in ("--set", s)]
+        result = self.run(*args)
+        report = None
+        if os.path.getsize(report_path) > 0:
+            with open(report_path) as f:
+                report = json.load(f)
+        os.unlink(report_path)
+        return result, report
+
+
+def run_settings(settings=SMALL):
+    """The per-run part of `settings` (init-only keys cannot be repeated on later runs)."""
+    return [s for s in settings if not s.startswith(INIT_ONLY)]
+
+
+def sets(settings):
+    return [x for s in settings for x in ("--set", s)]
+
+
+def tree_digest(directory, ignore=("tidemark.lock",)):
+    digest = hashlib.sha256()
+    for root, _, files in sorted(os.walk(directory)):
+        for name in sorted(files):
+            if name in ignore:
+                continue
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, directory).encode())
+            with open(path, "rb") as f:
+                digest.update(f.read())
+    return digest.hexdigest()
+
+
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL:", message, flush=True)
+    return condition
+
+
+def finish(passed_label):
+    """Prints the closing line ctest logs and exits non-zero on any failure."""
+    passed = 0 if failures else 1
+    print(f"{passed_label}: {passed} passed, {len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
+def scratch():
+    return tempfile.mkdtemp(prefix="tidemark-test-")
+
+
+def remove(path):
+    if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.exists(path):
+        os.remove(path)

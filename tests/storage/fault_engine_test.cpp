@@ -1,0 +1,349 @@
+// Tests of storage/fault_engine: the volatile-write-cache model. Synced writes survive a
+// power loss; unsynced ones survive, vanish or (torn) split at a 512-byte multiple; a later
+// surviving write is never clobbered by reverting an earlier one; crash_after_writes and
+// fail_sync_after fire exactly when configured.
+#include "storage/fault_engine.hpp"
+#include "tests/storage/test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace tidemark::storage;
+
+namespace {
+
+constexpr std::size_t page = 8192;
+constexpr std::size_t pages = 16;
+
+using byte_vector = std::vector<unsigned char>;
+
+std::unique_ptr<fault_engine> make_fault_engine(fault_config config) {
+  return std::make_unique<fault_engine>(make_io_engine(io_method::sync), config);
+}
+
+fault_config config_for(crash_mode mode, std::uint64_t seed) {
+  fault_config config;
+  config.mode = mode;
+  config.seed = seed;
+  return config;
+}
+
+// The file's bytes as the disk has them now, read by a fresh engine.
+byte_vector disk_contents(const std::string& path) {
+  auto io = make_io_engine(io_method::sync);
+  const int fd = io->open_file(path, false);
+  byte_vector bytes(io->file_size(fd));
+  io->read(fd, bytes.data(), bytes.size(), 0);
+  io->close_file(fd);
+  return bytes;
+}
+
+bool same_range(const byte_vector& a, const byte_vector& b, std::size_t begin, std::size_t end) {
+  return std::memcmp(a.data() + begin, b.data() + begin, end - begin) == 0;
+}
+
+enum class page_state { old_version, new_version, mixed };
+
+page_state classify(const byte_vector& disk, const byte_vector& old_bytes,
+                    const byte_vector& new_bytes, std::size_t index) {
+  const std::size_t begin = index * page;
+  if (same_range(disk, old_bytes, begin, begin + page)) return page_state::old_version;
+  if (same_range(disk, new_bytes, begin, begin + page)) return page_state::new_version;
+  return page_state::mixed;
+}
+
+// A 512-byte multiple inside page `index` where `disk` switches from one version to the
+// other (head of one, tail of the other); nullopt if the page is no such mix.
+std::optional<std::size_t> sector_split(const byte_vector& disk, const byte_vector& old_bytes,
+                                        const byte_vector& new_bytes, std::size_t index) {
+  const std::size_t begin = index * page;
+  const std::size_t end = begin + page;
+  for (std::size_t b = begin + 512; b < end; b += 512) {
+    const bool old_at_b = same_range(disk, old_bytes, b, end);
+    const bool new_at_b = same_range(disk, new_bytes, b, end);
+    if ((new_at_b && same_range(disk, old_bytes, begin, b)) ||
+        (old_at_b && same_range(disk, new_bytes, begin, b)))
+      return b - begin;
+  }
+  return std::nullopt;
+}
+
+// A file of `pages` pages holding `old_bytes`, synced, then overwritten page by page with
+// `new_bytes` without a sync; then the power fails.
+struct overwrite_run {
+  byte_vector disk;
+  power_loss_report report;
+};
+
+overwrite_run overwrite_and_lose_power(const test::temp_dir& dir, fault_config config,
+                                       const byte_vector& old_bytes, const byte_vector& new_bytes) {
+  auto io = make_fault_engine(config);
+  const std::string path = dir.file("pages");
+  const int fd = io->open_file(path, true);
+  io->write(fd, old_bytes.data(), old_bytes.size(), 0);
+  io->sync(fd, sync_kind::data);
+  for (std::size_t i = 0; i < pages; ++i)
+    io->write(fd, new_bytes.data() + i * page, page, i * page);
+  io->close_file(fd);
+  overwrite_run run;
+  run.report = io->simulate_power_loss();
+  run.disk = disk_contents(path);
+  return run;
+}
+
+} // namespace
+
+TEST_CASE("fault_engine: names itself after the inner engine") {
+  CHECK(make_fault_engine({})->name() == "fault(sync)");
+}
+
+TEST_CASE("fault_engine: writes covered by a sync survive a power loss") {
+  test::temp_dir dir;
+  auto io = make_fault_engine(config_for(crash_mode::torn, 1));
+  const int fd = io->open_file(dir.file("synced"), true);
+  const auto first = test::random_bytes(4 * page, 1);
+  const auto second = test::random_bytes(4 * page, 2);
+  io->write(fd, first.data(), first.size(), 0);
+  io->sync(fd, sync_kind::data);
+  io->write(fd, second.data(), second.size(), 0);
+  io->sync(fd, sync_kind::full);
+  io->close_file(fd);
+  const power_loss_report report = io->simulate_power_loss();
+  CHECK(report.unsynced_writes == 0);
+  CHECK(disk_contents(dir.file("synced")) == second);
+}
+
+TEST_CASE("fault_engine: with lose_unsynced every unsynced page ends fully old or fully new") {
+  test::temp_dir dir;
+  const auto old_bytes = test::random_bytes(pages * page, 10);
+  const auto new_bytes = test::random_bytes(pages * page, 11);
+  std::size_t old_pages = 0;
+  std::size_t new_pages = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    const fault_config config = config_for(crash_mode::lose_unsynced, seed);
+    const auto run = overwrite_and_lose_power(dir, config, old_bytes, new_bytes);
+    CHECK(run.report.unsynced_writes == pages);
+    CHECK(run.report.survived + run.report.lost == pages);
+    CHECK(run.report.torn == 0);
+    CHECK(run.disk.size() == pages * page);
+    for (std::size_t i = 0; i < pages; ++i) {
+      const page_state state = classify(run.disk, old_bytes, new_bytes, i);
+      CHECK(state != page_state::mixed);
+      old_pages += state == page_state::old_version;
+      new_pages += state == page_state::new_version;
+    }
+  }
+  CHECK(old_pages > 0);
+  CHECK(new_pages > 0);
+}
+
+TEST_CASE("fault_engine: with torn every page is old, new, or split at a 512-byte multiple") {
+  test::temp_dir dir;
+  const auto old_bytes = test::random_bytes(pages * page, 20);
+  const auto new_bytes = test::random_bytes(pages * page, 21);
+  std::size_t mixed_pages = 0;
+  std::uint64_t torn_reported = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    const fault_config config = config_for(crash_mode::torn, seed);
+    const auto run = overwrite_and_lose_power(dir, config, old_bytes, new_bytes);
+    CHECK(run.report.survived + run.report.lost + run.report.torn == pages);
+    torn_reported += run.report.torn;
+    for (std::size_t i = 0; i < pages; ++i) {
+      CAPTURE(i);
+      if (classify(run.disk, old_bytes, new_bytes, i) != page_state::mixed) continue;
+      ++mixed_pages;
+      CHECK(sector_split(run.disk, old_bytes, new_bytes, i).has_value());
+    }
+  }
+  CHECK(mixed_pages > 0);
+  CHECK(mixed_pages == torn_reported);
+}
+
+TEST_CASE("fault_engine: reverting an earlier lost write never clobbers a later surviving one") {
+  // Three overlapping unsynced writes; after the power loss the file must equal the result
+  // of applying, in order, exactly some subset of them (the survivors).
+  struct range_write {
+    std::size_t offset;
+    byte_vector bytes;
+  };
+  const std::vector<range_write> writes = {
+    {0, test::random_bytes(3 * page, 31)},
+    {page, test::random_bytes(page, 32)},
+    {page / 2, test::random_bytes(2 * page, 33)},
+  };
+  const auto base = test::random_bytes(3 * page, 30);
+  auto outcome = [&](unsigned survivors) {
+    auto bytes = base;
+    for (std::size_t w = 0; w < writes.size(); ++w)
+      if (survivors & (1u << w))
+        std::copy(writes[w].bytes.begin(), writes[w].bytes.end(), bytes.begin() + writes[w].offset);
+    return bytes;
+  };
+  test::temp_dir dir;
+  std::vector<int> seen(1u << writes.size(), 0);
+  for (std::uint64_t seed = 1; seed <= 64; ++seed) {
+    CAPTURE(seed);
+    auto io = make_fault_engine(config_for(crash_mode::lose_unsynced, seed));
+    const int fd = io->open_file(dir.file("overlap"), true);
+    io->write(fd, base.data(), base.size(), 0);
+    io->sync(fd, sync_kind::data);
+    for (const auto& w : writes) io->write(fd, w.bytes.data(), w.bytes.size(), w.offset);
+    io->close_file(fd);
+    io->simulate_power_loss();
+    const auto disk = disk_contents(dir.file("overlap"));
+    bool matched = false;
+    for (unsigned survivors = 0; survivors < seen.size(); ++survivors)
+      if (disk == outcome(survivors)) {
+        ++seen[survivors];
+        matched = true;
+        break;
+      }
+    CHECK(matched);
+  }
+  CHECK(seen[0b100] > 0); // only the last write survived: both earlier ones were reverted
+  CHECK(seen[0b010] > 0); // a middle survivor inside an earlier lost write
+}
+
+TEST_CASE("fault_engine: crash_after_writes runs the crash handler at exactly the N-th write") {
+  test::temp_dir dir;
+  fault_config config = config_for(crash_mode::lose_unsynced, 5);
+  config.crash_after_writes = 7;
+  auto io = make_fault_engine(config);
+  std::vector<power_loss_report> crashes;
+  io->on_crash([&](const power_loss_report& report) { crashes.push_back(report); });
+  const int fd = io->open_file(dir.file("crash"), true);
+  const auto bytes = test::random_bytes(page, 40);
+  for (std::uint64_t i = 1; i <= 6; ++i) {
+    io->write(fd, bytes.data(), bytes.size(), i * page);
+    if (i == 3) io->sync(fd, sync_kind::data);
+    CHECK(crashes.empty());
+  }
+  io->write(fd, bytes.data(), bytes.size(), 0);
+  REQUIRE(crashes.size() == 1);
+  CHECK(io->writes_issued() == 7);
+  CHECK(crashes[0].unsynced_writes == 4); // writes 4..7; the sync covered 1..3
+  CHECK(crashes[0].survived + crashes[0].lost == 4);
+  CHECK_THROWS_AS(io->write(fd, bytes.data(), bytes.size(), 0), io_error);
+  CHECK_THROWS_AS(io->sync(fd, sync_kind::data), io_error);
+  CHECK(io->writes_issued() == 7);
+  CHECK(crashes.size() == 1);
+  io->close_file(fd);
+}
+
+TEST_CASE("fault_engine: crash_after_writes counts each write of a batch") {
+  test::temp_dir dir;
+  fault_config config;
+  config.crash_after_writes = 3;
+  auto io = make_fault_engine(config);
+  int crashes = 0;
+  io->on_crash([&](const power_loss_report&) { ++crashes; });
+  const int fd = io->open_file(dir.file("batch"), true);
+  const auto bytes = test::random_bytes(page, 41);
+  std::vector<io_write> writes;
+  for (std::uint64_t i = 0; i < 5; ++i)
+    writes.push_back(io_write{fd, bytes.data(), page, i * page});
+  CHECK_THROWS_AS(io->write_batch(writes.data(), writes.size()), io_error); // 4th write: crashed
+  CHECK(crashes == 1);
+  CHECK(io->writes_issued() == 3);
+  io->close_file(fd);
+}
+
+TEST_CASE("fault_engine: fail_sync_after fails the N-th and every later sync") {
+  test::temp_dir dir;
+  std::size_t lost_total = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    fault_config config = config_for(crash_mode::lose_unsynced, seed);
+    config.fail_sync_after = 2;
+    auto io = make_fault_engine(config);
+    const int fd = io->open_file(dir.file("failing"), true);
+    const auto bytes = test::random_bytes(page, 50);
+    io->write(fd, bytes.data(), bytes.size(), 0);
+    io->sync(fd, sync_kind::data);
+    io->write(fd, bytes.data(), bytes.size(), page);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      try {
+        io->sync(fd, sync_kind::data);
+        FAIL("sync should have failed");
+      } catch (const io_error& error) {
+        CHECK(error.fsync_failed());
+        CHECK(error.error_number() == EIO);
+        CHECK(std::string(error.what()).find(dir.file("failing")) != std::string::npos);
+      }
+    }
+    io->close_file(fd);
+    const power_loss_report report = io->simulate_power_loss();
+    CHECK(report.unsynced_writes == 1); // the failed syncs covered nothing
+    lost_total += report.lost;
+  }
+  CHECK(lost_total > 0);
+}
+
+TEST_CASE("fault_engine: unsynced writes follow a renamed file") {
+  test::temp_dir dir;
+  const auto bytes = test::random_bytes(page, 60);
+  std::size_t reverted = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    auto io = make_fault_engine(config_for(crash_mode::lose_unsynced, seed));
+    const int fd = io->open_file(dir.file("tmp"), true);
+    io->write(fd, bytes.data(), bytes.size(), 0);
+    io->rename(dir.file("tmp"), dir.file("final"));
+    CHECK(io->path_of(fd) == dir.file("final"));
+    io->close_file(fd);
+    const power_loss_report report = io->simulate_power_loss();
+    CHECK(report.unsynced_writes == 1);
+    CHECK_THROWS_AS(make_io_engine(io_method::sync)->open_file(dir.file("tmp"), false), io_error);
+    const auto disk = disk_contents(dir.file("final"));
+    const bool reverted_to_zero = disk == byte_vector(page, 0);
+    CHECK((reverted_to_zero || disk == bytes));
+    reverted += reverted_to_zero;
+  }
+  CHECK(reverted > 0);
+}
+
+TEST_CASE("fault_engine: an unlinked file's unsynced writes are forgotten") {
+  test::temp_dir dir;
+  auto io = make_fault_engine({});
+  const int fd = io->open_file(dir.file("doomed"), true);
+  const auto bytes = test::random_bytes(page, 70);
+  io->write(fd, bytes.data(), bytes.size(), 0);
+  io->unlink(dir.file("doomed"));
+  io->write(fd, bytes.data(), bytes.size(), page);
+  io->close_file(fd);
+  CHECK(io->simulate_power_loss().unsynced_writes == 0);
+  CHECK_THROWS_AS(make_io_engine(io_method::sync)->open_file(dir.file("doomed"), false), io_error);
+}
+
+TEST_CASE("fault_engine: truncate clips unsynced writes so a revert cannot regrow the file") {
+  test::temp_dir dir;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    auto io = make_fault_engine(config_for(crash_mode::torn, seed));
+    const int fd = io->open_file(dir.file("shrunk"), true);
+    const auto bytes = test::random_bytes(2 * page, 80);
+    io->write(fd, bytes.data(), page, 0);
+    io->write(fd, bytes.data() + page, page, page);
+    io->truncate(fd, page / 2);
+    io->close_file(fd);
+    CHECK(io->simulate_power_loss().unsynced_writes == 1);
+    CHECK(disk_contents(dir.file("shrunk")).size() == page / 2);
+  }
+}
+
+TEST_CASE("fault_engine: no I/O is accepted after a power loss") {
+  test::temp_dir dir;
+  auto io = make_fault_engine({});
+  const int fd = io->open_file(dir.file("after"), true);
+  io->simulate_power_loss();
+  unsigned char byte = 1;
+  CHECK_THROWS_AS(io->write(fd, &byte, 1, 0), io_error);
+  CHECK_THROWS_AS(io->read(fd, &byte, 1, 0), io_error);
+  CHECK_THROWS_AS(io->open_file(dir.file("other"), true), io_error);
+  io->close_file(fd);
+}

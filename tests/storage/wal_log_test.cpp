@@ -1,0 +1,209 @@
+// wal_log: insert positions and counters, the redo-point check, write-out when the ring is
+// full, the fsync-failure rule (W3), segment creation, recycling and the open-for-append
+// cleanup.
+#include "wal_test_support.hpp"
+
+#include <cerrno>
+#include <filesystem>
+#include <memory>
+
+using namespace tidemark::storage;
+using namespace tidemark::storage::wal_test;
+
+namespace {
+
+// Delegates to a real engine; sync() fails with EIO once `fail_syncs` is set.
+class failing_sync_engine final : public io_engine {
+public:
+  explicit failing_sync_engine(std::unique_ptr<io_engine> inner) : inner_(std::move(inner)) {}
+  bool fail_syncs = false;
+
+  std::string name() const override { return "failing_sync"; }
+  int open_file(const std::string& path, bool create) override { return inner_->open_file(path, create); }
+  void close_file(int fd) override { inner_->close_file(fd); }
+  std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override {
+    return inner_->read(fd, data, length, offset);
+  }
+  void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override {
+    inner_->write(fd, data, length, offset);
+  }
+  void write_batch(const io_write* writes, std::size_t count) override { inner_->write_batch(writes, count); }
+  void sync(int fd, sync_kind kind) override {
+    if (fail_syncs)
+      throw io_error("fdatasync " + path_of(fd) + ": injected failure", EIO, true);
+    inner_->sync(fd, kind);
+  }
+  std::uint64_t file_size(int fd) override { return inner_->file_size(fd); }
+  void truncate(int fd, std::uint64_t length) override { inner_->truncate(fd, length); }
+  void rename(const std::string& from, const std::string& to) override { inner_->rename(from, to); }
+  void unlink(const std::string& path) override { inner_->unlink(path); }
+  void sync_directory(const std::string& dir) override { inner_->sync_directory(dir); }
+  std::string path_of(int fd) const override { return inner_->path_of(fd); }
+
+private:
+  std::unique_ptr<io_engine> inner_;
+};
+
+lsn_range insert_one(wal_log& wal, record_builder& builder, xid_t xid, std::size_t main_length,
+                     bool with_image = false) {
+  build_record(builder, xid, main_length, with_image);
+  std::optional<lsn_range> range = wal.insert(builder, wal.redo_lsn());
+  REQUIRE(range.has_value());
+  return *range;
+}
+
+} // namespace
+
+TEST_CASE("wal_log: inserts get consecutive aligned positions and one fsync per flush") {
+  temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  wal_log wal(*io, small_options(dir.path()), 0, 0);
+  record_builder builder;
+  lsn_t expected = 0;
+  for (xid_t xid = 1; xid <= 10; ++xid) {
+    lsn_range range = insert_one(wal, builder, xid, xid * 3);
+    CHECK(range.start == expected);
+    CHECK(range.end == range.start + builder.size());
+    expected = aligned_record_size(range.end);
+  }
+  CHECK(wal.inserted_lsn() == expected);
+  CHECK(wal.flushed_lsn() == 0);
+  CHECK(wal.flush(expected) == expected);
+  CHECK(wal.flushed_lsn() == expected);
+  CHECK(wal.flush(expected) == expected); // nothing new: no second fsync
+  CHECK(wal.counters().records == 10);
+  CHECK(wal.counters().bytes == expected);
+  CHECK(wal.counters().fsyncs == 1);
+  CHECK(wal.counters().fpi == 0);
+  insert_one(wal, builder, 11, 10, true);
+  CHECK(wal.counters().fpi == 1);
+}
+
+TEST_CASE("wal_log: insert returns nothing after begin_redo_point moved the redo point") {
+  temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  wal_log wal(*io, small_options(dir.path()), 0, 0);
+  wal.set_redo_lsn(0);
+  record_builder builder;
+  build_record(builder, 1, 16);
+  REQUIRE(wal.insert(builder, 0));
+  lsn_t redo = wal.begin_redo_point();
+  CHECK(redo == wal.inserted_lsn());
+  CHECK(wal.redo_lsn() == redo);
+  build_record(builder, 2, 16);
+  CHECK_FALSE(wal.insert(builder, 0));
+  CHECK(wal.inserted_lsn() == redo);
+  CHECK(wal.insert(builder, redo));
+}
+
+TEST_CASE("wal_log: a full insert buffer is written out without waiting for a flush") {
+  temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  wal_log wal(*io, small_options(dir.path(), small_segment, 64u << 10), 0, 0);
+  record_builder builder;
+  for (xid_t xid = 1; xid <= 100; ++xid)
+    insert_one(wal, builder, xid, 3000);
+  CHECK(wal.counters().writes > 0);
+  CHECK(wal.counters().fsyncs == 0);
+  CHECK(wal.flushed_lsn() == 0);
+  wal.flush(wal.inserted_lsn());
+  read_result read = read_all(*io, dir.path(), small_segment, 0);
+  CHECK(read.lsns.size() == 100);
+  CHECK(read.end_lsn == wal.inserted_lsn());
+}
+
+TEST_CASE("wal_log: a failed fsync makes the log unusable") {
+  temp_dir dir;
+  failing_sync_engine io(make_io_engine(io_method::sync));
+  wal_log wal(io, small_options(dir.path()), 0, 0);
+  record_builder builder;
+  lsn_range range = insert_one(wal, builder, 1, 100);
+  io.fail_syncs = true;
+  bool reported = false;
+  try {
+    wal.flush(range.end);
+  } catch (const io_error& e) {
+    reported = e.fsync_failed();
+  }
+  CHECK(reported);
+  CHECK(wal.flushed_lsn() == 0);
+  io.fail_syncs = false; // even a working disk must not make the log usable again (W3)
+  build_record(builder, 2, 10);
+  CHECK_THROWS_AS(wal.insert(builder, wal.redo_lsn()), io_error);
+  CHECK_THROWS_WITH_AS(wal.flush(range.end), doctest::Contains("unusable after a failed fsync"),
+                       io_error);
+}
+
+TEST_CASE("wal_log: segment sizes must be multiples of 64 KiB") {
+  temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  CHECK_THROWS_AS(wal_log(*io, small_options(dir.path(), 100000), 0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(wal_log(*io, small_options(dir.path(), 0), 0, 0), std::invalid_argument);
+}
+
+TEST_CASE("wal_log: segments are created full-size and named by their start lsn") {
+  temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  wal_log wal(*io, small_options(dir.path()), 0, 0);
+  CHECK(wal_log::segment_name(0x1A0000) == "00000000001A0000");
+  record_builder builder;
+  while (wal.inserted_lsn() < 3 * small_segment + 100)
+    insert_one(wal, builder, 1, 5000);
+  wal.flush(wal.inserted_lsn());
+  std::vector<lsn_t> segments = wal_log::list_segments(dir.path());
+  CHECK(segments == std::vector<lsn_t>{0, small_segment, 2 * small_segment, 3 * small_segment});
+  for (lsn_t start : segments)
+    CHECK(std::filesystem::file_size(segment_file(dir.path(), small_segment, start)) == small_segment);
+  CHECK(wal.counters().fsyncs == 4); // one flush: one fdatasync per segment it wrote to
+}
+
+TEST_CASE("wal_log: remove_segments_before recycles up to four future segments, then unlinks") {
+  temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  wal_log wal(*io, small_options(dir.path()), 0, 0);
+  record_builder builder;
+  while (wal.inserted_lsn() < 7 * small_segment + 100)
+    insert_one(wal, builder, 1, 5000);
+  wal.flush(wal.inserted_lsn());
+  REQUIRE(wal_log::list_segments(dir.path()).size() == 8);
+
+  wal.remove_segments_before(3 * small_segment + 10);
+  std::vector<lsn_t> expected;
+  for (lsn_t i = 3; i <= 10; ++i)
+    expected.push_back(i * small_segment); // 0, 1, 2 renamed to 8, 9, 10
+  CHECK(wal_log::list_segments(dir.path()) == expected);
+
+  wal.remove_segments_before(6 * small_segment);
+  expected = {6 * small_segment, 7 * small_segment, 8 * small_segment, 9 * small_segment,
+              10 * small_segment, 11 * small_segment}; // 3 recycled as 11; 4 and 5 unlinked
+  CHECK(wal_log::list_segments(dir.path()) == expected);
+
+  // Never past the flushed position, whatever the caller asks.
+  insert_one(wal, builder, 1, 10);
+  wal.remove_segments_before(wal.inserted_lsn() + 10 * small_segment);
+  CHECK(wal_log::list_segments(dir.path()).front() == 7 * small_segment);
+}
+
+TEST_CASE("wal_log: opening for append zeroes the rest of the segment and drops later ones") {
+  temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  lsn_t reopen_at = 0;
+  lsn_t prev = 0;
+  {
+    wal_log wal(*io, small_options(dir.path()), 0, 0);
+    record_builder builder;
+    for (xid_t xid = 1; xid <= 5; ++xid)
+      prev = insert_one(wal, builder, xid, 200).start;
+    reopen_at = wal.inserted_lsn();
+    while (wal.inserted_lsn() < 2 * small_segment + 100)
+      insert_one(wal, builder, 100, 4000);
+    wal.flush(wal.inserted_lsn());
+  }
+  REQUIRE(wal_log::list_segments(dir.path()).size() == 3);
+  wal_log wal(*io, small_options(dir.path()), reopen_at, prev);
+  CHECK(wal_log::list_segments(dir.path()) == std::vector<lsn_t>{0});
+  read_result read = read_all(*io, dir.path(), small_segment, 0);
+  CHECK(read.lsns.size() == 5);
+  CHECK(read.end_lsn == reopen_at);
+  CHECK(read.end_description.find("zero record length") != std::string::npos);
+}
