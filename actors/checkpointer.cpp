@@ -66,6 +66,18 @@ void write_batch(runtime::engine& e, storage::page_copy* copies,
     e.pool->finish_write(buffers[i], true);
 }
 
+// Starts writing `buffer`, or, if another writer is writing it, waits for that write to
+// complete (and its segment to be registered) and tries again.
+bool start_or_await_write(storage::buffer_pool& pool, storage::buffer_id buffer,
+                          storage::page_copy& copy) {
+  while (!pool.start_write(buffer, copy.data, &copy.id, &copy.lsn)) {
+    if (!pool.write_in_progress(buffer))
+      return false;
+    pool.wait_for_write(buffer);
+  }
+  return true;
+}
+
 // WRITE: every buffer dirty now, in file/block order (C5), in batches.
 write_phase_result write_dirty_buffers(checkpointer_state& st) {
   runtime::engine& e = *st.engine;
@@ -83,8 +95,8 @@ write_phase_result write_dirty_buffers(checkpointer_state& st) {
   for (const auto& entry : st.to_write) {
     storage::page_copy& copy = copies[pending];
     copy.data = st.batch->data + pending * pool.page_size();
-    if (!pool.start_write(entry.second, copy.data, &copy.id, &copy.lsn))
-      continue; // cleaned by someone else meanwhile
+    if (!start_or_await_write(pool, entry.second, copy))
+      continue; // cleaned by someone else meanwhile, and that write has completed
     buffers[pending++] = entry.second;
     if (pending == write_batch_pages) {
       write_batch(e, copies, buffers, pending);

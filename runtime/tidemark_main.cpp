@@ -6,6 +6,7 @@
 #include "runtime/cli_args.hpp"
 #include "runtime/database.hpp"
 #include "runtime/json.hpp"
+#include "runtime/startup.hpp"
 #include "runtime/tpcb.hpp"
 
 #include <chrono>
@@ -33,6 +34,7 @@ const char* usage_text =
 std::string workload_file(const std::string& dir) { return dir + "/workload.conf"; }
 
 std::uint32_t read_scale(const std::string& dir) {
+  check_data_directory(dir);
   std::ifstream in(workload_file(dir));
   std::string key, eq;
   std::uint32_t scale = 0;

@@ -122,6 +122,17 @@ bool buffer_pool::is_dirty(buffer_id buffer) const {
   return descriptors_[buffer].state.load(std::memory_order_acquire) & dirty;
 }
 
+bool buffer_pool::write_in_progress(buffer_id buffer) const {
+  std::uint32_t s = descriptors_[buffer].state.load(std::memory_order_acquire);
+  return (s & io_in_progress) && (s & valid);
+}
+
+void buffer_pool::wait_for_write(buffer_id buffer) const {
+  backoff wait;
+  while (write_in_progress(buffer))
+    wait.pause();
+}
+
 bool buffer_pool::is_reusable(buffer_id buffer) const {
   std::uint32_t s = descriptors_[buffer].state.load(std::memory_order_acquire);
   return pins(s) == 0 && usage(s) == 0;

@@ -93,6 +93,12 @@ public:
   /// Ends a write started by start_write; clears dirty unless dirtied again meanwhile.
   void finish_write(buffer_id buffer, bool succeeded);
 
+  /// Waits until no write of `buffer` is in progress. A checkpoint must not move on to
+  /// its sync phase while a write it relies on (begun by someone else) is still running:
+  /// that write registers its segment for sync only when it completes (W2, C1).
+  void wait_for_write(buffer_id buffer) const;
+  bool write_in_progress(buffer_id buffer) const;
+
   bool is_dirty(buffer_id buffer) const;
   /// Pinned, or usage count above zero: the clock sweep would not take it now.
   bool is_reusable(buffer_id buffer) const;

@@ -323,4 +323,9 @@ void fault_engine::forget_path(const std::string& path) {
   unsynced_.erase(std::remove_if(unsynced_.begin(), unsynced_.end(), of_path), unsynced_.end());
 }
 
+void fault_engine::fail_syncs_from_now() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  config_.fail_sync_after = syncs_issued_ + 1;
+}
+
 } // namespace tidemark::storage

@@ -72,6 +72,9 @@ public:
 
   std::uint64_t writes_issued() const;
 
+  /// From now on every sync fails with EIO (as fail_sync_after would from the next one).
+  void fail_syncs_from_now();
+
 private:
   struct unsynced_write {
     std::string path;

@@ -171,6 +171,7 @@ bool page_transaction::resolve_appends() {
       return false;
     }
     append.slot = static_cast<std::uint16_t>(used);
+    pool_.files().note_block(id); // the relation now has this block, even before it is written
   }
   return true;
 }

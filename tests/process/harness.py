@@ -27,6 +27,8 @@ def parse_args():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tidemark", required=True)
     parser.add_argument("--loops", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=20261129,
+                        help="varies the crash points (for soak runs outside ctest)")
     return parser.parse_args()
 
 

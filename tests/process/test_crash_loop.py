@@ -17,7 +17,7 @@ def main():
     try:
         tm.init(directory)
         open(ack_log, "w").close()
-        chooser = random.Random(20261129)
+        chooser = random.Random(args.seed)
         for loop in range(args.loops):
             writes = chooser.choice([1, 5, 20, 60, 150, 400, 900, 2000, 4000])
             writes += chooser.randrange(0, max(1, writes // 2))
@@ -26,7 +26,7 @@ def main():
                                          f"io_method={engine}"]
             bench = tm.run("bench", "-D", directory, "-c", "4", "-T", "60",
                            "--ack-log", ack_log, "--crash-after-writes", str(writes),
-                           "--crash-mode", "torn", "--seed", str(loop + 1), *sets(settings))
+                           "--crash-mode", "torn", "--seed", str(args.seed + loop), *sets(settings))
             if not check(bench.returncode in (0, 3),
                          f"loop {loop}: bench exited {bench.returncode}: {bench.stderr[-2000:]}"):
                 break

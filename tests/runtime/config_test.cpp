@@ -1,0 +1,110 @@
+// Configuration: PostgreSQL-style units, range errors that name key and range, unknown keys,
+// the cross-setting rule D7, and the configuration file round trip.
+#include "runtime/config.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace tidemark::runtime {
+namespace {
+
+std::string error_of(const std::string& assignment) {
+  settings s;
+  try {
+    apply_assignment(s, assignment);
+    validate(s);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("config: values take PostgreSQL's units and defaults") {
+  settings s;
+  apply_assignment(s, "shared_buffers=128MB");
+  CHECK(s.shared_buffers == 128u << 20);
+  apply_assignment(s, "shared_buffers = 16");
+  CHECK(s.buffer_count() == 16);
+  apply_assignment(s, "checkpoint_timeout=30s");
+  CHECK(s.checkpoint_timeout.count() == 30'000);
+  apply_assignment(s, "checkpoint_timeout=2min");
+  CHECK(s.checkpoint_timeout.count() == 120'000);
+  apply_assignment(s, "checkpoint_timeout=5");
+  CHECK(s.checkpoint_timeout.count() == 5'000);
+  apply_assignment(s, "bgwriter_delay=50");
+  CHECK(s.bgwriter_delay.count() == 50);
+  apply_assignment(s, "torn_page_protection=off");
+  CHECK(s.protection == torn_page_protection::off);
+  apply_assignment(s, "io_method=sync");
+  CHECK(s.io == storage::io_method::sync);
+  apply_assignment(s, "synchronous_commit=off");
+  CHECK_FALSE(s.synchronous_commit);
+}
+
+TEST_CASE("config: errors name the key and the valid range") {
+  CHECK(error_of("no_such_key=1").find("no_such_key") != std::string::npos);
+  std::string range = error_of("checkpoint_completion_target=1.5");
+  CHECK(range.find("checkpoint_completion_target") != std::string::npos);
+  CHECK(range.find("0 .. 1") != std::string::npos);
+  CHECK(error_of("shared_buffers=8").find("shared_buffers") != std::string::npos);
+  CHECK(error_of("checkpoint_timeout=500ms").find("checkpoint_timeout") != std::string::npos);
+  CHECK(error_of("bgwriter_lru_maxpages=-1").find("bgwriter_lru_maxpages") != std::string::npos);
+  CHECK(error_of("io_method=aio").find("io_uring, sync") != std::string::npos);
+  CHECK(error_of("log_checkpoints=maybe").find("log_checkpoints") != std::string::npos);
+  CHECK(error_of("page_size=3000").find("page_size") != std::string::npos);
+  CHECK(error_of("shared_buffers").find("KEY=VALUE") != std::string::npos);
+}
+
+TEST_CASE("config: doublewrite without checksums is refused naming both settings (D7)") {
+  settings s;
+  apply_assignment(s, "data_checksums=off");
+  apply_assignment(s, "torn_page_protection=doublewrite");
+  try {
+    validate(s);
+    FAIL("accepted");
+  } catch (const config_error& e) {
+    std::string text = e.what();
+    CHECK(text.find("doublewrite") != std::string::npos);
+    CHECK(text.find("data_checksums") != std::string::npos);
+  }
+}
+
+TEST_CASE("config: the file init writes reads back to the same settings") {
+  settings s;
+  apply_assignment(s, "shared_buffers=64MB");
+  apply_assignment(s, "checkpoint_timeout=45s");
+  apply_assignment(s, "bgwriter_lru_multiplier=3.5");
+  char path[] = "/tmp/tidemark-conf-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::ofstream(path) << render_config_file(s);
+  settings back;
+  apply_config_file(back, path);
+  std::remove(path);
+  CHECK(back.shared_buffers == s.shared_buffers);
+  CHECK(back.checkpoint_timeout == s.checkpoint_timeout);
+  CHECK(back.bgwriter_lru_multiplier == s.bgwriter_lru_multiplier);
+  CHECK(render_config_file(back) == render_config_file(s));
+}
+
+TEST_CASE("config: a bad line in a file is reported with file and line number") {
+  char path[] = "/tmp/tidemark-conf-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::ofstream(path) << "# comment\nshared_buffers = 64MB\nbogus = 1\n";
+  settings s;
+  std::string text;
+  try {
+    apply_config_file(s, path);
+  } catch (const config_error& e) {
+    text = e.what();
+  }
+  std::remove(path);
+  CHECK(text.find("line 3") != std::string::npos);
+  CHECK(text.find("bogus") != std::string::npos);
+}
+
+} // namespace
+} // namespace tidemark::runtime
