@@ -111,8 +111,8 @@ void run_one(backend_pointer self) {
 
 backend_actor::behavior_type backend(backend_pointer self, backend_params params) {
   runtime::engine& e = *params.engine;
-  self->state.txn = std::make_unique<storage::page_transaction>(*e.pool, *e.wal, *e.tails,
-                                                                e.full_page_writes());
+  self->state.txn = std::make_unique<storage::page_transaction>(
+    *e.pool, *e.wal, *e.tails, e.full_page_writes(), e.commit_log.get());
   self->state.random.seed(params.seed);
   self->state.params = std::move(params);
   return {

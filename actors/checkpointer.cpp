@@ -1,4 +1,4 @@
-// checkpointer: see checkpointer.hpp for its role and the invariants it keeps.
+// checkpointer: see checkpointer.hpp for its role, phases and invariants.
 #include "actors/checkpointer.hpp"
 
 #include "storage/page.hpp"
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <optional>
 #include <vector>
 
 namespace tidemark::actors {
@@ -18,58 +18,151 @@ namespace {
 
 using namespace messages;
 using std::chrono::steady_clock;
+using runtime::checkpoint_phase;
 
 constexpr auto tick_interval = std::chrono::milliseconds(100);
-constexpr std::size_t write_batch_pages = 64;
+constexpr auto nap_interval = std::chrono::milliseconds(100);
+constexpr std::size_t write_batch_pages = 32;
+constexpr double write_share = 0.8; // of the completion target; the sync phase gets the rest
 
-struct aligned_pages {
-  explicit aligned_pages(std::size_t bytes) {
-    void* memory = nullptr;
+double ms_since(steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(steady_clock::now() - t).count();
+}
+
+struct page_batch_memory {
+  explicit page_batch_memory(std::size_t bytes) {
     if (posix_memalign(&memory, 4096, bytes) != 0)
       throw std::bad_alloc();
-    data = static_cast<unsigned char*>(memory);
   }
-  ~aligned_pages() { std::free(data); }
-  aligned_pages(const aligned_pages&) = delete;
-  aligned_pages& operator=(const aligned_pages&) = delete;
-  unsigned char* data;
+  ~page_batch_memory() { std::free(memory); }
+  page_batch_memory(const page_batch_memory&) = delete;
+  page_batch_memory& operator=(const page_batch_memory&) = delete;
+  unsigned char* data() { return static_cast<unsigned char*>(memory); }
+  void* memory = nullptr;
+};
+
+// One checkpoint in progress.
+struct checkpoint_run {
+  checkpoint_reason reason = checkpoint_reason::time;
+  bool immediate = false;
+  steady_clock::time_point started;
+  storage::lsn_t redo = 0;
+  storage::lsn_t previous_redo = 0;
+  std::vector<std::pair<storage::page_id, storage::buffer_id>> to_write;
+  std::size_t next = 0;
+  std::uint64_t written = 0;
+  double write_ms = 0;
+  std::vector<caf::typed_response_promise<checkpoint_done>> waiters;
 };
 
 struct checkpointer_state {
   runtime::engine* engine = nullptr;
-  std::unique_ptr<aligned_pages> batch;
-  std::vector<std::pair<storage::page_id, storage::buffer_id>> to_write; // reused
-  std::vector<caf::typed_response_promise<checkpoint_done>> waiters;
-  checkpoint_reason next_reason = checkpoint_reason::time;
-  bool run_queued = false;
+  sync_worker_actor sync_worker;
+  std::unique_ptr<page_batch_memory> batch;
+  std::optional<checkpoint_run> run;
+  // Requests that arrived while a checkpoint ran: merged into the next one.
+  std::vector<caf::typed_response_promise<checkpoint_done>> queued;
+  checkpoint_reason queued_reason = checkpoint_reason::requested;
+  bool queued_immediate = false;
   steady_clock::time_point last_start = steady_clock::now();
   storage::lsn_t idle_lsn = 0; // insert position right after the last checkpoint
+  std::vector<checkpoint_observer_actor> subscribers;
   static inline const char* name = "checkpointer";
 };
 
 using checkpointer_pointer = checkpointer_actor::stateful_pointer<checkpointer_state>;
 
-struct write_phase_result {
-  std::uint64_t written = 0;
-};
-
-void write_batch(runtime::engine& e, storage::page_copy* copies,
-                 const storage::buffer_id* buffers, std::size_t count) {
-  try {
-    e.writer->write(copies, count);
-  } catch (...) {
-    for (std::size_t i = 0; i < count; ++i)
-      e.pool->finish_write(buffers[i], false);
-    throw;
-  }
-  for (std::size_t i = 0; i < count; ++i)
-    e.pool->finish_write(buffers[i], true);
+void trace(runtime::engine& e, actor_role to, const char* type, std::uint64_t a = 0,
+           std::uint64_t b = 0, std::uint64_t c = 0) {
+  if (e.trace)
+    e.trace->record(actor_role::checkpointer, to, type, a, b, c);
 }
 
-// Starts writing `buffer`, or, if another writer is writing it, waits for that write to
-// complete (and its segment to be registered) and tries again.
+// ---- schedule (C4) -----------------------------------------------------------------------
+
+double wal_budget(const runtime::engine& e) {
+  return double(e.config.max_wal_size) / (1.0 + e.config.checkpoint_completion_target);
+}
+
+/// Where the schedule says the write phase should be: the larger of the elapsed share of
+/// the write window in time and in WAL.
+double write_schedule(const runtime::engine& e, const checkpoint_run& run) {
+  double window = e.config.checkpoint_completion_target * write_share;
+  if (window <= 0)
+    return 1.0;
+  double by_time = ms_since(run.started) / double(e.config.checkpoint_timeout.count());
+  double by_wal = double(e.wal->inserted_lsn() - run.redo) / wal_budget(e);
+  return std::max(by_time, by_wal) / window;
+}
+
+double write_progress(const checkpoint_run& run) {
+  return run.to_write.empty() ? 1.0 : double(run.next) / double(run.to_write.size());
+}
+
+/// Time left for the sync phase: until completion_target of the interval (0: unpaced).
+std::uint64_t sync_pace_ms(const runtime::engine& e, const checkpoint_run& run) {
+  if (run.immediate)
+    return 0;
+  double budget = e.config.checkpoint_completion_target * double(e.config.checkpoint_timeout.count());
+  double left = budget - ms_since(run.started);
+  double wal_left = 1.0 - double(e.wal->inserted_lsn() - run.redo) / wal_budget(e);
+  return left > 0 && wal_left > 0 ? static_cast<std::uint64_t>(left * std::min(1.0, wal_left)) : 0;
+}
+
+// ---- events --------------------------------------------------------------------------------
+
+void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = false) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  e.checkpoints.phase.store(phase);
+  if (st.subscribers.empty() || !st.run)
+    return;
+  const checkpoint_run& run = *st.run;
+  checkpoint_event event;
+  event.phase = static_cast<std::uint8_t>(phase);
+  event.reason = static_cast<std::uint8_t>(run.reason);
+  event.buffers_total = run.to_write.size();
+  event.buffers_written = run.written;
+  event.progress = write_progress(run);
+  event.schedule = phase == checkpoint_phase::write ? write_schedule(e, run) : 0;
+  event.napping = napping;
+  for (const checkpoint_observer_actor& subscriber : st.subscribers)
+    self->send(subscriber, event);
+}
+
+// ---- BEGIN ---------------------------------------------------------------------------------
+
+void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool immediate,
+                      std::vector<caf::typed_response_promise<checkpoint_done>> waiters) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  checkpoint_run run;
+  run.reason = reason;
+  run.immediate = immediate;
+  run.started = steady_clock::now();
+  run.previous_redo = e.control.redo_lsn;
+  run.waiters = std::move(waiters);
+  run.redo = e.wal->begin_redo_point();
+  storage::buffer_pool& pool = *e.pool;
+  for (storage::buffer_id b = 0; b < pool.size(); ++b)
+    if (pool.is_dirty(b))
+      run.to_write.emplace_back(pool.tag(b), b);
+  std::sort(run.to_write.begin(), run.to_write.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  st.last_start = run.started;
+  trace(e, actor_role::checkpointer, "checkpoint_begin", run.redo, run.to_write.size(),
+        static_cast<std::uint64_t>(reason));
+  st.run = std::move(run);
+  publish(self, checkpoint_phase::write);
+  self->send(self, step_atom::value);
+}
+
+// ---- WRITE ---------------------------------------------------------------------------------
+
 bool start_or_await_write(storage::buffer_pool& pool, storage::buffer_id buffer,
                           storage::page_copy& copy) {
+  // Someone else's write of a buffer dirty at BEGIN must complete (and register its file)
+  // before the sync phase: wait for it rather than skip it (storage rule 6).
   while (!pool.start_write(buffer, copy.data, &copy.id, &copy.lsn)) {
     if (!pool.write_in_progress(buffer))
       return false;
@@ -78,70 +171,67 @@ bool start_or_await_write(storage::buffer_pool& pool, storage::buffer_id buffer,
   return true;
 }
 
-// WRITE: every buffer dirty now, in file/block order (C5), in batches.
-write_phase_result write_dirty_buffers(checkpointer_state& st) {
+void write_one_batch(checkpointer_state& st) {
   runtime::engine& e = *st.engine;
+  checkpoint_run& run = *st.run;
   storage::buffer_pool& pool = *e.pool;
-  st.to_write.clear();
-  for (storage::buffer_id b = 0; b < pool.size(); ++b)
-    if (pool.is_dirty(b))
-      st.to_write.emplace_back(pool.tag(b), b);
-  std::sort(st.to_write.begin(), st.to_write.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
   storage::page_copy copies[write_batch_pages];
   storage::buffer_id buffers[write_batch_pages];
-  std::size_t pending = 0;
-  write_phase_result result;
-  for (const auto& entry : st.to_write) {
-    storage::page_copy& copy = copies[pending];
-    copy.data = st.batch->data + pending * pool.page_size();
-    if (!start_or_await_write(pool, entry.second, copy))
-      continue; // cleaned by someone else meanwhile, and that write has completed
-    buffers[pending++] = entry.second;
-    if (pending == write_batch_pages) {
-      write_batch(e, copies, buffers, pending);
-      result.written += pending;
-      pending = 0;
-    }
+  std::size_t count = 0;
+  while (run.next < run.to_write.size() && count < write_batch_pages) {
+    storage::page_copy& copy = copies[count];
+    copy.data = st.batch->data() + count * pool.page_size();
+    storage::buffer_id b = run.to_write[run.next++].second;
+    if (start_or_await_write(pool, b, copy))
+      buffers[count++] = b;
   }
-  if (pending > 0) {
-    write_batch(e, copies, buffers, pending);
-    result.written += pending;
+  if (count == 0)
+    return;
+  try {
+    e.writer->write(copies, count, storage::write_source::checkpointer);
+  } catch (...) {
+    for (std::size_t i = 0; i < count; ++i)
+      pool.finish_write(buffers[i], false);
+    throw;
   }
-  return result;
+  for (std::size_t i = 0; i < count; ++i)
+    pool.finish_write(buffers[i], true);
+  run.written += count;
 }
 
-struct sync_phase_result {
-  std::uint64_t files = 0;
-  double longest_ms = 0;
-  double total_ms = 0;
-};
+void fail_run(checkpointer_pointer self, const std::string& why);
+void start_sync_phase(checkpointer_pointer self);
 
-// SYNC: every segment registered before now (C1), each once.
-sync_phase_result sync_registered_segments(runtime::engine& e) {
-  std::vector<storage::segment_id> segments = e.syncs.take_all();
-  sync_phase_result result;
-  for (std::size_t i = 0; i < segments.size(); ++i) {
-    auto start = steady_clock::now();
-    try {
-      e.files->sync_segment(segments[i]);
-    } catch (...) {
-      // W3: never retried; the segments stay registered only for the record.
-      e.syncs.restore(std::vector<storage::segment_id>(segments.begin() + i, segments.end()));
-      throw;
-    }
-    double ms = std::chrono::duration<double, std::milli>(steady_clock::now() - start).count();
-    result.longest_ms = std::max(result.longest_ms, ms);
-    result.total_ms += ms;
-    ++result.files;
+void write_step(checkpointer_pointer self) {
+  auto& st = self->state;
+  checkpoint_run& run = *st.run;
+  runtime::engine& e = *st.engine;
+  try {
+    write_one_batch(st);
+  } catch (const std::exception& error) {
+    fail_run(self, std::string("checkpoint write failed: ") + error.what());
+    return;
   }
-  return result;
+  if (run.next >= run.to_write.size()) {
+    run.write_ms = ms_since(run.started);
+    start_sync_phase(self);
+    return;
+  }
+  bool hurry = run.immediate || st.queued_immediate || e.failed();
+  if (!hurry && write_progress(run) > write_schedule(e, run)) {
+    publish(self, checkpoint_phase::write, true);
+    self->delayed_send(self, nap_interval, step_atom::value); // ahead of schedule: nap
+  } else {
+    publish(self, checkpoint_phase::write);
+    self->send(self, step_atom::value);
+  }
 }
 
-// FINISH: checkpoint record, control file, then WAL recycling (C2).
-storage::lsn_t finish_checkpoint(runtime::engine& e, storage::lsn_t redo, checkpoint_reason reason) {
+// ---- SYNC and FINISH -------------------------------------------------------------------------
+
+storage::lsn_t write_checkpoint_record(runtime::engine& e, const checkpoint_run& run) {
   storage::checkpoint_payload payload{};
-  payload.redo_lsn = redo;
+  payload.redo_lsn = run.redo;
   payload.next_xid = e.next_xid.load();
   payload.time_unix_ms = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -154,124 +244,166 @@ storage::lsn_t finish_checkpoint(runtime::engine& e, storage::lsn_t redo, checkp
   auto position = e.wal->insert(record, e.wal->redo_lsn());
   e.wal->flush(position->end);
   storage::control_data control = e.control;
-  control.state = static_cast<std::uint32_t>(reason == checkpoint_reason::shutdown
+  control.state = static_cast<std::uint32_t>(run.reason == checkpoint_reason::shutdown
                                                ? storage::cluster_state::shut_down
                                                : storage::cluster_state::in_production);
   control.checkpoint_lsn = position->start;
-  control.redo_lsn = redo;
+  control.redo_lsn = run.redo;
   control.next_xid = payload.next_xid;
   control.checkpoint_time_unix_ms = payload.time_unix_ms;
   storage::write_control_file(*e.io, e.data_dir, control);
   e.control = control;
-  e.wal->remove_segments_before(redo);
+  e.wal->remove_segments_before(run.redo); // C2: only now that the control file moved on
   return position->start;
 }
 
-void log_checkpoint(runtime::engine& e, checkpoint_reason reason, std::uint64_t written,
-                    double write_ms, const sync_phase_result& sync, std::uint64_t distance) {
+void log_checkpoint(runtime::engine& e, const checkpoint_run& run, const sync_phase_done& sync) {
   if (!e.config.log_checkpoints)
     return;
-  double share = 100.0 * double(written) / double(e.pool->size());
+  double share = 100.0 * double(run.written) / double(e.pool->size());
+  double sync_s = double(sync.total_us) / 1e6;
   std::fprintf(stderr,
                "LOG:  checkpoint complete (%s): wrote %llu buffers (%.1f%%); write=%.3f s, "
                "sync=%.3f s, total=%.3f s; sync files=%llu, longest=%.3f s, average=%.3f s; "
                "distance=%llu kB\n",
-               to_string(reason), static_cast<unsigned long long>(written), share,
-               write_ms / 1000, sync.total_ms / 1000, (write_ms + sync.total_ms) / 1000,
-               static_cast<unsigned long long>(sync.files), sync.longest_ms / 1000,
-               sync.files ? sync.total_ms / double(sync.files) / 1000 : 0.0,
-               static_cast<unsigned long long>(distance / 1024));
+               to_string(run.reason), static_cast<unsigned long long>(run.written), share,
+               run.write_ms / 1000, sync_s, ms_since(run.started) / 1000,
+               static_cast<unsigned long long>(sync.files), double(sync.longest_us) / 1e6,
+               sync.files ? sync_s / double(sync.files) : 0.0,
+               static_cast<unsigned long long>((run.redo - run.previous_redo) / 1024));
 }
 
-checkpoint_done run_checkpoint(checkpointer_state& st, checkpoint_reason reason) {
-  runtime::engine& e = *st.engine;
-  auto start = steady_clock::now();
-  st.last_start = start;
-  storage::lsn_t previous_redo = e.control.redo_lsn;
-  storage::lsn_t redo = e.wal->begin_redo_point();
-  auto& phase = e.checkpoints.phase;
-  phase.store(runtime::checkpoint_phase::write);
-  write_phase_result written = write_dirty_buffers(st);
-  double write_ms = std::chrono::duration<double, std::milli>(steady_clock::now() - start).count();
-  phase.store(runtime::checkpoint_phase::sync);
-  sync_phase_result synced = sync_registered_segments(e);
-  phase.store(runtime::checkpoint_phase::finish);
-  storage::lsn_t checkpoint_lsn = finish_checkpoint(e, redo, reason);
-  phase.store(runtime::checkpoint_phase::idle);
-  auto& counters = e.checkpoints;
-  (reason == checkpoint_reason::time ? counters.timed : counters.requested).fetch_add(1);
-  counters.write_ms.fetch_add(static_cast<std::uint64_t>(write_ms));
-  counters.sync_ms.fetch_add(static_cast<std::uint64_t>(synced.total_ms));
-  counters.buffers_written.fetch_add(written.written);
-  counters.segments_synced.fetch_add(synced.files);
-  log_checkpoint(e, reason, written.written, write_ms, synced, redo - previous_redo);
-  st.idle_lsn = e.wal->inserted_lsn();
-  return checkpoint_done{checkpoint_lsn, redo, written.written};
-}
-
-bool wal_trigger_reached(const runtime::engine& e) {
-  double budget = double(e.config.max_wal_size) / (1.0 + e.config.checkpoint_completion_target);
-  return double(e.wal->inserted_lsn() - e.control.redo_lsn) >= budget;
-}
-
-void queue_run(checkpointer_pointer self, checkpoint_reason reason) {
+void start_next_if_queued(checkpointer_pointer self) {
   auto& st = self->state;
-  if (!st.run_queued || reason != checkpoint_reason::time)
-    st.next_reason = reason;
-  if (!st.run_queued) {
-    st.run_queued = true;
-    self->send(self, run_atom::value);
+  if (st.queued.empty())
+    return;
+  auto waiters = std::move(st.queued);
+  st.queued.clear();
+  bool immediate = st.queued_immediate;
+  st.queued_immediate = false;
+  begin_checkpoint(self, st.queued_reason, immediate, std::move(waiters));
+}
+
+void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  checkpoint_run& run = *st.run;
+  publish(self, checkpoint_phase::finish);
+  storage::lsn_t checkpoint_lsn;
+  try {
+    checkpoint_lsn = write_checkpoint_record(e, run);
+  } catch (const std::exception& error) {
+    fail_run(self, std::string("checkpoint record failed: ") + error.what());
+    return;
+  }
+  trace(e, actor_role::checkpointer, "checkpoint_record", checkpoint_lsn, run.redo);
+  auto& counters = e.checkpoints;
+  (run.reason == checkpoint_reason::time ? counters.timed : counters.requested).fetch_add(1);
+  counters.write_ms.fetch_add(static_cast<std::uint64_t>(run.write_ms));
+  counters.sync_ms.fetch_add(sync.total_us / 1000);
+  counters.buffers_written.fetch_add(run.written);
+  log_checkpoint(e, run, sync);
+  publish(self, checkpoint_phase::idle);
+  st.idle_lsn = e.wal->inserted_lsn();
+  checkpoint_done done{checkpoint_lsn, run.redo, run.written};
+  for (auto& waiter : run.waiters)
+    waiter.deliver(done);
+  st.run.reset();
+  start_next_if_queued(self);
+}
+
+void start_sync_phase(checkpointer_pointer self) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  publish(self, checkpoint_phase::sync);
+  try {
+    e.commit_log->write_dirty(storage::write_source::checkpointer);
+  } catch (const std::exception& error) {
+    fail_run(self, std::string("commit-status log write failed: ") + error.what());
+    return;
+  }
+  sync_phase_request request{sync_pace_ms(e, *st.run)};
+  trace(e, actor_role::sync_worker, "sync_phase_request", request.pace_ms);
+  self->request(st.sync_worker, caf::infinite, request)
+    .then([=](const sync_phase_done& done) { finish_checkpoint(self, done); },
+          [=](const caf::error& error) { fail_run(self, self->system().render(error)); });
+}
+
+void fail_run(checkpointer_pointer self, const std::string& why) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  e.fail(why);
+  trace(e, actor_role::checkpointer, "checkpoint_failed");
+  publish(self, checkpoint_phase::idle);
+  auto error = caf::make_error(caf::sec::runtime_error, e.failure());
+  for (auto& waiter : st.run->waiters)
+    waiter.deliver(error);
+  for (auto& waiter : st.queued)
+    waiter.deliver(error);
+  st.queued.clear();
+  st.run.reset();
+}
+
+// ---- triggers ------------------------------------------------------------------------------
+
+void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immediate,
+                caf::typed_response_promise<checkpoint_done> promise) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  trace(e, actor_role::checkpointer, "checkpoint_request", static_cast<std::uint64_t>(reason),
+        immediate);
+  if (e.failed()) {
+    promise.deliver(caf::make_error(caf::sec::runtime_error, "engine failed: " + e.failure()));
+    return;
+  }
+  if (st.run) { // merged into the next checkpoint (C3)
+    if (st.queued.empty() || reason != checkpoint_reason::time)
+      st.queued_reason = reason;
+    st.queued_immediate = st.queued_immediate || immediate;
+    st.queued.push_back(std::move(promise));
+    return;
+  }
+  begin_checkpoint(self, reason, immediate, {std::move(promise)});
+}
+
+void on_tick(checkpointer_pointer self) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  self->delayed_send(self, tick_interval, tick_atom::value);
+  if (st.run || e.failed())
+    return;
+  bool idle = e.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last checkpoint
+  if (steady_clock::now() - st.last_start >= e.config.checkpoint_timeout) {
+    if (idle)
+      st.last_start = steady_clock::now();
+    else
+      begin_checkpoint(self, checkpoint_reason::time, false, {});
+  } else if (double(e.wal->inserted_lsn() - e.control.redo_lsn) >= wal_budget(e)) {
+    begin_checkpoint(self, checkpoint_reason::wal, false, {});
   }
 }
 
-checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, runtime::engine* engine) {
-  self->state.engine = engine;
-  self->state.batch = std::make_unique<aligned_pages>(write_batch_pages * engine->pool->page_size());
-  self->state.idle_lsn = engine->wal->inserted_lsn();
+checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, runtime::engine* engine,
+                                               sync_worker_actor sync_worker) {
+  auto& st = self->state;
+  st.engine = engine;
+  st.sync_worker = std::move(sync_worker);
+  st.batch = std::make_unique<page_batch_memory>(write_batch_pages * engine->pool->page_size());
+  st.idle_lsn = engine->wal->inserted_lsn();
   self->delayed_send(self, tick_interval, tick_atom::value);
   return {
-    [=](checkpoint_request request) -> caf::result<checkpoint_done> {
+    [=](const checkpoint_request& request) -> caf::result<checkpoint_done> {
       auto promise = self->make_response_promise<checkpoint_done>();
-      self->state.waiters.push_back(promise);
-      queue_run(self, static_cast<checkpoint_reason>(request.reason));
+      on_request(self, static_cast<checkpoint_reason>(request.reason), request.immediate, promise);
       return promise;
     },
-    [=](run_atom) {
-      auto& st = self->state;
-      st.run_queued = false;
-      auto waiters = std::move(st.waiters);
-      st.waiters.clear();
-      runtime::engine& e = *st.engine;
-      if (e.failed()) {
-        for (auto& w : waiters)
-          w.deliver(caf::make_error(caf::sec::runtime_error, "engine failed: " + e.failure()));
-        return;
-      }
-      try {
-        checkpoint_done done = run_checkpoint(st, st.next_reason);
-        for (auto& w : waiters)
-          w.deliver(done);
-      } catch (const std::exception& error) {
-        e.fail(std::string("checkpoint failed: ") + error.what());
-        for (auto& w : waiters)
-          w.deliver(caf::make_error(caf::sec::runtime_error, e.failure()));
-      }
+    [=](step_atom) {
+      if (self->state.run && self->state.engine->checkpoints.phase.load() == checkpoint_phase::write)
+        write_step(self);
     },
-    [=](tick_atom) {
-      auto& st = self->state;
-      runtime::engine& e = *st.engine;
-      if (!e.failed()) {
-        bool idle = e.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last one
-        if (steady_clock::now() - st.last_start >= e.config.checkpoint_timeout) {
-          if (idle)
-            st.last_start = steady_clock::now();
-          else
-            queue_run(self, checkpoint_reason::time);
-        } else if (wal_trigger_reached(e)) {
-          queue_run(self, checkpoint_reason::wal);
-        }
-      }
-      self->delayed_send(self, tick_interval, tick_atom::value);
+    [=](tick_atom) { on_tick(self); },
+    [=](subscribe_atom, checkpoint_observer_actor subscriber) {
+      self->state.subscribers.push_back(std::move(subscriber));
     },
   };
 }
@@ -279,10 +411,10 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, runtim
 } // namespace
 
 checkpointer_actor spawn_checkpointer(caf::actor_system& system, runtime::engine& engine,
-                                      bool detached) {
+                                      sync_worker_actor sync_worker, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(checkpointer, &engine);
-  return system.spawn(checkpointer, &engine);
+    return system.spawn<caf::detached>(checkpointer, &engine, std::move(sync_worker));
+  return system.spawn(checkpointer, &engine, std::move(sync_worker));
 }
 
 } // namespace tidemark::actors

@@ -1,22 +1,34 @@
-// checkpointer: decides when to checkpoint and runs the checkpoint
-// (DESIGN §4 "Checkpoint": IDLE → BEGIN → WRITE → SYNC → FINISH → IDLE).
+// checkpointer: decides when to checkpoint and runs each checkpoint through
+// IDLE → BEGIN → WRITE → SYNC → FINISH → IDLE (DESIGN §4 "Checkpoint").
 //
-// Who talks to it: a tick it sends itself every 100 ms checks the triggers — time since the
-// last checkpoint began ≥ checkpoint_timeout, or WAL since the redo point ≥
-// max_wal_size / (1 + checkpoint_completion_target) (C3). Anyone may send a
-// checkpoint_request (explicit, shutdown, end of recovery); requests that arrive while a
-// checkpoint runs are merged into the next one, and each is answered when a checkpoint
-// that began after it completes.
+// Who talks to it: a tick it sends itself every 100 ms checks the triggers (C3): time since
+// the last checkpoint began ≥ checkpoint_timeout, or WAL since the redo point ≥
+// max_wal_size / (1 + checkpoint_completion_target). Anyone may send a checkpoint_request
+// (explicit, shutdown, end of recovery); requests arriving during a checkpoint are merged
+// into the next one, and each is answered when a checkpoint that began after it completes.
+// An immediate request also makes a running checkpoint stop napping. Subscribers receive a
+// checkpoint_event at every phase change and write step.
 //
-// This version runs every checkpoint immediately (unpaced): write every dirty buffer in
-// file/block order (C5), fsync every segment registered for sync (C1), insert and flush the
-// checkpoint record, replace the control file, then recycle WAL before the redo point (C2).
+// A checkpoint: BEGIN takes the redo point and lists the buffers dirty now, sorted by file
+// and block (C5). WRITE writes them in batches, one batch per message, napping 100 ms
+// whenever progress is ahead of the schedule — progress × target share must be at least
+// both the elapsed fraction of checkpoint_timeout and the used fraction of the WAL budget
+// (C4) — so the write phase spreads over 80 % of checkpoint_completion_target × interval.
+// Writes that others began on those buffers are waited for (storage rule 6). SYNC writes
+// the dirty commit-status pages, then asks the sync worker to fsync everything registered
+// so far (C1), spread over the rest of the target. FINISH inserts and flushes the
+// checkpoint record, replaces the control file, then recycles WAL before the redo point
+// (C2). Immediate checkpoints (shutdown, end of recovery, explicit) never nap;
+// checkpoint_completion_target = 0 makes every checkpoint unpaced, as before spreading.
 //
-// How it stops: the shutdown checkpoint is the last thing it does for an engine; it is
-// then told to exit. If a write or fsync fails it marks the engine failed (W3) and answers
-// with an error; the control file is left pointing at the previous checkpoint, so the next
-// start runs crash recovery. If it dies, no further checkpoint happens and WAL grows: the
-// runtime treats that as fatal.
+// How it stops: the shutdown checkpoint is the last thing it does for an engine; it is then
+// told to exit. If a write or fsync fails it marks the engine failed (W3) and answers with
+// an error; the control file still points at the previous checkpoint, so the next start
+// runs crash recovery. If it dies, no further checkpoint happens and WAL grows without
+// bound: the runtime treats that as fatal.
+//
+// It writes pages (blocking pwrite), so the runtime spawns it detached unless tests run the
+// deterministic scheduler.
 #pragma once
 
 #include "messages/interfaces.hpp"
@@ -27,6 +39,7 @@
 namespace tidemark::actors {
 
 messages::checkpointer_actor spawn_checkpointer(caf::actor_system& system, runtime::engine& engine,
+                                                messages::sync_worker_actor sync_worker,
                                                 bool detached);
 
 } // namespace tidemark::actors

@@ -1,5 +1,7 @@
 // Typed actor interfaces, one alias per role. The replies_to/reacts_to spelling is CAF
 // 0.17's; keeping every interface here makes a move to CAF 0.18+ a one-file change.
+// Self-messages an actor uses for its own steps (flush, step, tick) are part of its
+// interface because typed actors can only receive what their interface names.
 #pragma once
 
 #include "messages/type_ids.hpp"
@@ -13,10 +15,27 @@ namespace tidemark::messages {
 using wal_writer_actor = caf::typed_actor<caf::replies_to<flush_request>::with<flush_done>,
                                           caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>>;
 
-/// Checkpoint schedule: time and WAL-volume triggers (tick), explicit requests.
+/// The one owner of fsync requests: absorbs registrations, runs the checkpoint's sync phase.
+using sync_worker_actor =
+  caf::typed_actor<caf::reacts_to<sync_register>, caf::reacts_to<sync_forget>,
+                   caf::replies_to<sync_phase_request>::with<sync_phase_done>,
+                   caf::reacts_to<step_atom>>;
+
+/// Anyone who wants to watch checkpoints: receives a checkpoint_event per phase change and
+/// write step.
+using checkpoint_observer_actor = caf::typed_actor<caf::reacts_to<checkpoint_event>>;
+
+/// Checkpoint schedule: time and WAL-volume triggers (tick), explicit requests, the write
+/// phase's steps, and subscriptions to phase events.
 using checkpointer_actor =
   caf::typed_actor<caf::replies_to<checkpoint_request>::with<checkpoint_done>,
-                   caf::reacts_to<run_atom>, caf::reacts_to<tick_atom>>;
+                   caf::reacts_to<step_atom>, caf::reacts_to<tick_atom>,
+                   caf::reacts_to<subscribe_atom, checkpoint_observer_actor>>;
+
+/// LRU cleaning ahead of the clock hand: a round per tick (ticks carry a generation so a
+/// wake-up makes older pending ticks stale); wake ends hibernation.
+using bgwriter_actor =
+  caf::typed_actor<caf::reacts_to<tick_atom, std::uint64_t>, caf::reacts_to<wake_atom>>;
 
 /// Collects backends' progress; answers snapshots.
 using stats_actor = caf::typed_actor<caf::reacts_to<progress_report>,

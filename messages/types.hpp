@@ -50,6 +50,52 @@ struct checkpoint_done {
   std::uint64_t buffers_written = 0;
 };
 
+// ---- sync_worker --------------------------------------------------------------------------
+
+/// A file with writes that need an fsync: kind (storage::file_kind), relation, segment.
+struct file_ref {
+  std::uint8_t kind = 1;
+  std::uint32_t rel = 0;
+  std::uint32_t segno = 0;
+};
+
+/// Writers register the files their completed writes touched (W2). `source` is the
+/// writer's actor_role, for the trace.
+struct sync_register {
+  std::vector<file_ref> files;
+  std::uint8_t source = 0;
+};
+
+/// A file was truncated or dropped: its pending fsync is cancelled.
+struct sync_forget {
+  file_ref file;
+};
+
+/// The checkpoint's sync phase: fsync every file registered before now, spreading the
+/// fsyncs over `pace_ms` (0: as fast as possible).
+struct sync_phase_request {
+  std::uint64_t pace_ms = 0;
+};
+
+struct sync_phase_done {
+  std::uint64_t files = 0;
+  std::uint64_t longest_us = 0;
+  std::uint64_t total_us = 0;
+};
+
+// ---- checkpointer events -------------------------------------------------------------------
+
+/// A checkpoint phase change or write progress, sent to subscribers.
+struct checkpoint_event {
+  std::uint8_t phase = 0;             // runtime::checkpoint_phase
+  std::uint8_t reason = 0;            // checkpoint_reason
+  std::uint64_t buffers_total = 0;    // dirty at BEGIN
+  std::uint64_t buffers_written = 0;  // so far
+  double progress = 0;                // written fraction of the work
+  double schedule = 0;                // where the schedule says it should be (C4)
+  bool napping = false;               // ahead of schedule: sleeping
+};
+
 // ---- backends and stats --------------------------------------------------------------------
 
 /// A backend's work since its last report: committed transactions and their latencies.
@@ -86,6 +132,31 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_done& x) {
   return f(caf::meta::type_name("checkpoint_done"), x.checkpoint_lsn, x.redo_lsn,
            x.buffers_written);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_ref& x) {
+  return f(caf::meta::type_name("file_ref"), x.kind, x.rel, x.segno);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sync_register& x) {
+  return f(caf::meta::type_name("sync_register"), x.files, x.source);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sync_forget& x) {
+  return f(caf::meta::type_name("sync_forget"), x.file);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sync_phase_request& x) {
+  return f(caf::meta::type_name("sync_phase_request"), x.pace_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sync_phase_done& x) {
+  return f(caf::meta::type_name("sync_phase_done"), x.files, x.longest_us, x.total_us);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_event& x) {
+  return f(caf::meta::type_name("checkpoint_event"), x.phase, x.reason, x.buffers_total,
+           x.buffers_written, x.progress, x.schedule, x.napping);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_report& x) {

@@ -18,19 +18,29 @@ using std::chrono::steady_clock;
 // Counters read at the start and end of the run; the report holds their differences.
 struct counter_sample {
   std::uint64_t wal_bytes, wal_records, wal_fpi, wal_fsyncs;
-  std::uint64_t allocated, written_backend;
-  std::uint64_t timed, requested, write_ms, sync_ms, written_checkpoint, segments_synced;
-  std::uint64_t sync_requests;
+  std::uint64_t allocated, written_backend, written_bgwriter, written_checkpoint;
+  std::uint64_t timed, requested, write_ms, sync_ms;
+  std::uint64_t sync_requests, sync_fsyncs, maxwritten_clean;
 
   static counter_sample take(engine& e) {
     const auto& w = e.wal->counters();
-    auto& b = e.pool->counters();
-    auto& c = e.checkpoints;
-    return {w.bytes.load(),       w.records.load(),         w.fpi.load(),
-            w.fsyncs.load(),      b.allocations.load(),     b.written_backend.load(),
-            c.timed.load(),       c.requested.load(),       c.write_ms.load(),
-            c.sync_ms.load(),     c.buffers_written.load(), c.segments_synced.load(),
-            e.syncs.requests()};
+    const auto& c = e.checkpoints;
+    using storage::write_source;
+    return {w.bytes.load(),
+            w.records.load(),
+            w.fpi.load(),
+            w.fsyncs.load(),
+            e.pool->counters().allocations.load(),
+            e.writer->written(write_source::backend),
+            e.writer->written(write_source::bgwriter),
+            e.writer->written(write_source::checkpointer),
+            c.timed.load(),
+            c.requested.load(),
+            c.write_ms.load(),
+            c.sync_ms.load(),
+            e.syncs.requests.load(),
+            e.syncs.fsyncs.load(),
+            e.bgwriter.maxwritten_clean.load()};
   }
 };
 
@@ -102,14 +112,18 @@ void fill_report(json_object& r, engine& e, const bench_options& options, double
   r.set("wal.fsyncs_per_commit", double(b.wal_fsyncs - a.wal_fsyncs) / txns);
   r.set("buffers.allocated", b.allocated - a.allocated);
   r.set("buffers.written_checkpoint", b.written_checkpoint - a.written_checkpoint);
-  r.set("buffers.written_bgwriter", std::uint64_t(0)); // no background writer in this build yet
+  r.set("buffers.written_bgwriter", b.written_bgwriter - a.written_bgwriter);
   r.set("buffers.written_backend", b.written_backend - a.written_backend);
+  std::uint64_t all = (b.written_checkpoint - a.written_checkpoint) +
+                      (b.written_bgwriter - a.written_bgwriter) + (b.written_backend - a.written_backend);
+  r.set("buffers.backend_share", all ? double(b.written_backend - a.written_backend) / double(all) : 0.0);
+  r.set("buffers.maxwritten_clean", b.maxwritten_clean - a.maxwritten_clean);
   r.set("checkpoints.timed", b.timed - a.timed);
   r.set("checkpoints.requested", b.requested - a.requested);
   r.set("checkpoints.write_ms", b.write_ms - a.write_ms);
   r.set("checkpoints.sync_ms", b.sync_ms - a.sync_ms);
   r.set("sync.requests", b.sync_requests - a.sync_requests);
-  r.set("sync.fsyncs", b.segments_synced - a.segments_synced);
+  r.set("sync.fsyncs", b.sync_fsyncs - a.sync_fsyncs);
   for (const char* field : {"batches", "pages", "fsyncs", "slot_waits", "ring_pages"})
     r.set(std::string("doublewrite.") + field, std::uint64_t(0)); // doublewrite: not in this build yet
 }

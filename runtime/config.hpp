@@ -41,8 +41,10 @@ struct settings {
   std::chrono::milliseconds checkpoint_timeout{300'000};
   std::uint64_t max_wal_size = 1ull << 30; // bytes
   double checkpoint_completion_target = 0.9;
-  std::chrono::milliseconds bgwriter_delay{200};
-  std::uint32_t bgwriter_lru_maxpages = 100;
+  // PostgreSQL's defaults (200 ms, 100 pages) cap cleaning at 500 pages/s, which is why its
+  // sessions write most victims themselves; these allow 20 000 pages/s.
+  std::chrono::milliseconds bgwriter_delay{50};
+  std::uint32_t bgwriter_lru_maxpages = 1000;
   double bgwriter_lru_multiplier = 2.0;
   bool synchronous_commit = true;
   storage::io_method io = storage::io_method::io_uring;

@@ -1,8 +1,10 @@
 // The embedding API: see database.hpp for the boot and shutdown order.
 #include "runtime/database.hpp"
 
+#include "actors/bgwriter.hpp"
 #include "actors/checkpointer.hpp"
 #include "actors/stats.hpp"
+#include "actors/sync_worker.hpp"
 #include "actors/wal_writer.hpp"
 #include "runtime/startup.hpp"
 #include "storage/wal_reader.hpp"
@@ -98,7 +100,7 @@ void database::create(const std::string& dir, const std::vector<std::string>& ov
   if (!directory_is_empty_or_missing(dir))
     throw config_error("directory \"" + dir + "\" exists and is not empty");
   make_directory(dir);
-  for (const char* sub : {"/base", "/wal", "/global"})
+  for (const char* sub : {"/base", "/wal", "/global", "/xact"})
     make_directory(dir + sub);
   {
     std::ofstream conf(config_file_path(dir));
@@ -140,9 +142,12 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
   }
   e->config = resolve_settings(dir, options.overrides, e->control);
   e->io = make_engine(e->config, options, &e->faults);
-  db->recovery_ = recover(*e);
+  if (options.trace)
+    e->trace = std::make_unique<messages::trace_sink>();
+  db->recovery_ = prepare_storage(*e);
   db->engine_ = std::move(e);
   db->start_actors();
+  replay(*db->engine_, db->recovery_);
   if (db->recovery_.needed) {
     db->request_checkpoint(messages::checkpoint_reason::end_of_recovery);
   } else {
@@ -160,8 +165,11 @@ void database::start_actors() {
   system_config_->set("logger.verbosity", caf::atom("quiet"));
   system_ = std::make_unique<caf::actor_system>(*system_config_);
   stats_ = actors::spawn_stats(*system_);
+  sync_worker_ = actors::spawn_sync_worker(*system_, *engine_, detach_io_actors_);
+  engine_->registry.attach(sync_worker_, engine_->trace.get());
   wal_writer_ = actors::spawn_wal_writer(*system_, *engine_, detach_io_actors_);
-  checkpointer_ = actors::spawn_checkpointer(*system_, *engine_, detach_io_actors_);
+  checkpointer_ = actors::spawn_checkpointer(*system_, *engine_, sync_worker_, detach_io_actors_);
+  bgwriter_ = actors::spawn_bgwriter(*system_, *engine_, detach_io_actors_);
 }
 
 void database::request_checkpoint(messages::checkpoint_reason reason) {
@@ -183,10 +191,17 @@ void database::stop_actors() {
   caf::anon_send_exit(wal_writer_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(checkpointer_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(stats_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(bgwriter_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(sync_worker_, caf::exit_reason::user_shutdown);
+  engine_->pool->set_allocation_listener(nullptr);
+  engine_->bgwriter.listener.reset();
+  engine_->registry.attach(messages::sync_worker_actor{}, nullptr);
   system_->await_all_actors_done();
   wal_writer_ = nullptr;
   checkpointer_ = nullptr;
   stats_ = nullptr;
+  bgwriter_ = nullptr;
+  sync_worker_ = nullptr;
 }
 
 void database::close() {
@@ -233,9 +248,9 @@ database::~database() {
 
 session::session(database& db)
   : db_(&db),
-    txn_(std::make_unique<storage::page_transaction>(*db.internals().pool, *db.internals().wal,
-                                                     *db.internals().tails,
-                                                     db.internals().full_page_writes())) {}
+    txn_(std::make_unique<storage::page_transaction>(
+      *db.internals().pool, *db.internals().wal, *db.internals().tails,
+      db.internals().full_page_writes(), db.internals().commit_log.get())) {}
 
 session database::open_session() { return session(*this); }
 

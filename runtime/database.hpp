@@ -9,8 +9,9 @@
 //   db->close();                         // shutdown checkpoint
 //
 // Boot order: control file → WAL validated end to end (nothing is modified if it is
-// corrupt) → WAL made durable → storage objects → redo (when the last stop was not clean)
-// → actors → end-of-recovery checkpoint, or the control file marked "in production" →
+// corrupt) → WAL made durable → storage objects → actors (sync worker first, so every
+// write can register; the bgwriter cleans during redo) → redo (when the last stop was not
+// clean) → end-of-recovery checkpoint, or the control file marked "in production" →
 // sessions admitted. Shutdown order: sessions stop → shutdown checkpoint → actors exit.
 #pragma once
 
@@ -32,6 +33,7 @@ struct open_options {
   std::vector<std::string> overrides;          // KEY=VALUE, as --set
   std::optional<storage::fault_config> faults; // run on the fault-injecting engine
   bool detach_io_actors = true;                // off under the deterministic test scheduler
+  bool trace = false;                          // record every write-path message
 };
 
 struct recovery_report {
@@ -76,6 +78,8 @@ public:
   messages::wal_writer_actor wal_writer() const { return wal_writer_; }
   messages::checkpointer_actor checkpointer() const { return checkpointer_; }
   messages::stats_actor stats() const { return stats_; }
+  messages::sync_worker_actor sync_worker() const { return sync_worker_; }
+  messages::bgwriter_actor bgwriter() const { return bgwriter_; }
   bool detached_io() const { return detach_io_actors_; }
 
 private:
@@ -90,6 +94,8 @@ private:
   messages::wal_writer_actor wal_writer_;
   messages::checkpointer_actor checkpointer_;
   messages::stats_actor stats_;
+  messages::sync_worker_actor sync_worker_;
+  messages::bgwriter_actor bgwriter_;
   recovery_report recovery_;
   bool detach_io_actors_ = true;
   bool closed_ = false;

@@ -1,5 +1,8 @@
-// Names for the engine's enums.
+// The engine's small behaviours: enum names, fsync dispatch by file kind, sync registration
+// as messages.
 #include "runtime/engine.hpp"
+
+#include <caf/all.hpp>
 
 namespace tidemark::runtime {
 
@@ -15,6 +18,50 @@ const char* to_string(checkpoint_phase phase) {
       return "finish";
   }
   return "?";
+}
+
+void engine::sync_file(const storage::file_tag& tag) {
+  switch (tag.kind) {
+    case storage::file_kind::relation:
+      files->sync_segment(tag.segment);
+      return;
+    case storage::file_kind::commit_log:
+      commit_log->sync_segment(tag.segment.segno);
+      return;
+  }
+}
+
+namespace {
+
+messages::actor_role role_of(storage::write_source source) {
+  switch (source) {
+    case storage::write_source::backend:
+      return messages::actor_role::backend;
+    case storage::write_source::bgwriter:
+      return messages::actor_role::bgwriter;
+    case storage::write_source::checkpointer:
+      return messages::actor_role::checkpointer;
+  }
+  return messages::actor_role::application;
+}
+
+} // namespace
+
+void actor_sync_registry::register_files(const storage::file_tag* files, std::size_t count,
+                                         storage::write_source source) {
+  messages::sync_register request;
+  request.source = static_cast<std::uint8_t>(role_of(source));
+  request.files.reserve(count);
+  for (std::size_t i = 0; i < count; ++i)
+    request.files.push_back({static_cast<std::uint8_t>(files[i].kind), files[i].segment.rel,
+                             files[i].segment.segno});
+  caf::anon_send(worker_, std::move(request));
+  // Recorded after the send: a registration traced before an event was enqueued before it.
+  if (trace_ != nullptr)
+    for (std::size_t i = 0; i < count; ++i)
+      trace_->record(role_of(source), messages::actor_role::sync_worker, "sync_register",
+                     files[i].segment.rel, files[i].segment.segno,
+                     static_cast<std::uint64_t>(files[i].kind));
 }
 
 } // namespace tidemark::runtime

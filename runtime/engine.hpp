@@ -8,13 +8,15 @@
 //  - next_xid is larger than every xid in WAL or on disk.
 #pragma once
 
+#include "messages/interfaces.hpp"
+#include "messages/trace.hpp"
 #include "runtime/config.hpp"
 #include "storage/buffer_pool.hpp"
+#include "storage/commit_log.hpp"
 #include "storage/control_file.hpp"
 #include "storage/fault_engine.hpp"
 #include "storage/page_transaction.hpp"
 #include "storage/page_writer.hpp"
-#include "storage/pending_syncs.hpp"
 #include "storage/relation_files.hpp"
 #include "storage/wal_log.hpp"
 
@@ -35,7 +37,17 @@ struct checkpoint_counters {
   std::atomic<std::uint64_t> write_ms{0};
   std::atomic<std::uint64_t> sync_ms{0};
   std::atomic<std::uint64_t> buffers_written{0};
-  std::atomic<std::uint64_t> segments_synced{0};
+};
+
+struct bgwriter_counters {
+  std::atomic<std::uint64_t> maxwritten_clean{0}; // rounds stopped by bgwriter_lru_maxpages
+  std::unique_ptr<storage::allocation_listener> listener; // wakes it from hibernation
+};
+
+struct sync_counters {
+  std::atomic<std::uint64_t> requests{0}; // files registered, counting repeats
+  std::atomic<std::uint64_t> absorbed{0}; // registrations of files already pending
+  std::atomic<std::uint64_t> fsyncs{0};   // fsyncs the sync worker performed
 };
 
 /// Dirty victims written by the session that needs the buffer, straight to the data file
@@ -45,11 +57,27 @@ public:
   explicit direct_victim_writer(storage::page_writer& writer) : writer_(writer) {}
   void write_victim(storage::page_id id, storage::lsn_t lsn, void* copy) override {
     storage::page_copy page{id, lsn, copy};
-    writer_.write(&page, 1);
+    writer_.write(&page, 1, storage::write_source::backend);
   }
 
 private:
   storage::page_writer& writer_;
+};
+
+/// Sync registrations as messages to the sync worker (W2): one sync_register per batch of
+/// written files, sent before the writer reports its buffers clean.
+class actor_sync_registry final : public storage::sync_registry {
+public:
+  void attach(messages::sync_worker_actor worker, messages::trace_sink* trace) {
+    worker_ = std::move(worker);
+    trace_ = trace;
+  }
+  void register_files(const storage::file_tag* files, std::size_t count,
+                      storage::write_source source) override;
+
+private:
+  messages::sync_worker_actor worker_;
+  messages::trace_sink* trace_ = nullptr;
 };
 
 struct engine {
@@ -62,11 +90,18 @@ struct engine {
   std::unique_ptr<storage::wal_log> wal;
   std::unique_ptr<storage::buffer_pool> pool;
   std::unique_ptr<storage::append_tails> tails;
-  storage::pending_syncs syncs;
+  std::unique_ptr<storage::commit_log> commit_log;
+  actor_sync_registry registry;
+  sync_counters syncs;
+  std::unique_ptr<messages::trace_sink> trace; // null unless tracing is on
   std::unique_ptr<storage::page_writer> writer;
   std::unique_ptr<direct_victim_writer> victims;
   std::atomic<storage::xid_t> next_xid{1};
   checkpoint_counters checkpoints;
+  bgwriter_counters bgwriter;
+
+  /// fsyncs one file the sync machinery knows (called by the sync worker).
+  void sync_file(const storage::file_tag& tag);
 
   bool full_page_writes() const {
     return config.protection == torn_page_protection::full_page_writes;

@@ -81,7 +81,9 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   e.wal->set_redo_lsn(e.control.redo_lsn);
   e.pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e.files, s.data_checksums);
   e.tails = std::make_unique<storage::append_tails>(*e.files);
-  e.writer = std::make_unique<storage::page_writer>(*e.wal, *e.files, e.syncs, s.data_checksums);
+  e.writer = std::make_unique<storage::page_writer>(*e.wal, *e.files, e.registry, s.data_checksums);
+  e.commit_log = std::make_unique<storage::commit_log>(*e.io, e.data_dir + "/xact", s.page_size,
+                                                       *e.wal, e.registry);
   e.victims = std::make_unique<direct_victim_writer>(*e.writer);
   e.pool->set_victim_writer(e.victims.get());
 }
@@ -116,8 +118,7 @@ settings resolve_settings(const std::string& data_dir, const std::vector<std::st
   return s;
 }
 
-recovery_report recover(engine& e) {
-  auto started = std::chrono::steady_clock::now();
+recovery_report prepare_storage(engine& e) {
   recovery_report report;
   report.previous_state = storage::to_string(static_cast<storage::cluster_state>(e.control.state));
   report.redo_lsn = e.control.redo_lsn;
@@ -128,18 +129,23 @@ recovery_report recover(engine& e) {
     sync_wal_from(e, e.control.redo_lsn, report.end_lsn);
   build_storage(e, report.end_lsn, prev);
   e.next_xid.store(e.control.next_xid);
-  if (report.needed) {
-    storage::wal_reader reader(*e.io, wal_dir(e.data_dir), e.control.wal_segment_size,
-                               e.control.page_size, e.control.redo_lsn);
-    storage::redo_summary summary = storage::replay(reader, *e.pool, e.control.next_xid);
-    report.records = summary.records;
-    report.blocks_applied = summary.blocks_applied;
-    report.images_restored = summary.images_restored;
-    e.next_xid.store(summary.next_xid);
-  }
+  return report;
+}
+
+void replay(engine& e, recovery_report& report) {
+  if (!report.needed)
+    return;
+  auto started = std::chrono::steady_clock::now();
+  storage::wal_reader reader(*e.io, wal_dir(e.data_dir), e.control.wal_segment_size,
+                             e.control.page_size, e.control.redo_lsn);
+  storage::redo_summary summary =
+    storage::replay(reader, *e.pool, e.control.next_xid, e.commit_log.get());
+  report.records = summary.records;
+  report.blocks_applied = summary.blocks_applied;
+  report.images_restored = summary.images_restored;
+  e.next_xid.store(summary.next_xid);
   report.seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return report;
 }
 
 } // namespace tidemark::runtime

@@ -26,8 +26,13 @@ settings resolve_settings(const std::string& data_dir, const std::vector<std::st
 /// Throws config_error when `dir` is missing or not a Tidemark data directory.
 void check_data_directory(const std::string& dir);
 
-/// Builds the engine's storage objects for `e.control` and replays WAL when the last stop
-/// was not clean. Throws data_error naming what is corrupt.
-recovery_report recover(engine& e);
+/// Validates WAL from the redo point (modifying nothing), makes it durable when recovery
+/// is needed, and builds the engine's storage objects. Throws data_error naming what is
+/// corrupt. Then the actors start, and replay() runs redo with them (the bgwriter cleans
+/// and the sync worker absorbs during recovery).
+recovery_report prepare_storage(engine& e);
+
+/// Redo from the redo point (DESIGN §6 step 4), when report.needed.
+void replay(engine& e, recovery_report& report);
 
 } // namespace tidemark::runtime

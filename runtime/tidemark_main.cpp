@@ -28,6 +28,7 @@ const char* usage_text =
   "  tidemark bench   -D DIR [-c CLIENTS] [-T SECONDS | -t TXNS] [-P SECONDS] [--json FILE]\n"
   "                   [--ack-log FILE] [--set KEY=VALUE]...\n"
   "                   [--crash-after-writes N [--crash-mode lose-unsynced|torn] [--seed N]]\n"
+  "                   [--fail-fsync-after N [--fail-fsync-match PATH-PART]] [--trace FILE]\n"
   "  tidemark verify  -D DIR [--ack-log FILE] [--json FILE] [--set KEY=VALUE]...\n"
   "  tidemark recover -D DIR [--json FILE] [--set KEY=VALUE]...\n";
 
@@ -69,9 +70,11 @@ int cmd_init(int argc, char** argv) {
 open_options options_with_faults(const cli_args& args) {
   open_options options;
   options.overrides = args.sets();
-  if (args.has("--crash-after-writes")) {
+  if (args.has("--crash-after-writes") || args.has("--fail-fsync-after")) {
     storage::fault_config faults;
     faults.crash_after_writes = args.count("--crash-after-writes", 0, 1, 1ull << 50);
+    faults.fail_sync_after = args.count("--fail-fsync-after", 0, 1, 1ull << 50);
+    faults.fail_sync_match = args.text("--fail-fsync-match");
     std::string mode = args.text("--crash-mode", "lose-unsynced");
     if (mode == "lose-unsynced")
       faults.mode = storage::crash_mode::lose_unsynced;
@@ -81,16 +84,18 @@ open_options options_with_faults(const cli_args& args) {
       throw config_error("--crash-mode must be lose-unsynced or torn, got \"" + mode + "\"");
     faults.seed = args.count("--seed", 1, 0, ~0ull >> 12);
     options.faults = faults;
-  } else if (args.has("--crash-mode") || args.has("--seed")) {
-    throw config_error("--crash-mode and --seed go with --crash-after-writes");
+  } else if (args.has("--crash-mode")) {
+    throw config_error("--crash-mode goes with --crash-after-writes");
   }
+  options.trace = args.has("--trace");
   return options;
 }
 
 int cmd_bench(int argc, char** argv) {
   cli_args args(argc, argv, 2,
                 {"-D", "-c", "-T", "-t", "-P", "--json", "--ack-log", "--set",
-                 "--crash-after-writes", "--crash-mode", "--seed"});
+                 "--crash-after-writes", "--crash-mode", "--seed", "--fail-fsync-after", "--fail-fsync-match",
+                 "--trace"});
   std::string dir = args.required("-D");
   if (args.has("-T") && args.has("-t"))
     throw config_error("-T and -t are exclusive");
@@ -110,7 +115,14 @@ int cmd_bench(int argc, char** argv) {
                  static_cast<unsigned long long>(db->recovery().records), db->recovery().seconds,
                  db->recovery().end_reason.c_str());
   bench_result result = run_bench(*db, shape, options, stderr);
-  db->close();
+  std::string close_error;
+  try {
+    db->close();
+  } catch (const std::exception& e) {
+    close_error = e.what();
+  }
+  if (args.has("--trace"))
+    db->internals().trace->write_chrome_json(args.text("--trace"));
   json_object& r = result.report;
   std::string rendered = r.render();
   std::printf("%s\n", rendered.c_str());
@@ -118,7 +130,9 @@ int cmd_bench(int argc, char** argv) {
     r.write_file(args.text("--json"));
   for (const std::string& error : result.errors)
     std::fprintf(stderr, "error: session stopped: %s\n", error.c_str());
-  return result.errors.empty() ? exit_ok : exit_failure;
+  if (!close_error.empty())
+    std::fprintf(stderr, "error: %s\n", close_error.c_str());
+  return result.errors.empty() && close_error.empty() ? exit_ok : exit_failure;
 }
 
 void fill_recovery(json_object& r, const recovery_report& rec) {

@@ -274,6 +274,9 @@ void buffer_pool::clock_position(std::uint32_t* hand, std::uint64_t* passes) con
 
 buffer_id buffer_pool::clock_sweep_victim() {
   counters_.allocations.fetch_add(1, std::memory_order_relaxed);
+  if (notify_allocation_.load(std::memory_order_relaxed) &&
+      notify_allocation_.exchange(false, std::memory_order_acq_rel) && listener_ != nullptr)
+    listener_->on_allocation();
   thread_local std::vector<unsigned char> copy_storage; // one per thread, reused
   std::size_t scanned = 0;
   backoff wait;
@@ -312,7 +315,6 @@ buffer_id buffer_pool::clock_sweep_victim() {
         throw;
       }
       finish_write(b, ok);
-      counters_.written_backend.fetch_add(1, std::memory_order_relaxed);
       if (!is_dirty(b))
         return b;
     }

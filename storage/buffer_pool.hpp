@@ -44,6 +44,13 @@ public:
   virtual void write_victim(page_id id, lsn_t lsn, void* copy) = 0;
 };
 
+/// Told about a buffer allocation while someone asked to be (the hibernating bgwriter).
+class allocation_listener {
+public:
+  virtual ~allocation_listener() = default;
+  virtual void on_allocation() = 0;
+};
+
 enum class read_mode {
   normal,    // read from disk and verify
   zero_fill, // the caller will overwrite the whole page (redo of a full-page image)
@@ -51,7 +58,6 @@ enum class read_mode {
 
 struct buffer_pool_counters {
   std::atomic<std::uint64_t> allocations{0};       // victims handed out (bgwriter reads it)
-  std::atomic<std::uint64_t> written_backend{0};   // dirty victims sessions wrote
   std::atomic<std::uint64_t> reads{0};
 };
 
@@ -63,6 +69,9 @@ public:
   buffer_pool& operator=(const buffer_pool&) = delete;
 
   void set_victim_writer(victim_writer* writer) { victim_writer_ = writer; }
+  void set_allocation_listener(allocation_listener* listener) { listener_ = listener; }
+  /// The next allocation calls the listener once (a hibernating bgwriter's wake-up).
+  void notify_on_next_allocation() { notify_allocation_.store(true, std::memory_order_release); }
 
   // --- sessions ------------------------------------------------------------------------
   /// Blocks until `count` pins may be taken (returned by release_pins).
@@ -136,6 +145,8 @@ private:
   relation_files& files_;
   bool checksums_;
   victim_writer* victim_writer_ = nullptr;
+  allocation_listener* listener_ = nullptr;
+  std::atomic<bool> notify_allocation_{false};
 
   unsigned char* frames_ = nullptr;
   std::unique_ptr<descriptor[]> descriptors_;

@@ -198,10 +198,15 @@ void fault_engine::write_locked(int fd, const void* data, std::size_t length,
 void fault_engine::sync(int fd, sync_kind) {
   std::lock_guard lock(mutex_);
   throw_if_crashed("sync", true);
-  ++syncs_issued_;
   const std::string& path = tracked_path(fd);
-  if (config_.fail_sync_after != 0 && syncs_issued_ >= config_.fail_sync_after) {
+  const std::string& shown_path = path.empty() ? inner_->path_of(fd) : path;
+  bool counts = config_.fail_sync_match.empty() ||
+                shown_path.find(config_.fail_sync_match) != std::string::npos;
+  if (counts)
+    ++syncs_issued_;
+  if (counts && config_.fail_sync_after != 0 && syncs_issued_ >= config_.fail_sync_after) {
     const std::string shown = path.empty() ? inner_->path_of(fd) : path;
+    if (!path.empty()) drop_unsynced_locked(path);
     throw io_error("fsync of '" + shown + "' failed: injected EIO (sync " +
                      std::to_string(syncs_issued_) + ", fail_sync_after " +
                      std::to_string(config_.fail_sync_after) + ")",
@@ -321,6 +326,20 @@ const std::string& fault_engine::tracked_path(int fd) const {
 void fault_engine::forget_path(const std::string& path) {
   auto of_path = [&](const unsynced_write& w) { return w.path == path; };
   unsynced_.erase(std::remove_if(unsynced_.begin(), unsynced_.end(), of_path), unsynced_.end());
+}
+
+// fsyncgate: after a failed fsync the kernel may have dropped the dirty pages it could not
+// write back, and a later fsync would report success. Model the worst case: every unsynced
+// write of the file is lost (newest first, so the oldest write's before-image wins).
+void fault_engine::drop_unsynced_locked(const std::string& path) {
+  int fd = -1;
+  for (auto w = unsynced_.rbegin(); w != unsynced_.rend(); ++w) {
+    if (w->path != path) continue;
+    if (fd < 0) fd = inner_->open_file(path, false);
+    inner_->write(fd, w->before.data(), w->before.size(), w->offset);
+  }
+  if (fd >= 0) inner_->close_file(fd);
+  forget_path(path);
 }
 
 void fault_engine::fail_syncs_from_now() {

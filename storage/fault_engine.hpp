@@ -15,8 +15,9 @@
 //    losses and tears are applied to the files and the crash handler runs (default:
 //    _exit(3), the command-line contract's "simulated crash"). All engine calls are
 //    serialised by one mutex, so no other thread's write slips in after the crash.
-//  - With fail_sync_after = N, the N-th sync fails with EIO (and every later one too):
-//    the W3 test double for fsyncgate.
+//  - With fail_sync_after = N, the N-th sync fails with EIO (and every later one too), and
+//    the file's unsynced writes are lost at once, as the kernel may drop dirty pages it
+//    failed to write back (fsyncgate): the W3 test double.
 #pragma once
 
 #include "storage/io_engine.hpp"
@@ -25,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace tidemark::storage {
@@ -36,6 +38,7 @@ struct fault_config {
   crash_mode mode = crash_mode::lose_unsynced;
   std::uint64_t seed = 1;
   std::uint64_t fail_sync_after = 0; // 0: syncs never fail
+  std::string fail_sync_match;       // if set, only syncs of paths containing it count and fail
 };
 
 /// What a simulated power loss did, for tests and the crash report.
@@ -85,6 +88,7 @@ private:
 
   void write_locked(int fd, const void* data, std::size_t length, std::uint64_t offset);
   power_loss_report power_loss_locked();
+  void drop_unsynced_locked(const std::string& path);
   void throw_if_crashed(const char* operation, bool is_sync = false) const;
   const std::string& tracked_path(int fd) const;
   void forget_path(const std::string& path);

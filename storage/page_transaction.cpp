@@ -49,8 +49,8 @@ void append_tails::advance(rel_id rel, block_id full_block) {
 // ---- page_transaction ----------------------------------------------------------------------
 
 page_transaction::page_transaction(buffer_pool& pool, wal_log& wal, append_tails& tails,
-                                   bool full_page_writes)
-  : pool_(pool), wal_(wal), tails_(tails), full_page_writes_(full_page_writes) {}
+                                   bool full_page_writes, commit_log* status)
+  : pool_(pool), wal_(wal), tails_(tails), full_page_writes_(full_page_writes), status_(status) {}
 
 void page_transaction::begin(xid_t xid) {
   abort();
@@ -232,6 +232,8 @@ lsn_range page_transaction::commit() {
     pool_.mark_dirty(p.buffer);
   }
   release_pages();
+  if (status_ != nullptr)
+    status_->set(xid_, xact_status::committed, position->end);
   abort();
   return *position;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "storage/buffer_pool.hpp"
+#include "storage/commit_log.hpp"
 #include "storage/wal_log.hpp"
 
 #include <atomic>
@@ -41,7 +42,9 @@ inline std::size_t rows_per_page(std::size_t page_size, std::size_t row_size) {
 
 class page_transaction {
 public:
-  page_transaction(buffer_pool& pool, wal_log& wal, append_tails& tails, bool full_page_writes);
+  /// `status` may be null (no commit-status log, as in some tests).
+  page_transaction(buffer_pool& pool, wal_log& wal, append_tails& tails, bool full_page_writes,
+                   commit_log* status = nullptr);
 
   void begin(xid_t xid);
   xid_t xid() const { return xid_; }
@@ -52,8 +55,9 @@ public:
   void write_bytes(page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
   void append_row(rel_id rel, const void* row, std::uint16_t row_size);
 
-  /// Applies and logs everything; returns the record's position. The caller acknowledges
-  /// the commit only after WAL is durable past `end` (W4).
+  /// Applies and logs everything, then marks the transaction committed in the
+  /// commit-status log; returns the record's position. The caller acknowledges the commit
+  /// only after WAL is durable past `end` (W4).
   lsn_range commit();
   /// Forgets pending operations (nothing was applied).
   void abort();
@@ -88,6 +92,7 @@ private:
   wal_log& wal_;
   append_tails& tails_;
   bool full_page_writes_;
+  commit_log* status_;
   xid_t xid_ = 0;
   std::vector<pending_op> ops_;
   std::vector<pending_append> appends_;

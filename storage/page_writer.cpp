@@ -17,23 +17,24 @@ void page_writer::prepare(page_copy* pages, std::size_t count) {
     wal_.flush(needed);
 }
 
-void page_writer::write(page_copy* pages, std::size_t count) {
+void page_writer::write(page_copy* pages, std::size_t count, write_source source) {
   prepare(pages, count);
   constexpr std::size_t chunk = 64;
   page_write writes[chunk];
-  segment_id segments[chunk];
+  file_tag segments[chunk];
   for (std::size_t start = 0; start < count; start += chunk) {
     std::size_t n = std::min(chunk, count - start);
     std::size_t segment_count = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const page_copy& p = pages[start + i];
       writes[i] = page_write{p.id, p.data};
-      segment_id segment = files_.segment_of(p.id);
+      file_tag segment{file_kind::relation, files_.segment_of(p.id)};
       if (std::find(segments, segments + segment_count, segment) == segments + segment_count)
         segments[segment_count++] = segment;
     }
     files_.write_pages(writes, n);
-    registry_.register_segments(segments, segment_count);
+    registry_.register_files(segments, segment_count, source);
+    written_[static_cast<std::size_t>(source)].fetch_add(n, std::memory_order_relaxed);
   }
 }
 

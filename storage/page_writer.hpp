@@ -5,18 +5,24 @@
 #pragma once
 
 #include "storage/relation_files.hpp"
+#include "storage/sync_table.hpp"
 #include "storage/wal_log.hpp"
 
+#include <atomic>
 #include <cstddef>
 
 namespace tidemark::storage {
 
-/// Receives "this segment has writes that need an fsync" registrations (the sync worker's
-/// inbox, or a plain table in tests).
+/// Who wrote a page, for the statistics users read to see where writes come from.
+enum class write_source : std::uint8_t { backend = 0, bgwriter = 1, checkpointer = 2 };
+constexpr std::size_t write_source_count = 3;
+
+/// Receives "this file has writes that need an fsync" registrations (the sync worker's
+/// inbox, or a plain table in tests). Called after the writes completed.
 class sync_registry {
 public:
   virtual ~sync_registry() = default;
-  virtual void register_segments(const segment_id* segments, std::size_t count) = 0;
+  virtual void register_files(const file_tag* files, std::size_t count, write_source source) = 0;
 };
 
 struct page_copy {
@@ -32,7 +38,7 @@ public:
 
   /// Writes `count` page copies (any order). Throws io_error; the caller then keeps every
   /// one of the buffers dirty (pages written before the failure are registered already).
-  void write(page_copy* pages, std::size_t count);
+  void write(page_copy* pages, std::size_t count, write_source source);
 
   /// Only the W1 step and the stamping, for writers that put the bytes elsewhere first
   /// (the doublewrite batcher).
@@ -40,12 +46,16 @@ public:
 
   wal_log& wal() { return wal_; }
   relation_files& files() { return files_; }
+  std::uint64_t written(write_source source) const {
+    return written_[static_cast<std::size_t>(source)].load(std::memory_order_relaxed);
+  }
 
 private:
   wal_log& wal_;
   relation_files& files_;
   sync_registry& registry_;
   bool checksums_;
+  std::atomic<std::uint64_t> written_[write_source_count] = {};
 };
 
 } // namespace tidemark::storage

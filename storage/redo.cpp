@@ -33,7 +33,8 @@ void redo_record(const record_view& record, buffer_pool& pool, redo_summary& sum
   }
 }
 
-redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint) {
+redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint,
+                    commit_log* status) {
   redo_summary summary;
   summary.next_xid = next_xid_at_checkpoint;
   pool.reserve_pins(1);
@@ -48,6 +49,8 @@ redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_che
       if (record->header.xid != 0)
         summary.next_xid = std::max(summary.next_xid, record->header.xid + 1);
       redo_record(*record, pool, summary);
+      if (status != nullptr && record->type() == record_type::transaction)
+        status->set(record->header.xid, xact_status::committed, record->end_lsn());
     }
   } catch (...) {
     pool.release_pins(1);

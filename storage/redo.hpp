@@ -9,6 +9,7 @@
 #pragma once
 
 #include "storage/buffer_pool.hpp"
+#include "storage/commit_log.hpp"
 #include "storage/wal_reader.hpp"
 
 namespace tidemark::storage {
@@ -21,8 +22,10 @@ struct redo_summary {
   xid_t next_xid = 1;               // one past the highest xid seen (or the checkpoint's)
 };
 
-/// Replays every record the reader returns. Pages are left dirty in the pool.
-redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint);
+/// Replays every record the reader returns. Pages are left dirty in the pool; each
+/// transaction record marks its transaction committed in `status` (when not null).
+redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint,
+                    commit_log* status = nullptr);
 
 /// Applies one record's block changes (used by replay and by tests).
 void redo_record(const record_view& record, buffer_pool& pool, redo_summary& summary);

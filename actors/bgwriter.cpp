@@ -1,0 +1,164 @@
+// bgwriter: see bgwriter.hpp for its role; the arithmetic is in bgwriter_estimator.
+#include "actors/bgwriter.hpp"
+
+#include "actors/bgwriter_estimator.hpp"
+
+#include <caf/all.hpp>
+
+#include <cstdlib>
+
+namespace tidemark::actors {
+
+namespace {
+
+using namespace messages;
+
+constexpr std::size_t write_batch_pages = 32;
+constexpr int hibernate_factor = 50;
+constexpr int idle_rounds_before_hibernating = 2;
+
+struct bgwriter_state {
+  runtime::engine* engine = nullptr;
+  std::unique_ptr<bgwriter_estimator> estimator;
+  unsigned char* batch = nullptr;
+  std::uint64_t generation = 0; // of the tick chain; a wake-up starts a new one
+  int idle_rounds = 0;
+  static inline const char* name = "bgwriter";
+  ~bgwriter_state() { std::free(batch); }
+};
+
+using bgwriter_pointer = bgwriter_actor::stateful_pointer<bgwriter_state>;
+
+// Wakes the bgwriter from hibernation at the next buffer allocation.
+class wake_on_allocation final : public storage::allocation_listener {
+public:
+  explicit wake_on_allocation(bgwriter_actor bgwriter) : bgwriter_(std::move(bgwriter)) {}
+  void on_allocation() override { caf::anon_send(bgwriter_, wake_atom::value); }
+
+private:
+  bgwriter_actor bgwriter_;
+};
+
+struct round_batch {
+  storage::page_copy copies[write_batch_pages];
+  storage::buffer_id buffers[write_batch_pages];
+  std::size_t count = 0;
+};
+
+void write_batch(runtime::engine& e, round_batch& batch) {
+  if (batch.count == 0)
+    return;
+  try {
+    e.writer->write(batch.copies, batch.count, storage::write_source::bgwriter);
+  } catch (...) {
+    for (std::size_t i = 0; i < batch.count; ++i)
+      e.pool->finish_write(batch.buffers[i], false);
+    batch.count = 0;
+    throw;
+  }
+  for (std::size_t i = 0; i < batch.count; ++i)
+    e.pool->finish_write(batch.buffers[i], true);
+  if (e.trace)
+    e.trace->record(actor_role::bgwriter, actor_role::bgwriter, "bgwriter_write", batch.count);
+  batch.count = 0;
+}
+
+// One cleaning round. Returns true if the round found nothing to do.
+bool clean_round(bgwriter_state& st) {
+  runtime::engine& e = *st.engine;
+  storage::buffer_pool& pool = *e.pool;
+  clock_reading reading;
+  pool.clock_position(&reading.hand, &reading.passes);
+  reading.allocations = pool.counters().allocations.load(std::memory_order_relaxed);
+  cleaning_plan plan = st.estimator->plan(reading);
+  std::uint32_t maxpages = e.config.bgwriter_lru_maxpages;
+  std::uint32_t next = plan.start;
+  std::uint64_t passes = st.estimator->next_passes();
+  std::uint32_t scanned = 0, written = 0;
+  double reusable = plan.reusable_estimate;
+  round_batch batch;
+  while (scanned < plan.to_scan && reusable < plan.target && written < maxpages) {
+    storage::buffer_id b = next;
+    if (++next == pool.size()) {
+      next = 0;
+      ++passes;
+    }
+    ++scanned;
+    if (!pool.is_reusable(b))
+      continue;
+    storage::page_copy& copy = batch.copies[batch.count];
+    copy.data = st.batch + batch.count * pool.page_size();
+    if (pool.start_write(b, copy.data, &copy.id, &copy.lsn, true)) {
+      batch.buffers[batch.count++] = b;
+      ++written;
+      if (batch.count == write_batch_pages)
+        write_batch(e, batch);
+    }
+    reusable += 1;
+  }
+  write_batch(e, batch);
+  if (written >= maxpages && maxpages > 0)
+    e.bgwriter.maxwritten_clean.fetch_add(1, std::memory_order_relaxed);
+  st.estimator->finished(plan, scanned, next, passes, reusable);
+  return st.estimator->idle();
+}
+
+void schedule_tick(bgwriter_pointer self, std::chrono::milliseconds after) {
+  self->delayed_send(self, after, tick_atom::value, self->state.generation);
+}
+
+void round_and_reschedule(bgwriter_pointer self) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  bool idle = false;
+  if (!e.failed() && e.config.bgwriter_lru_maxpages > 0) {
+    try {
+      idle = clean_round(st);
+    } catch (const std::exception& error) {
+      e.fail(std::string("bgwriter write failed: ") + error.what());
+    }
+  }
+  st.idle_rounds = idle ? st.idle_rounds + 1 : 0;
+  if (st.idle_rounds >= idle_rounds_before_hibernating) {
+    e.pool->notify_on_next_allocation();
+    schedule_tick(self, e.config.bgwriter_delay * hibernate_factor);
+  } else {
+    schedule_tick(self, e.config.bgwriter_delay);
+  }
+}
+
+bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, runtime::engine* engine) {
+  auto& st = self->state;
+  st.engine = engine;
+  st.estimator = std::make_unique<bgwriter_estimator>(
+    static_cast<std::uint32_t>(engine->pool->size()), engine->config.bgwriter_lru_multiplier,
+    double(engine->config.bgwriter_delay.count()));
+  void* memory = nullptr;
+  if (posix_memalign(&memory, 4096, write_batch_pages * engine->pool->page_size()) != 0)
+    throw std::bad_alloc();
+  st.batch = static_cast<unsigned char*>(memory);
+  engine->bgwriter.listener = std::make_unique<wake_on_allocation>(caf::actor_cast<bgwriter_actor>(self));
+  engine->pool->set_allocation_listener(engine->bgwriter.listener.get());
+  schedule_tick(self, engine->config.bgwriter_delay);
+  return {
+    [=](tick_atom, std::uint64_t generation) {
+      if (generation == self->state.generation)
+        round_and_reschedule(self);
+    },
+    [=](wake_atom) {
+      self->state.idle_rounds = 0;
+      ++self->state.generation; // the hibernation tick still pending is now stale
+      round_and_reschedule(self);
+    },
+  };
+}
+
+} // namespace
+
+bgwriter_actor spawn_bgwriter(caf::actor_system& system, runtime::engine& engine, bool detached) {
+  if (detached)
+    return system.spawn<caf::detached>(bgwriter, &engine);
+  return system.spawn(bgwriter, &engine);
+}
+
+} // namespace tidemark::actors

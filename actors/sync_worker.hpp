@@ -1,0 +1,31 @@
+// sync_worker: the one owner of fsync requests (PostgreSQL's pendingOps, in an actor).
+//
+// Who talks to it: every writer of data or commit-status-log pages sends sync_register
+// after its writes completed and before it reports the buffers clean (W2); the same file
+// registered many times is absorbed into one entry. The checkpointer sends
+// sync_phase_request in its SYNC phase and is answered once every file registered before
+// that request has been fsynced (C1), the fsyncs spread over the requested time; the worker
+// keeps absorbing registrations between fsyncs. sync_forget cancels a file's entry
+// (truncated or dropped files).
+//
+// Failure: an fsync error is never retried and never forgotten (W3): the engine is marked
+// failed, the checkpoint is answered with an error (so no checkpoint record is written and
+// the control file keeps pointing at the previous checkpoint), and the next start runs
+// crash recovery. If the worker dies, pending fsyncs are lost with it: the runtime must
+// not complete another checkpoint, which it ensures because checkpoints wait for its answer.
+//
+// It does blocking fsyncs, so the runtime spawns it detached unless tests run the
+// deterministic scheduler.
+#pragma once
+
+#include "messages/interfaces.hpp"
+#include "runtime/engine.hpp"
+
+#include <caf/actor_system.hpp>
+
+namespace tidemark::actors {
+
+messages::sync_worker_actor spawn_sync_worker(caf::actor_system& system, runtime::engine& engine,
+                                              bool detached);
+
+} // namespace tidemark::actors

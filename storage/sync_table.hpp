@@ -1,0 +1,60 @@
+// The pending-sync table: which files have completed writes not yet covered by an fsync,
+// and since which sync cycle (PostgreSQL's pendingOps). Owned by the sync_worker actor;
+// not thread-safe.
+//
+// Invariants:
+//  - A file is in the table from the first registration after its last completed fsync
+//    until an fsync that began after that registration completes. Repeated registrations
+//    are absorbed: the entry keeps the cycle of the oldest one.
+//  - begin_cycle() returns C; every entry present then has a cycle < C and is due in the
+//    sync phase of C; entries registered later get cycle C and wait for the next phase.
+//  - synced(tag, C) removes the entry only if it is still the one that was due (cycle < C).
+#pragma once
+
+#include "storage/types.hpp"
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace tidemark::storage {
+
+enum class file_kind : std::uint8_t {
+  relation = 1,   // a relation segment file
+  commit_log = 2, // a commit-status log segment (segno only)
+};
+
+/// A file the sync machinery knows: handler kind plus segment.
+struct file_tag {
+  file_kind kind = file_kind::relation;
+  segment_id segment;
+
+  friend bool operator==(const file_tag& a, const file_tag& b) {
+    return a.kind == b.kind && a.segment == b.segment;
+  }
+  friend bool operator<(const file_tag& a, const file_tag& b) {
+    return a.kind != b.kind ? a.kind < b.kind : a.segment < b.segment;
+  }
+};
+
+class sync_table {
+public:
+  /// Returns true if the tag was new (not absorbed into an existing entry).
+  bool remember(const file_tag& tag);
+  void forget(const file_tag& tag);
+  /// Starts a sync phase: returns its cycle C.
+  std::uint64_t begin_cycle();
+  /// Entries due in cycle C (registered before it began), in file order.
+  std::vector<file_tag> due(std::uint64_t cycle) const;
+  /// Records a completed fsync of `tag` for cycle C.
+  void synced(const file_tag& tag, std::uint64_t cycle);
+  bool contains(const file_tag& tag) const { return entries_.count(tag) > 0; }
+  std::size_t size() const { return entries_.size(); }
+  std::uint64_t cycle() const { return cycle_; }
+
+private:
+  std::map<file_tag, std::uint64_t> entries_; // tag -> cycle of its oldest registration
+  std::uint64_t cycle_ = 1;
+};
+
+} // namespace tidemark::storage
