@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -171,14 +172,14 @@ bool start_or_await_write(storage::buffer_pool& pool, storage::buffer_id buffer,
   return true;
 }
 
-void write_one_batch(checkpointer_state& st) {
+void write_one_batch(checkpointer_state& st, std::size_t due) {
   runtime::engine& e = *st.engine;
   checkpoint_run& run = *st.run;
   storage::buffer_pool& pool = *e.pool;
   storage::page_copy copies[write_batch_pages];
   storage::buffer_id buffers[write_batch_pages];
   std::size_t count = 0;
-  while (run.next < run.to_write.size() && count < write_batch_pages) {
+  while (run.next < due && count < write_batch_pages) {
     storage::page_copy& copy = copies[count];
     copy.data = st.batch->data() + count * pool.page_size();
     storage::buffer_id b = run.to_write[run.next++].second;
@@ -202,29 +203,32 @@ void write_one_batch(checkpointer_state& st) {
 void fail_run(checkpointer_pointer self, const std::string& why);
 void start_sync_phase(checkpointer_pointer self);
 
+// Writes what the schedule asks for by now (everything, when hurrying), in batches, then
+// naps 100 ms if buffers are left: the writes follow the schedule in small steps.
 void write_step(checkpointer_pointer self) {
   auto& st = self->state;
   checkpoint_run& run = *st.run;
   runtime::engine& e = *st.engine;
+  bool hurry = run.immediate || st.queued_immediate || e.failed();
+  std::size_t total = run.to_write.size();
+  std::size_t due = hurry ? total
+                          : std::min(total, static_cast<std::size_t>(
+                                              std::ceil(write_schedule(e, run) * double(total))));
+  due = std::max(due, run.next + 1); // at least one buffer per step
   try {
-    write_one_batch(st);
+    while (run.next < due)
+      write_one_batch(st, due);
   } catch (const std::exception& error) {
     fail_run(self, std::string("checkpoint write failed: ") + error.what());
     return;
   }
-  if (run.next >= run.to_write.size()) {
+  if (run.next >= total) {
     run.write_ms = ms_since(run.started);
     start_sync_phase(self);
     return;
   }
-  bool hurry = run.immediate || st.queued_immediate || e.failed();
-  if (!hurry && write_progress(run) > write_schedule(e, run)) {
-    publish(self, checkpoint_phase::write, true);
-    self->delayed_send(self, nap_interval, step_atom::value); // ahead of schedule: nap
-  } else {
-    publish(self, checkpoint_phase::write);
-    self->send(self, step_atom::value);
-  }
+  publish(self, checkpoint_phase::write, true);
+  self->delayed_send(self, nap_interval, step_atom::value); // ahead of schedule: nap
 }
 
 // ---- SYNC and FINISH -------------------------------------------------------------------------

@@ -10,10 +10,11 @@
 // checkpoint_event at every phase change and write step.
 //
 // A checkpoint: BEGIN takes the redo point and lists the buffers dirty now, sorted by file
-// and block (C5). WRITE writes them in batches, one batch per message, napping 100 ms
-// whenever progress is ahead of the schedule — progress × target share must be at least
-// both the elapsed fraction of checkpoint_timeout and the used fraction of the WAL budget
-// (C4) — so the write phase spreads over 80 % of checkpoint_completion_target × interval.
+// and block (C5). WRITE runs in steps 100 ms apart: each step writes, in batches, the
+// buffers the schedule asks for by now — the schedule being the larger of the elapsed
+// fraction of checkpoint_timeout and the used fraction of the WAL budget, over the write
+// window (C4) — so the write phase spreads over 80 % of checkpoint_completion_target ×
+// interval and never runs ahead of it.
 // Writes that others began on those buffers are waited for (storage rule 6). SYNC writes
 // the dirty commit-status pages, then asks the sync worker to fsync everything registered
 // so far (C1), spread over the rest of the target. FINISH inserts and flushes the

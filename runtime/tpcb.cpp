@@ -186,8 +186,7 @@ verify_report verify(storage::relation_files& files, const layout& shape, bool c
   for (storage::xid_t xid : acknowledged) {
     if (!std::binary_search(xids.begin(), xids.end(), xid)) {
       ++report.lost_commits;
-      if (report.lost_examples.size() < failures_listed)
-        report.lost_examples.push_back(xid);
+      report.lost.push_back(xid);
     }
   }
   return report;

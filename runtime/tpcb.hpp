@@ -82,7 +82,7 @@ struct verify_report {
   std::uint64_t misplaced_rows = 0;
   std::uint64_t acknowledged = 0;
   std::uint64_t lost_commits = 0;
-  std::vector<std::uint64_t> lost_examples;
+  std::vector<std::uint64_t> lost; // acknowledged ids missing from history
   bool balances_consistent() const {
     return sum_accounts == sum_tellers && sum_tellers == sum_branches &&
            sum_branches == sum_history && duplicate_history_xids == 0 && misplaced_rows == 0;

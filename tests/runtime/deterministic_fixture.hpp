@@ -27,6 +27,10 @@ struct deterministic_fixture {
 
   /// Runs every ready job until none is left; returns how many ran.
   std::size_t run() { return scheduler.run(); }
+
+  /// Runs the next ready job only (for example a spawned client sending its request),
+  /// leaving what it caused queued.
+  void run_one_job() { scheduler.run_once(); }
 };
 
 } // namespace tidemark::test

@@ -1,0 +1,165 @@
+// checkpointer and sync_worker together on the deterministic scheduler, checked from the
+// message trace: requests during a checkpoint merge into one next checkpoint (C3), every
+// file registered before a checkpoint began is fsynced before its record is written (C1),
+// phases reach subscribers in order, and a failed fsync stops the checkpoint (W3).
+#include "actors/checkpointer.hpp"
+#include "actors/sync_worker.hpp"
+
+#include "deterministic_fixture.hpp"
+#include "engine_fixture.hpp"
+
+#include <caf/all.hpp>
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <vector>
+
+namespace tidemark {
+namespace {
+
+using messages::checkpoint_done;
+using messages::checkpoint_reason;
+
+struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
+  messages::sync_worker_actor worker;
+  messages::checkpointer_actor checkpointer;
+
+  checkpoint_fixture() {
+    worker = actors::spawn_sync_worker(system, engine, false);
+    engine.registry.attach(worker, engine.trace.get());
+    checkpointer = actors::spawn_checkpointer(system, engine, worker, false);
+    run();
+  }
+  ~checkpoint_fixture() {
+    caf::anon_send_exit(checkpointer, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  struct answer {
+    std::optional<checkpoint_done> done;
+    bool error = false;
+  };
+
+  void request(answer& out, checkpoint_reason reason = checkpoint_reason::requested) {
+    messages::checkpoint_request request{static_cast<std::uint8_t>(reason), true};
+    system.spawn([=, &out](caf::event_based_actor* self) {
+      self->request(checkpointer, caf::infinite, request)
+        .then([&out](const checkpoint_done& d) { out.done = d; },
+              [&out](const caf::error&) { out.error = true; });
+    });
+  }
+
+  std::size_t index_of(const std::vector<messages::trace_event>& all, const char* type,
+                       std::size_t from = 0) {
+    for (std::size_t i = from; i < all.size(); ++i)
+      if (std::string(all[i].type) == type)
+        return i;
+    return all.size();
+  }
+};
+
+TEST_CASE("checkpointer: requests arriving during a checkpoint are merged into the next one") {
+  checkpoint_fixture f;
+  for (storage::block_id b = 0; b < 20; ++b)
+    f.touch(3, b);
+  checkpoint_fixture::answer a, b, c;
+  f.request(a);
+  f.run_one_job();
+  f.request(b);
+  f.request(c);
+  f.run();
+  REQUIRE(a.done);
+  REQUIRE(b.done);
+  REQUIRE(c.done);
+  CHECK(f.events("checkpoint_request").size() == 3);
+  CHECK(f.events("checkpoint_begin").size() == 2);
+  CHECK(a.done->checkpoint_lsn != b.done->checkpoint_lsn);
+  CHECK(b.done->checkpoint_lsn == c.done->checkpoint_lsn); // one checkpoint answered both
+  CHECK(a.done->buffers_written == 20);
+  CHECK(f.engine.control.checkpoint_lsn == b.done->checkpoint_lsn);
+}
+
+TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before its record (C1)") {
+  checkpoint_fixture f;
+  f.create_file(5);
+  f.create_file(6);
+  storage::file_tag earlier[] = {{storage::file_kind::relation, {5, 0}},
+                                 {storage::file_kind::relation, {6, 0}}};
+  f.engine.registry.register_files(earlier, 2, storage::write_source::backend);
+  for (storage::block_id block = 0; block < 300; block += 30)
+    f.touch(3, block); // dirty pages the checkpoint itself writes and registers
+  checkpoint_fixture::answer a;
+  f.request(a);
+  f.run();
+  REQUIRE(a.done);
+  auto all = f.engine.trace->events();
+  std::size_t begin = f.index_of(all, "checkpoint_begin");
+  std::size_t record = f.index_of(all, "checkpoint_record");
+  REQUIRE(record < all.size());
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < record; ++i) {
+    if (std::string(all[i].type) != "sync_register")
+      continue;
+    bool synced = false;
+    for (std::size_t j = i + 1; j < record; ++j)
+      synced = synced || (std::string(all[j].type) == "fsync" && all[j].a == all[i].a &&
+                          all[j].b == all[i].b && all[j].c == all[i].c);
+    CHECK_MESSAGE(synced, "file " << all[i].a << "." << all[i].b << " registered at event " << i
+                                  << (i < begin ? " (before BEGIN)" : " (during WRITE)")
+                                  << " was not fsynced before the checkpoint record");
+    ++checked;
+  }
+  CHECK(checked >= 2 + 1); // the two earlier files and at least one written by the checkpoint
+}
+
+struct phase_log {
+  std::vector<std::uint8_t> phases;
+};
+
+TEST_CASE("checkpointer: subscribers observe every phase change in order") {
+  checkpoint_fixture f;
+  phase_log log;
+  auto observer = f.system.spawn([&log]() -> messages::checkpoint_observer_actor::behavior_type {
+    return {[&log](const messages::checkpoint_event& e) {
+      if (log.phases.empty() || log.phases.back() != e.phase)
+        log.phases.push_back(e.phase);
+    }};
+  });
+  caf::anon_send(f.checkpointer, messages::subscribe_atom::value, observer);
+  f.run();
+  f.touch(3, 1);
+  checkpoint_fixture::answer a;
+  f.request(a);
+  f.run();
+  REQUIRE(a.done);
+  using runtime::checkpoint_phase;
+  std::vector<std::uint8_t> expected = {std::uint8_t(checkpoint_phase::write),
+                                        std::uint8_t(checkpoint_phase::sync),
+                                        std::uint8_t(checkpoint_phase::finish),
+                                        std::uint8_t(checkpoint_phase::idle)};
+  CHECK(log.phases == expected);
+  caf::anon_send_exit(observer, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("checkpointer: a failed fsync stops the checkpoint before its record (W3)") {
+  checkpoint_fixture f;
+  f.touch(3, 1);
+  storage::lsn_t previous = f.engine.control.checkpoint_lsn;
+  f.engine.faults->fail_syncs_from_now();
+  checkpoint_fixture::answer a;
+  f.request(a);
+  f.run();
+  CHECK(a.error);
+  CHECK(f.engine.failed());
+  CHECK(f.events("checkpoint_record").empty());
+  CHECK(f.events("checkpoint_failed").size() == 1);
+  CHECK(f.engine.control.checkpoint_lsn == previous); // the control file never moved on
+  checkpoint_fixture::answer later;
+  f.request(later);
+  f.run();
+  CHECK(later.error);
+}
+
+} // namespace
+} // namespace tidemark

@@ -1,0 +1,63 @@
+// An engine over a fresh data directory for actor tests: storage objects built as the
+// runtime builds them (prepare_storage), tracing on, I/O through the fault engine (so tests
+// can make fsyncs fail), and no actors — each test spawns the ones it examines.
+#pragma once
+
+#include "runtime/database.hpp"
+#include "runtime/startup.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace tidemark::test {
+
+struct engine_fixture {
+  std::string dir;
+  runtime::engine engine;
+
+  explicit engine_fixture(std::vector<std::string> settings = {}) {
+    char pattern[] = "/tmp/tidemark-actor-test-XXXXXX";
+    dir = std::string(mkdtemp(pattern)) + "/data";
+    settings.push_back("log_checkpoints=off");
+    runtime::database::create(dir, settings, [](auto&, const auto&) {});
+    auto plain = storage::make_io_engine(storage::io_method::sync);
+    engine.data_dir = dir;
+    engine.control = storage::read_control_file(*plain, dir);
+    engine.config = runtime::resolve_settings(dir, settings, engine.control);
+    auto faults = std::make_unique<storage::fault_engine>(
+      storage::make_io_engine(storage::io_method::sync), storage::fault_config{});
+    engine.faults = faults.get();
+    engine.io = std::move(faults);
+    engine.trace = std::make_unique<messages::trace_sink>();
+    runtime::prepare_storage(engine);
+  }
+  ~engine_fixture() { std::filesystem::remove_all(std::filesystem::path(dir).parent_path()); }
+
+  /// Commits one transaction adding 1 at (rel, block, 64), through the real write path.
+  void touch(storage::rel_id rel, storage::block_id block) {
+    storage::page_transaction txn(*engine.pool, *engine.wal, *engine.tails, engine.full_page_writes(),
+                                  engine.commit_log.get());
+    txn.begin(engine.next_xid++);
+    txn.add_i64({rel, block}, 64, 1);
+    txn.commit();
+  }
+
+  /// Writes block 0 of `rel` (an empty page), so the relation's first segment file exists.
+  void create_file(storage::rel_id rel) {
+    std::vector<unsigned char> page(engine.config.page_size, 0);
+    storage::finalize_page_for_write(page.data(), page.size(), {rel, 0}, true);
+    engine.files->write_page({rel, 0}, page.data());
+  }
+
+  /// Events of one type, in order.
+  std::vector<messages::trace_event> events(const std::string& type) const {
+    std::vector<messages::trace_event> out;
+    for (const auto& e : engine.trace->events())
+      if (type == e.type)
+        out.push_back(e);
+    return out;
+  }
+};
+
+} // namespace tidemark::test

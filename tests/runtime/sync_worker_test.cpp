@@ -1,0 +1,108 @@
+// sync_worker on the deterministic scheduler, checked from its message trace: repeated
+// registrations are absorbed into one fsync; a sync phase covers exactly what was
+// registered before it (C1); an fsync failure fails the phase and every later one (W3).
+#include "actors/sync_worker.hpp"
+
+#include "deterministic_fixture.hpp"
+#include "engine_fixture.hpp"
+
+#include <caf/all.hpp>
+#include <doctest/doctest.h>
+
+#include <optional>
+
+namespace tidemark {
+namespace {
+
+using messages::file_ref;
+
+struct sync_fixture : test::deterministic_fixture, test::engine_fixture {
+  messages::sync_worker_actor worker = actors::spawn_sync_worker(system, engine, false);
+
+  ~sync_fixture() {
+    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  void register_file(std::uint32_t rel, std::uint32_t segno, int times = 1) {
+    for (int i = 0; i < times; ++i)
+      caf::anon_send(worker, messages::sync_register{{file_ref{1, rel, segno}}, 0});
+  }
+
+  // Asks for a sync phase; the answer lands in `done` or `error`.
+  void sync_phase(std::optional<messages::sync_phase_done>& done, bool& error) {
+    system.spawn([=, &done, &error](caf::event_based_actor* self) {
+      self->request(worker, caf::infinite, messages::sync_phase_request{0})
+        .then([&done](const messages::sync_phase_done& d) { done = d; },
+              [&error](const caf::error&) { error = true; });
+    });
+  }
+};
+
+TEST_CASE("sync worker: many registrations of one segment cost one fsync") {
+  sync_fixture f;
+  f.create_file(3);
+  f.create_file(4);
+  f.register_file(3, 0, 100);
+  f.register_file(4, 0, 10);
+  std::optional<messages::sync_phase_done> done;
+  bool error = false;
+  f.sync_phase(done, error);
+  f.run();
+  REQUIRE(done);
+  CHECK_FALSE(error);
+  CHECK(done->files == 2);
+  CHECK(f.engine.syncs.requests.load() == 110);
+  CHECK(f.engine.syncs.absorbed.load() == 108);
+  CHECK(f.events("fsync").size() == 2);
+}
+
+TEST_CASE("sync worker: a sync phase covers what was registered before it, later ones wait") {
+  sync_fixture f;
+  f.create_file(3);
+  f.create_file(4);
+  f.register_file(3, 0);
+  std::optional<messages::sync_phase_done> first;
+  bool error = false;
+  f.sync_phase(first, error);
+  f.run(); // the spawned client's request is now queued behind the first registration
+  f.register_file(4, 0); // after the phase began
+  f.run();
+  REQUIRE(first);
+  CHECK(first->files == 1);
+  auto fsyncs = f.events("fsync");
+  REQUIRE(fsyncs.size() == 1);
+  CHECK(fsyncs[0].a == 3);
+  std::optional<messages::sync_phase_done> second;
+  f.sync_phase(second, error);
+  f.run();
+  REQUIRE(second);
+  CHECK(second->files == 1);
+  fsyncs = f.events("fsync");
+  REQUIRE(fsyncs.size() == 2);
+  CHECK(fsyncs[1].a == 4);
+  CHECK_FALSE(error);
+}
+
+TEST_CASE("sync worker: a failed fsync fails the checkpoint's sync phase and is not retried (W3)") {
+  sync_fixture f;
+  f.create_file(3);
+  f.register_file(3, 0);
+  f.engine.faults->fail_syncs_from_now();
+  std::optional<messages::sync_phase_done> done;
+  bool error = false;
+  f.sync_phase(done, error);
+  f.run();
+  CHECK(error);
+  CHECK_FALSE(done);
+  CHECK(f.engine.failed());
+  CHECK(f.events("fsync_failed").size() == 1);
+  bool again = false;
+  f.sync_phase(done, again);
+  f.run();
+  CHECK(again); // refused: the engine failed
+  CHECK(f.events("fsync_failed").size() == 1); // no second attempt at the file
+}
+
+} // namespace
+} // namespace tidemark
