@@ -214,7 +214,7 @@ void write_step(checkpointer_pointer self) {
   std::size_t due = hurry ? total
                           : std::min(total, static_cast<std::size_t>(
                                               std::ceil(write_schedule(e, run) * double(total))));
-  due = std::max(due, run.next + 1); // at least one buffer per step
+  due = std::min(total, std::max(due, run.next + 1)); // at least one buffer per step
   try {
     while (run.next < due)
       write_one_batch(st, due);
