@@ -2,10 +2,10 @@
 #include "actors/bgwriter.hpp"
 
 #include "actors/bgwriter_estimator.hpp"
+#include "runtime/page_sinks.hpp"
 
 #include <caf/all.hpp>
 
-#include <cstdlib>
 
 namespace tidemark::actors {
 
@@ -13,18 +13,16 @@ namespace {
 
 using namespace messages;
 
-constexpr std::size_t write_batch_pages = 32;
 constexpr int hibernate_factor = 50;
 constexpr int idle_rounds_before_hibernating = 2;
 
 struct bgwriter_state {
   runtime::engine* engine = nullptr;
   std::unique_ptr<bgwriter_estimator> estimator;
-  unsigned char* batch = nullptr;
+  std::unique_ptr<runtime::buffer_sink> sink;
   std::uint64_t generation = 0; // of the tick chain; a wake-up starts a new one
   int idle_rounds = 0;
   static inline const char* name = "bgwriter";
-  ~bgwriter_state() { std::free(batch); }
 };
 
 using bgwriter_pointer = bgwriter_actor::stateful_pointer<bgwriter_state>;
@@ -39,30 +37,6 @@ private:
   bgwriter_actor bgwriter_;
 };
 
-struct round_batch {
-  storage::page_copy copies[write_batch_pages];
-  storage::buffer_id buffers[write_batch_pages];
-  std::size_t count = 0;
-};
-
-void write_batch(runtime::engine& e, round_batch& batch) {
-  if (batch.count == 0)
-    return;
-  try {
-    e.writer->write(batch.copies, batch.count, storage::write_source::bgwriter);
-  } catch (...) {
-    for (std::size_t i = 0; i < batch.count; ++i)
-      e.pool->finish_write(batch.buffers[i], false);
-    batch.count = 0;
-    throw;
-  }
-  for (std::size_t i = 0; i < batch.count; ++i)
-    e.pool->finish_write(batch.buffers[i], true);
-  if (e.trace)
-    e.trace->record(actor_role::bgwriter, actor_role::bgwriter, "bgwriter_write", batch.count);
-  batch.count = 0;
-}
-
 // One cleaning round. Returns true if the round found nothing to do.
 bool clean_round(bgwriter_state& st) {
   runtime::engine& e = *st.engine;
@@ -76,7 +50,6 @@ bool clean_round(bgwriter_state& st) {
   std::uint64_t passes = st.estimator->next_passes();
   std::uint32_t scanned = 0, written = 0;
   double reusable = plan.reusable_estimate;
-  round_batch batch;
   while (scanned < plan.to_scan && reusable < plan.target && written < maxpages) {
     storage::buffer_id b = next;
     if (++next == pool.size()) {
@@ -86,17 +59,13 @@ bool clean_round(bgwriter_state& st) {
     ++scanned;
     if (!pool.is_reusable(b))
       continue;
-    storage::page_copy& copy = batch.copies[batch.count];
-    copy.data = st.batch + batch.count * pool.page_size();
-    if (pool.start_write(b, copy.data, &copy.id, &copy.lsn, true)) {
-      batch.buffers[batch.count++] = b;
+    if (st.sink->add(b, true))
       ++written;
-      if (batch.count == write_batch_pages)
-        write_batch(e, batch);
-    }
     reusable += 1;
   }
-  write_batch(e, batch);
+  st.sink->flush();
+  if (written > 0 && e.trace)
+    e.trace->record(actor_role::bgwriter, actor_role::bgwriter, "bgwriter_write", written);
   if (written >= maxpages && maxpages > 0)
     e.bgwriter.maxwritten_clean.fetch_add(1, std::memory_order_relaxed);
   st.estimator->finished(plan, scanned, next, passes, reusable);
@@ -133,10 +102,7 @@ bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, runtime::engine* e
   st.estimator = std::make_unique<bgwriter_estimator>(
     static_cast<std::uint32_t>(engine->pool->size()), engine->config.bgwriter_lru_multiplier,
     double(engine->config.bgwriter_delay.count()));
-  void* memory = nullptr;
-  if (posix_memalign(&memory, 4096, write_batch_pages * engine->pool->page_size()) != 0)
-    throw std::bad_alloc();
-  st.batch = static_cast<unsigned char*>(memory);
+  st.sink = runtime::make_buffer_sink(*engine, storage::write_source::bgwriter);
   engine->bgwriter.listener = std::make_unique<wake_on_allocation>(caf::actor_cast<bgwriter_actor>(self));
   engine->pool->set_allocation_listener(engine->bgwriter.listener.get());
   schedule_tick(self, engine->config.bgwriter_delay);

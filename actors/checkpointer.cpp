@@ -1,6 +1,7 @@
 // checkpointer: see checkpointer.hpp for its role, phases and invariants.
 #include "actors/checkpointer.hpp"
 
+#include "runtime/page_sinks.hpp"
 #include "storage/page.hpp"
 
 #include <caf/all.hpp>
@@ -9,7 +10,6 @@
 #include <cmath>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <vector>
 
@@ -23,24 +23,11 @@ using runtime::checkpoint_phase;
 
 constexpr auto tick_interval = std::chrono::milliseconds(100);
 constexpr auto nap_interval = std::chrono::milliseconds(100);
-constexpr std::size_t write_batch_pages = 32;
 constexpr double write_share = 0.8; // of the completion target; the sync phase gets the rest
 
 double ms_since(steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(steady_clock::now() - t).count();
 }
-
-struct page_batch_memory {
-  explicit page_batch_memory(std::size_t bytes) {
-    if (posix_memalign(&memory, 4096, bytes) != 0)
-      throw std::bad_alloc();
-  }
-  ~page_batch_memory() { std::free(memory); }
-  page_batch_memory(const page_batch_memory&) = delete;
-  page_batch_memory& operator=(const page_batch_memory&) = delete;
-  unsigned char* data() { return static_cast<unsigned char*>(memory); }
-  void* memory = nullptr;
-};
 
 // One checkpoint in progress.
 struct checkpoint_run {
@@ -59,7 +46,7 @@ struct checkpoint_run {
 struct checkpointer_state {
   runtime::engine* engine = nullptr;
   sync_worker_actor sync_worker;
-  std::unique_ptr<page_batch_memory> batch;
+  std::unique_ptr<runtime::buffer_sink> sink;
   std::optional<checkpoint_run> run;
   // Requests that arrived while a checkpoint ran: merged into the next one.
   std::vector<caf::typed_response_promise<checkpoint_done>> queued;
@@ -160,44 +147,23 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
 
 // ---- WRITE ---------------------------------------------------------------------------------
 
-bool start_or_await_write(storage::buffer_pool& pool, storage::buffer_id buffer,
-                          storage::page_copy& copy) {
-  // Someone else's write of a buffer dirty at BEGIN must complete (and register its file)
-  // before the sync phase: wait for it rather than skip it (storage rule 6).
-  while (!pool.start_write(buffer, copy.data, &copy.id, &copy.lsn)) {
-    if (!pool.write_in_progress(buffer))
+// Stages `buffer` in the sink. Someone else's write of a buffer dirty at BEGIN must
+// complete (and register its file) before the sync phase: wait for it rather than skip it
+// (storage rule 6). Returns whether this checkpoint wrote the buffer.
+bool write_or_await(runtime::engine& e, runtime::buffer_sink& sink, storage::buffer_id buffer) {
+  while (!sink.add(buffer, false)) {
+    if (!e.pool->write_in_progress(buffer))
       return false;
-    pool.wait_for_write(buffer);
+    e.pool->wait_for_write(buffer);
   }
   return true;
 }
 
-void write_one_batch(checkpointer_state& st, std::size_t due) {
-  runtime::engine& e = *st.engine;
+void write_due(checkpointer_state& st, std::size_t due) {
   checkpoint_run& run = *st.run;
-  storage::buffer_pool& pool = *e.pool;
-  storage::page_copy copies[write_batch_pages];
-  storage::buffer_id buffers[write_batch_pages];
-  std::size_t count = 0;
-  while (run.next < due && count < write_batch_pages) {
-    storage::page_copy& copy = copies[count];
-    copy.data = st.batch->data() + count * pool.page_size();
-    storage::buffer_id b = run.to_write[run.next++].second;
-    if (start_or_await_write(pool, b, copy))
-      buffers[count++] = b;
-  }
-  if (count == 0)
-    return;
-  try {
-    e.writer->write(copies, count, storage::write_source::checkpointer);
-  } catch (...) {
-    for (std::size_t i = 0; i < count; ++i)
-      pool.finish_write(buffers[i], false);
-    throw;
-  }
-  for (std::size_t i = 0; i < count; ++i)
-    pool.finish_write(buffers[i], true);
-  run.written += count;
+  while (run.next < due)
+    run.written += write_or_await(*st.engine, *st.sink, run.to_write[run.next++].second);
+  st.sink->flush();
 }
 
 void fail_run(checkpointer_pointer self, const std::string& why);
@@ -216,8 +182,7 @@ void write_step(checkpointer_pointer self) {
                                               std::ceil(write_schedule(e, run) * double(total))));
   due = std::min(total, std::max(due, run.next + 1)); // at least one buffer per step
   try {
-    while (run.next < due)
-      write_one_batch(st, due);
+    write_due(st, due);
   } catch (const std::exception& error) {
     fail_run(self, std::string("checkpoint write failed: ") + error.what());
     return;
@@ -316,10 +281,26 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   start_next_if_queued(self);
 }
 
+void request_sync_phase(checkpointer_pointer self);
+
+// In doublewrite mode the batcher finishes the writes this checkpoint handed over; the sync
+// phase starts once they are written in place and registered.
 void start_sync_phase(checkpointer_pointer self) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
   publish(self, checkpoint_phase::sync);
+  if (!e.doublewrite()) {
+    request_sync_phase(self);
+    return;
+  }
+  self->request(e.batcher, caf::infinite, dw_flush_request{})
+    .then([=](const dw_flushed&) { request_sync_phase(self); },
+          [=](const caf::error& error) { fail_run(self, self->system().render(error)); });
+}
+
+void request_sync_phase(checkpointer_pointer self) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
   try {
     e.commit_log->write_dirty(storage::write_source::checkpointer);
   } catch (const std::exception& error) {
@@ -392,7 +373,7 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, runtim
   auto& st = self->state;
   st.engine = engine;
   st.sync_worker = std::move(sync_worker);
-  st.batch = std::make_unique<page_batch_memory>(write_batch_pages * engine->pool->page_size());
+  st.sink = runtime::make_buffer_sink(*engine, storage::write_source::checkpointer);
   st.idle_lsn = engine->wal->inserted_lsn();
   self->delayed_send(self, tick_interval, tick_atom::value);
   return {

@@ -4,6 +4,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <map>
 #include <optional>
 
 namespace tidemark::actors {
@@ -28,10 +29,18 @@ struct sync_phase {
   sync_phase_done result;
 };
 
+// A doublewrite chunk waiting for fsyncs of its files that begin after its request (D2).
+struct notification {
+  std::size_t files_left = 0;
+  caf::typed_response_promise<files_synced> promise;
+};
+
 struct sync_worker_state {
   runtime::engine* engine = nullptr;
   storage::sync_table table;
   std::optional<sync_phase> phase;
+  std::map<storage::file_tag, std::vector<std::uint32_t>> waiting; // file -> chunks
+  std::map<std::uint32_t, notification> notifications;             // chunk -> what is left
   static inline const char* name = "sync_worker";
 };
 
@@ -41,6 +50,55 @@ void trace(runtime::engine& e, role from, role to, const char* type, std::uint64
            std::uint64_t b = 0, std::uint64_t c = 0) {
   if (e.trace)
     e.trace->record(from, to, type, a, b, c);
+}
+
+// Every notification registered for `tag` was registered before this fsync began: one
+// fewer file to wait for.
+void notify_synced(sync_worker_pointer self, const storage::file_tag& tag) {
+  auto& st = self->state;
+  auto found = st.waiting.find(tag);
+  if (found == st.waiting.end())
+    return;
+  for (std::uint32_t chunk : found->second) {
+    notification& n = st.notifications[chunk];
+    if (--n.files_left == 0) {
+      trace(*st.engine, role::sync_worker, role::dw_batcher, "files_synced", chunk);
+      n.promise.deliver(files_synced{chunk});
+      st.notifications.erase(chunk);
+    }
+  }
+  st.waiting.erase(found);
+}
+
+void fail_notifications(sync_worker_pointer self) {
+  auto& st = self->state;
+  auto error = caf::make_error(caf::sec::runtime_error, "fsync failed: " + st.engine->failure());
+  for (auto& [chunk, n] : st.notifications)
+    n.promise.deliver(error);
+  st.notifications.clear();
+  st.waiting.clear();
+}
+
+// One fsync with W3 handling; returns false (engine failed) on error.
+bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uint64_t* micros) {
+  runtime::engine& e = *self->state.engine;
+  auto start = steady_clock::now();
+  try {
+    e.sync_file(tag);
+  } catch (const std::exception& error) {
+    e.fail(std::string("fsync failed: ") + error.what());
+    trace(e, role::sync_worker, role::checkpointer, "fsync_failed", tag.segment.rel,
+          tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
+    fail_notifications(self);
+    return false;
+  }
+  *micros = static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - start).count());
+  e.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  trace(e, role::sync_worker, role::sync_worker, "fsync", tag.segment.rel, tag.segment.segno,
+        static_cast<std::uint64_t>(tag.kind));
+  notify_synced(self, tag);
+  return true;
 }
 
 // Fsyncs the next due file, unless the schedule says to wait first.
@@ -63,22 +121,13 @@ void sync_step(sync_worker_pointer self) {
     return;
   }
   const storage::file_tag tag = phase.due[phase.next++];
-  auto start = steady_clock::now();
-  try {
-    e.sync_file(tag);
-  } catch (const std::exception& error) {
-    e.fail(std::string("fsync failed: ") + error.what());
-    trace(e, role::sync_worker, role::checkpointer, "fsync_failed", tag.segment.rel, tag.segment.segno);
+  std::uint64_t us = 0;
+  if (!fsync_file(self, tag, &us)) {
     phase.promise.deliver(caf::make_error(caf::sec::runtime_error, e.failure()));
     st.phase.reset();
     return;
   }
-  auto us = static_cast<std::uint64_t>(
-    std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - start).count());
   st.table.synced(tag, phase.cycle);
-  e.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
-  trace(e, role::sync_worker, role::sync_worker, "fsync", tag.segment.rel, tag.segment.segno,
-        static_cast<std::uint64_t>(tag.kind));
   phase.result.files++;
   phase.result.total_us += us;
   phase.result.longest_us = std::max(phase.result.longest_us, us);
@@ -118,6 +167,28 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::
     [=](step_atom) {
       if (self->state.phase)
         sync_step(self);
+    },
+    [=](const sync_notify_request& request) -> caf::result<files_synced> {
+      auto& st = self->state;
+      if (st.engine->failed())
+        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.engine->failure());
+      trace(*st.engine, role::dw_batcher, role::sync_worker, "sync_notify_request", request.chunk,
+            request.files.size());
+      notification& n = st.notifications[request.chunk];
+      n.promise = self->make_response_promise<files_synced>();
+      n.files_left = request.files.size();
+      for (const file_ref& f : request.files)
+        st.waiting[to_tag(f)].push_back(request.chunk);
+      return n.promise;
+    },
+    [=](const sync_now& request) {
+      auto& st = self->state;
+      for (const file_ref& f : request.files) {
+        std::uint64_t us = 0;
+        if (st.engine->failed() || !fsync_file(self, to_tag(f), &us))
+          return;
+        st.table.synced_now(to_tag(f));
+      }
     },
   };
 }

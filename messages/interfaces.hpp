@@ -15,11 +15,20 @@ namespace tidemark::messages {
 using wal_writer_actor = caf::typed_actor<caf::replies_to<flush_request>::with<flush_done>,
                                           caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>>;
 
-/// The one owner of fsync requests: absorbs registrations, runs the checkpoint's sync phase.
+/// The one owner of fsync requests: absorbs registrations, runs the checkpoint's sync phase,
+/// fsyncs on demand and tells the doublewrite batcher when its files were covered (D2).
 using sync_worker_actor =
   caf::typed_actor<caf::reacts_to<sync_register>, caf::reacts_to<sync_forget>,
                    caf::replies_to<sync_phase_request>::with<sync_phase_done>,
-                   caf::reacts_to<step_atom>>;
+                   caf::replies_to<sync_notify_request>::with<files_synced>,
+                   caf::reacts_to<sync_now>, caf::reacts_to<step_atom>>;
+
+/// The doublewrite ring's owner: writes handed-over batches to the ring, fsyncs it once per
+/// batch, writes the pages in place, and frees chunks once their files are fsynced.
+using dw_batcher_actor =
+  caf::typed_actor<caf::reacts_to<dw_batch_ready>,
+                   caf::replies_to<dw_flush_request>::with<dw_flushed>,
+                   caf::reacts_to<flush_atom, std::uint32_t>>;
 
 /// Anyone who wants to watch checkpoints: receives a checkpoint_event per phase change and
 /// write step.

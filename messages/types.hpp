@@ -83,6 +83,39 @@ struct sync_phase_done {
   std::uint64_t total_us = 0;
 };
 
+/// The doublewrite batcher asks to be told when every listed file has had an fsync that
+/// began after this request (D2); answered with files_synced for the same chunk.
+struct sync_notify_request {
+  std::vector<file_ref> files;
+  std::uint32_t chunk = 0;
+};
+
+struct files_synced {
+  std::uint32_t chunk = 0;
+};
+
+/// Fsync these files now, outside a checkpoint (the batcher retiring its oldest batches).
+struct sync_now {
+  std::vector<file_ref> files;
+};
+
+// ---- dw_batcher ----------------------------------------------------------------------------
+
+/// A writer filled chunk `chunk` of the doublewrite ring with `count` pages.
+struct dw_batch_ready {
+  std::uint32_t chunk = 0;
+  std::uint32_t count = 0;
+  std::uint8_t source = 0; // the writer's actor_role, for the trace
+};
+
+/// Answered once every batch handed over before it is DATA_WRITTEN: its pages written in
+/// place, their files registered for sync, their buffers clean.
+struct dw_flush_request {};
+
+struct dw_flushed {
+  std::uint64_t batches = 0;
+};
+
 // ---- checkpointer events -------------------------------------------------------------------
 
 /// A checkpoint phase change or write progress, sent to subscribers.
@@ -152,6 +185,30 @@ typename Inspector::result_type inspect(Inspector& f, sync_phase_request& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sync_phase_done& x) {
   return f(caf::meta::type_name("sync_phase_done"), x.files, x.longest_us, x.total_us);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sync_notify_request& x) {
+  return f(caf::meta::type_name("sync_notify_request"), x.files, x.chunk);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, files_synced& x) {
+  return f(caf::meta::type_name("files_synced"), x.chunk);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sync_now& x) {
+  return f(caf::meta::type_name("sync_now"), x.files);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dw_batch_ready& x) {
+  return f(caf::meta::type_name("dw_batch_ready"), x.chunk, x.count, x.source);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dw_flush_request&) {
+  return f(caf::meta::type_name("dw_flush_request"));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dw_flushed& x) {
+  return f(caf::meta::type_name("dw_flushed"), x.batches);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_event& x) {

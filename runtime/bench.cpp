@@ -21,6 +21,7 @@ struct counter_sample {
   std::uint64_t allocated, written_backend, written_bgwriter, written_checkpoint;
   std::uint64_t timed, requested, write_ms, sync_ms;
   std::uint64_t sync_requests, sync_fsyncs, maxwritten_clean;
+  std::uint64_t dw_batches, dw_pages, dw_fsyncs, dw_slot_waits;
 
   static counter_sample take(engine& e) {
     const auto& w = e.wal->counters();
@@ -40,7 +41,11 @@ struct counter_sample {
             c.sync_ms.load(),
             e.syncs.requests.load(),
             e.syncs.fsyncs.load(),
-            e.bgwriter.maxwritten_clean.load()};
+            e.bgwriter.maxwritten_clean.load(),
+            e.ring ? e.ring->counters().batches.load() : 0,
+            e.ring ? e.ring->counters().pages.load() : 0,
+            e.ring ? e.ring->counters().fsyncs.load() : 0,
+            e.ring ? e.ring->counters().slot_waits.load() : 0};
   }
 };
 
@@ -124,8 +129,11 @@ void fill_report(json_object& r, engine& e, const bench_options& options, double
   r.set("checkpoints.sync_ms", b.sync_ms - a.sync_ms);
   r.set("sync.requests", b.sync_requests - a.sync_requests);
   r.set("sync.fsyncs", b.sync_fsyncs - a.sync_fsyncs);
-  for (const char* field : {"batches", "pages", "fsyncs", "slot_waits", "ring_pages"})
-    r.set(std::string("doublewrite.") + field, std::uint64_t(0)); // doublewrite: not in this build yet
+  r.set("doublewrite.batches", b.dw_batches - a.dw_batches);
+  r.set("doublewrite.pages", b.dw_pages - a.dw_pages);
+  r.set("doublewrite.fsyncs", b.dw_fsyncs - a.dw_fsyncs);
+  r.set("doublewrite.slot_waits", b.dw_slot_waits - a.dw_slot_waits);
+  r.set("doublewrite.ring_pages", std::uint64_t(e.ring ? e.ring->ring_pages() : 0));
 }
 
 } // namespace

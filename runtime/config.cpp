@@ -382,9 +382,11 @@ void validate(const settings& s) {
   if (s.protection == torn_page_protection::doublewrite && !s.data_checksums)
     throw config_error("torn_page_protection=doublewrite requires data_checksums=on: repair "
                        "from the doublewrite ring must not depend on luck (rule D7)");
-  if (s.protection == torn_page_protection::doublewrite)
-    throw config_error("torn_page_protection=doublewrite is not available yet in this build "
-                       "(use full_page_writes or off)");
+  if (s.doublewrite_ring_pages != 0 &&
+      (s.doublewrite_ring_pages % s.doublewrite_batch_pages != 0 ||
+       s.doublewrite_ring_pages < 2 * s.doublewrite_batch_pages))
+    throw config_error("doublewrite_ring_pages must be a multiple of doublewrite_batch_pages (" +
+                       std::to_string(s.doublewrite_batch_pages) + ") and hold at least two batches");
   if (s.segment_size % s.page_size != 0)
     throw config_error("segment_size must be a multiple of page_size (" +
                        format_bytes(s.page_size) + ")");

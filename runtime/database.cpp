@@ -3,6 +3,7 @@
 
 #include "actors/bgwriter.hpp"
 #include "actors/checkpointer.hpp"
+#include "actors/dw_batcher.hpp"
 #include "actors/stats.hpp"
 #include "actors/sync_worker.hpp"
 #include "actors/wal_writer.hpp"
@@ -100,7 +101,7 @@ void database::create(const std::string& dir, const std::vector<std::string>& ov
   if (!directory_is_empty_or_missing(dir))
     throw config_error("directory \"" + dir + "\" exists and is not empty");
   make_directory(dir);
-  for (const char* sub : {"/base", "/wal", "/global", "/xact"})
+  for (const char* sub : {"/base", "/wal", "/global", "/xact", "/doublewrite"})
     make_directory(dir + sub);
   {
     std::ofstream conf(config_file_path(dir));
@@ -167,6 +168,10 @@ void database::start_actors() {
   stats_ = actors::spawn_stats(*system_);
   sync_worker_ = actors::spawn_sync_worker(*system_, *engine_, detach_io_actors_);
   engine_->registry.attach(sync_worker_, engine_->trace.get());
+  if (engine_->doublewrite()) {
+    dw_batcher_ = actors::spawn_dw_batcher(*system_, *engine_, sync_worker_, detach_io_actors_);
+    engine_->batcher = dw_batcher_;
+  }
   wal_writer_ = actors::spawn_wal_writer(*system_, *engine_, detach_io_actors_);
   checkpointer_ = actors::spawn_checkpointer(*system_, *engine_, sync_worker_, detach_io_actors_);
   bgwriter_ = actors::spawn_bgwriter(*system_, *engine_, detach_io_actors_);
@@ -188,20 +193,30 @@ void database::checkpoint() { request_checkpoint(messages::checkpoint_reason::re
 void database::stop_actors() {
   if (!system_)
     return;
+  {
+    // Writers first: one may be waiting for a doublewrite chunk that only the batcher and
+    // the sync worker can free.
+    caf::scoped_actor self{*system_};
+    caf::anon_send_exit(bgwriter_, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(checkpointer_, caf::exit_reason::user_shutdown);
+    self->wait_for(bgwriter_, checkpointer_);
+  }
   caf::anon_send_exit(wal_writer_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(checkpointer_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(stats_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(bgwriter_, caf::exit_reason::user_shutdown);
+  if (dw_batcher_)
+    caf::anon_send_exit(dw_batcher_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(sync_worker_, caf::exit_reason::user_shutdown);
   engine_->pool->set_allocation_listener(nullptr);
   engine_->bgwriter.listener.reset();
-  engine_->registry.attach(messages::sync_worker_actor{}, nullptr);
   system_->await_all_actors_done();
+  engine_->registry.attach(messages::sync_worker_actor{}, nullptr);
+  engine_->batcher = nullptr;
   wal_writer_ = nullptr;
   checkpointer_ = nullptr;
   stats_ = nullptr;
   bgwriter_ = nullptr;
   sync_worker_ = nullptr;
+  dw_batcher_ = nullptr;
 }
 
 void database::close() {

@@ -9,10 +9,12 @@
 //   db->close();                         // shutdown checkpoint
 //
 // Boot order: control file → WAL validated end to end (nothing is modified if it is
-// corrupt) → WAL made durable → storage objects → actors (sync worker first, so every
-// write can register; the bgwriter cleans during redo) → redo (when the last stop was not
-// clean) → end-of-recovery checkpoint, or the control file marked "in production" →
-// sessions admitted. Shutdown order: sessions stop → shutdown checkpoint → actors exit.
+// corrupt) → WAL made durable → doublewrite repair → storage objects → actors (sync
+// worker first, so every write can register; then the doublewrite batcher; the bgwriter
+// cleans during redo) → redo (when the last stop was not clean) → end-of-recovery
+// checkpoint, or the control file marked "in production" → sessions admitted.
+// Shutdown order: sessions stop → shutdown checkpoint → bgwriter and checkpointer exit
+// (the batcher and sync worker still retire chunks they may wait for) → the rest exit.
 #pragma once
 
 #include "messages/interfaces.hpp"
@@ -45,7 +47,10 @@ struct recovery_report {
   std::uint64_t records = 0;
   std::uint64_t blocks_applied = 0;
   std::uint64_t images_restored = 0;
-  std::uint64_t pages_repaired = 0; // from the doublewrite ring (not in this build yet)
+  std::uint64_t pages_repaired = 0;    // restored from the doublewrite ring
+  std::uint64_t repaired_checksum = 0; // of which the on-disk page failed verification
+  std::uint64_t repaired_lsn = 0;      // of which the on-disk page was valid but older
+  std::uint64_t repaired_bytes = 0;    // of which it had the same LSN but other bytes
   double seconds = 0;
 };
 
@@ -80,6 +85,7 @@ public:
   messages::stats_actor stats() const { return stats_; }
   messages::sync_worker_actor sync_worker() const { return sync_worker_; }
   messages::bgwriter_actor bgwriter() const { return bgwriter_; }
+  messages::dw_batcher_actor dw_batcher() const { return dw_batcher_; }
   bool detached_io() const { return detach_io_actors_; }
 
 private:
@@ -96,6 +102,7 @@ private:
   messages::stats_actor stats_;
   messages::sync_worker_actor sync_worker_;
   messages::bgwriter_actor bgwriter_;
+  messages::dw_batcher_actor dw_batcher_;
   recovery_report recovery_;
   bool detach_io_actors_ = true;
   bool closed_ = false;

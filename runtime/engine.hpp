@@ -13,6 +13,7 @@
 #include "runtime/config.hpp"
 #include "storage/buffer_pool.hpp"
 #include "storage/commit_log.hpp"
+#include "storage/doublewrite_ring.hpp"
 #include "storage/control_file.hpp"
 #include "storage/fault_engine.hpp"
 #include "storage/page_transaction.hpp"
@@ -55,9 +56,11 @@ struct sync_counters {
 class direct_victim_writer final : public storage::victim_writer {
 public:
   explicit direct_victim_writer(storage::page_writer& writer) : writer_(writer) {}
-  void write_victim(storage::page_id id, storage::lsn_t lsn, void* copy) override {
+  bool write_victim(storage::buffer_id, storage::page_id id, storage::lsn_t lsn,
+                    void* copy) override {
     storage::page_copy page{id, lsn, copy};
     writer_.write(&page, 1, storage::write_source::backend);
+    return true;
   }
 
 private:
@@ -95,7 +98,9 @@ struct engine {
   sync_counters syncs;
   std::unique_ptr<messages::trace_sink> trace; // null unless tracing is on
   std::unique_ptr<storage::page_writer> writer;
-  std::unique_ptr<direct_victim_writer> victims;
+  std::unique_ptr<storage::victim_writer> victims;
+  std::unique_ptr<storage::doublewrite_ring> ring; // doublewrite mode only
+  messages::dw_batcher_actor batcher;               // doublewrite mode only
   std::atomic<storage::xid_t> next_xid{1};
   checkpoint_counters checkpoints;
   bgwriter_counters bgwriter;
@@ -106,14 +111,19 @@ struct engine {
   bool full_page_writes() const {
     return config.protection == torn_page_protection::full_page_writes;
   }
+  bool doublewrite() const { return config.protection == torn_page_protection::doublewrite; }
 
   /// Records the first fatal error (W3) and stops the engine from accepting work.
   void fail(const std::string& why) {
-    std::lock_guard<std::mutex> guard(failure_mutex_);
-    if (!failed_.load()) {
+    {
+      std::lock_guard<std::mutex> guard(failure_mutex_);
+      if (failed_.load())
+        return;
       failure_ = why;
       failed_.store(true, std::memory_order_release);
     }
+    if (ring)
+      ring->fail(); // writers waiting for a free chunk stop
   }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   std::string failure() const {

@@ -1,6 +1,8 @@
 // Startup and crash recovery: see startup.hpp.
 #include "runtime/startup.hpp"
 
+#include "runtime/page_sinks.hpp"
+#include "storage/doublewrite_repair.hpp"
 #include "storage/redo.hpp"
 #include "storage/wal_reader.hpp"
 
@@ -69,6 +71,19 @@ void sync_wal_from(engine& e, storage::lsn_t from, storage::lsn_t to) {
   }
 }
 
+// DESIGN §6 step 3: eager repair from the doublewrite ring, whatever the current mode (a
+// directory may have crashed in doublewrite mode and be reopened in another).
+void repair_torn_pages(engine& e, recovery_report& report) {
+  std::string ring = e.data_dir + "/doublewrite/ring";
+  storage::relation_files files(*e.io, e.data_dir + "/base", e.config.page_size,
+                                e.config.segment_size);
+  storage::repair_report repaired = storage::repair_from_ring(*e.io, ring, files);
+  report.pages_repaired = repaired.pages_repaired;
+  report.repaired_lsn = repaired.repaired_lsn;
+  report.repaired_checksum = repaired.repaired_checksum;
+  report.repaired_bytes = repaired.repaired_bytes;
+}
+
 void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   const settings& s = e.config;
   storage::wal_options options;
@@ -84,7 +99,17 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   e.writer = std::make_unique<storage::page_writer>(*e.wal, *e.files, e.registry, s.data_checksums);
   e.commit_log = std::make_unique<storage::commit_log>(*e.io, e.data_dir + "/xact", s.page_size,
                                                        *e.wal, e.registry);
-  e.victims = std::make_unique<direct_victim_writer>(*e.writer);
+  if (e.doublewrite()) {
+    std::uint32_t ring_pages = s.doublewrite_ring_pages != 0
+                                 ? s.doublewrite_ring_pages
+                                 : storage::default_ring_pages(s.doublewrite_batch_pages);
+    e.ring = std::make_unique<storage::doublewrite_ring>(*e.io, e.data_dir + "/doublewrite",
+                                                         s.page_size, ring_pages,
+                                                         s.doublewrite_batch_pages);
+    e.victims = std::make_unique<doublewrite_victim_writer>(e);
+  } else {
+    e.victims = std::make_unique<direct_victim_writer>(*e.writer);
+  }
   e.pool->set_victim_writer(e.victims.get());
 }
 
@@ -125,8 +150,10 @@ recovery_report prepare_storage(engine& e) {
   storage::lsn_t prev = 0;
   validate_wal(e, report, &prev);
   report.needed = e.control.state != static_cast<std::uint32_t>(storage::cluster_state::shut_down);
-  if (report.needed)
+  if (report.needed) {
     sync_wal_from(e, e.control.redo_lsn, report.end_lsn);
+    repair_torn_pages(e, report);
+  }
   build_storage(e, report.end_lsn, prev);
   e.next_xid.store(e.control.next_xid);
   return report;

@@ -146,6 +146,9 @@ void fill_recovery(json_object& r, const recovery_report& rec) {
   r.set("recovery.records_per_second", rec.seconds > 0 ? double(rec.records) / rec.seconds : 0.0);
   r.set("recovery.wal_end", rec.end_reason);
   r.set("pages_repaired", rec.pages_repaired);
+  r.set("repair.checksum_failed", rec.repaired_checksum);
+  r.set("repair.older_lsn", rec.repaired_lsn);
+  r.set("repair.same_lsn_other_bytes", rec.repaired_bytes);
 }
 
 int cmd_verify(int argc, char** argv) {

@@ -305,18 +305,19 @@ buffer_id buffer_pool::clock_sweep_victim() {
     page_id victim_id;
     lsn_t lsn;
     if (victim_writer_ != nullptr && start_write(b, copy_storage.data(), &victim_id, &lsn)) {
-      bool ok = false;
+      bool completed = false;
       try {
-        victim_writer_->write_victim(victim_id, lsn, copy_storage.data());
-        ok = true;
+        completed = victim_writer_->write_victim(b, victim_id, lsn, copy_storage.data());
       } catch (...) {
         finish_write(b, false);
         unpin(b);
         throw;
       }
-      finish_write(b, ok);
-      if (!is_dirty(b))
-        return b;
+      if (completed) {
+        finish_write(b, true);
+        if (!is_dirty(b))
+          return b;
+      }
     }
     unpin(b);
   }

@@ -36,12 +36,15 @@ using buffer_id = std::uint32_t;
 
 /// Writes a dirty victim for a session that needs its buffer (policy provided by the
 /// runtime: direct write, or through the doublewrite batcher). Called with the victim's
-/// I/O-in-progress flag held and `copy` holding a private copy of the page; it must make
-/// WAL durable up to `lsn` first (W1) and register the segment for sync (W2).
+/// I/O-in-progress flag held and `copy` holding a private copy of the page; the write must
+/// make WAL durable up to `lsn` first (W1) and register the segment for sync (W2).
+/// Returns true if the write is complete (the pool then finishes it), false if it was
+/// handed over and whoever took it will call finish_write later (the session then moves
+/// on to another victim).
 class victim_writer {
 public:
   virtual ~victim_writer() = default;
-  virtual void write_victim(page_id id, lsn_t lsn, void* copy) = 0;
+  virtual bool write_victim(buffer_id buffer, page_id id, lsn_t lsn, void* copy) = 0;
 };
 
 /// Told about a buffer allocation while someone asked to be (the hibernating bgwriter).

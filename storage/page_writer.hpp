@@ -43,6 +43,10 @@ public:
   /// Only the W1 step and the stamping, for writers that put the bytes elsewhere first
   /// (the doublewrite batcher).
   void prepare(page_copy* pages, std::size_t count);
+  /// Counts pages such a writer then wrote in place.
+  void count_written(std::size_t count, write_source source) {
+    written_[static_cast<std::size_t>(source)].fetch_add(count, std::memory_order_relaxed);
+  }
 
   wal_log& wal() { return wal_; }
   relation_files& files() { return files_; }

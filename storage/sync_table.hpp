@@ -48,6 +48,9 @@ public:
   std::vector<file_tag> due(std::uint64_t cycle) const;
   /// Records a completed fsync of `tag` for cycle C.
   void synced(const file_tag& tag, std::uint64_t cycle);
+  /// Records a completed fsync of `tag` made outside a sync phase: it covers every
+  /// registration processed before it began, so the entry goes whatever its cycle.
+  void synced_now(const file_tag& tag) { entries_.erase(tag); }
   bool contains(const file_tag& tag) const { return entries_.count(tag) > 0; }
   std::size_t size() const { return entries_.size(); }
   std::uint64_t cycle() const { return cycle_; }

@@ -1,0 +1,181 @@
+// dw_batcher: see dw_batcher.hpp for its role and the invariants it keeps.
+#include "actors/dw_batcher.hpp"
+
+#include "runtime/page_sinks.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace tidemark::actors {
+
+namespace {
+
+using namespace messages;
+using storage::dw_state;
+
+struct dw_batcher_state {
+  runtime::engine* engine = nullptr;
+  sync_worker_actor sync_worker;
+  std::vector<std::uint32_t> awaiting_fsync; // DATA_WRITTEN chunks, oldest first
+  std::set<std::uint32_t> hurried;           // of those, the ones sync_now was asked for
+  std::vector<storage::page_copy> copies;    // reused
+  std::vector<storage::page_write> writes;   // reused
+  static inline const char* name = "dw_batcher";
+};
+
+using dw_batcher_pointer = dw_batcher_actor::stateful_pointer<dw_batcher_state>;
+
+void trace(runtime::engine& e, actor_role from, actor_role to, const char* type, std::uint64_t a,
+           std::uint64_t b = 0) {
+  if (e.trace)
+    e.trace->record(from, to, type, a, b);
+}
+
+std::vector<file_ref> files_of(runtime::engine& e, const std::vector<storage::dw_entry>& entries) {
+  std::vector<file_ref> files;
+  for (const storage::dw_entry& entry : entries) {
+    storage::segment_id s = e.files->segment_of(entry.id);
+    file_ref f{static_cast<std::uint8_t>(storage::file_kind::relation), s.rel, s.segno};
+    if (std::none_of(files.begin(), files.end(),
+                     [&](const file_ref& g) { return g.rel == f.rel && g.segno == f.segno; }))
+      files.push_back(f);
+  }
+  return files;
+}
+
+void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  e.ring->advance(chunk, dw_state::data_fsynced);
+  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
+  e.ring->release(chunk);
+  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_free", chunk);
+  st.awaiting_fsync.erase(std::find(st.awaiting_fsync.begin(), st.awaiting_fsync.end(), chunk));
+  st.hurried.erase(chunk);
+}
+
+// When free chunks run low, asks for the waiting batches' files to be fsynced now.
+void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  std::uint32_t low_water = std::max<std::uint32_t>(1, e.ring->chunk_count() / 4);
+  if (!writer_waiting && e.ring->free_chunks() > low_water)
+    return;
+  sync_now request;
+  for (std::uint32_t chunk : st.awaiting_fsync) {
+    if (!st.hurried.insert(chunk).second)
+      continue;
+    for (const file_ref& f : files_of(e, e.ring->entries(chunk)))
+      if (std::none_of(request.files.begin(), request.files.end(), [&](const file_ref& g) {
+            return g.rel == f.rel && g.segno == f.segno;
+          }))
+        request.files.push_back(f); // one fsync per file covers every batch waiting on it
+  }
+  if (request.files.empty())
+    return;
+  trace(e, actor_role::dw_batcher, actor_role::sync_worker, "sync_now", request.files.size());
+  self->send(st.sync_worker, std::move(request));
+}
+
+storage::write_source source_of(actor_role role) {
+  switch (role) {
+    case actor_role::bgwriter:
+      return storage::write_source::bgwriter;
+    case actor_role::checkpointer:
+      return storage::write_source::checkpointer;
+    default:
+      return storage::write_source::backend;
+  }
+}
+
+void fail_batch(runtime::engine& e, std::uint32_t chunk, const std::string& why) {
+  e.fail(why);
+  e.ring->fail();
+  for (const storage::dw_entry& entry : e.ring->entries(chunk))
+    e.pool->finish_write(entry.buffer, false);
+}
+
+// ALLOCATED → WRITTEN → DWB_FSYNCED → DATA_WRITTEN, then waits for DATA_FSYNCED.
+void write_batch(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  storage::doublewrite_ring& ring = *e.ring;
+  const auto& entries = ring.entries(chunk);
+  trace(e, source, actor_role::dw_batcher, "dw_batch_ready", chunk, entries.size());
+  st.copies.clear();
+  st.writes.clear();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    unsigned char* slot = ring.slot_memory(chunk, static_cast<std::uint32_t>(i));
+    st.copies.push_back({entries[i].id, entries[i].lsn, slot});
+    st.writes.push_back({entries[i].id, slot});
+  }
+  std::vector<file_ref> files = files_of(e, entries);
+  try {
+    e.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
+    ring.write(chunk);
+    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_written", chunk, entries.size());
+    ring.sync(chunk); // D3: one fdatasync of the ring for the whole batch
+    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
+    e.files->write_pages(st.writes.data(), st.writes.size()); // D1: only after DWB_FSYNCED
+  } catch (const std::exception& error) {
+    fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());
+    return;
+  }
+  std::vector<storage::file_tag> tags;
+  for (const file_ref& f : files)
+    tags.push_back({storage::file_kind::relation, {f.rel, f.segno}});
+  e.registry.register_files(tags.data(), tags.size(), source_of(source));
+  e.writer->count_written(entries.size(), source_of(source));
+  for (const storage::dw_entry& entry : entries)
+    e.pool->finish_write(entry.buffer, true); // W2: registered before reported clean
+  ring.advance(chunk, dw_state::data_written);
+  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_written", chunk);
+  st.awaiting_fsync.push_back(chunk);
+  self->request(st.sync_worker, caf::infinite, sync_notify_request{std::move(files), chunk})
+    .then([=](const files_synced& done) { on_files_synced(self, done.chunk); },
+          [=](const caf::error&) { self->state.engine->ring->fail(); });
+  hurry_retirement(self, false);
+}
+
+dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::engine* engine,
+                                           sync_worker_actor sync_worker) {
+  self->state.engine = engine;
+  self->state.sync_worker = std::move(sync_worker);
+  return {
+    [=](const dw_batch_ready& ready) {
+      if (self->state.engine->failed()) {
+        fail_batch(*self->state.engine, ready.chunk, self->state.engine->failure());
+        return;
+      }
+      write_batch(self, ready.chunk, static_cast<actor_role>(ready.source));
+    },
+    [=](const dw_flush_request&) -> dw_flushed {
+      // Every batch handed over before this request has been processed (mailbox order).
+      // Also the hook of a writer that found no free chunk: hurry retirement.
+      hurry_retirement(self, true);
+      return dw_flushed{self->state.engine->ring->counters().batches.load()};
+    },
+    [=](flush_atom, std::uint32_t generation) {
+      runtime::engine& e = *self->state.engine;
+      auto* victims = static_cast<runtime::doublewrite_victim_writer*>(e.victims.get());
+      auto [chunk, count] = victims->take(generation);
+      if (count > 0 && !e.failed())
+        write_batch(self, chunk, actor_role::backend);
+      else if (count > 0)
+        fail_batch(e, chunk, e.failure());
+    },
+  };
+}
+
+} // namespace
+
+dw_batcher_actor spawn_dw_batcher(caf::actor_system& system, runtime::engine& engine,
+                                  sync_worker_actor sync_worker, bool detached) {
+  if (detached)
+    return system.spawn<caf::detached>(dw_batcher, &engine, std::move(sync_worker));
+  return system.spawn(dw_batcher, &engine, std::move(sync_worker));
+}
+
+} // namespace tidemark::actors

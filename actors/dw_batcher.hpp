@@ -1,0 +1,37 @@
+// dw_batcher: owns the doublewrite ring's write path and every chunk's life
+// (DESIGN §4 "Doublewrite slot"; the batch-lifetime design of the seed review).
+//
+// Who talks to it: writers — the bgwriter, the checkpointer and sessions evicting dirty
+// victims — stage pages straight into a ring chunk and send dw_batch_ready. For each batch
+// it: makes WAL durable up to the batch's highest LSN (W1); writes the chunk to the ring
+// with one sequential write and fdatasyncs the ring once (D3: WRITTEN, DWB_FSYNCED); only
+// then writes the pages in place (D1: DATA_WRITTEN), registers their files with the
+// sync_worker and finishes the buffers' writes (W2); and asks the sync_worker to tell it
+// when each file has had an fsync that began after those writes completed. On that answer
+// the chunk is DATA_FSYNCED and FREE again (D2). When free chunks run low it asks the
+// sync_worker to fsync the files of its waiting batches now, so retirement never waits for
+// a checkpoint; a writer finding no free chunk waits (D4, counted). dw_flush_request is
+// answered once every batch handed over before it is DATA_WRITTEN (the checkpointer asks
+// before its sync phase). Sessions' victims share one chunk, taken 1 ms after its first
+// page or when full.
+//
+// Failure: any write or fsync error marks the engine failed (W3), leaves the batch's
+// buffers dirty, and fails the ring so waiting writers stop; the next start repairs from
+// the ring and runs recovery. If the batcher dies, no chunk is ever freed and writers
+// stop at D4: the runtime treats that as fatal.
+//
+// It does blocking I/O, so the runtime spawns it detached unless tests run the
+// deterministic scheduler.
+#pragma once
+
+#include "messages/interfaces.hpp"
+#include "runtime/engine.hpp"
+
+#include <caf/actor_system.hpp>
+
+namespace tidemark::actors {
+
+messages::dw_batcher_actor spawn_dw_batcher(caf::actor_system& system, runtime::engine& engine,
+                                            messages::sync_worker_actor sync_worker, bool detached);
+
+} // namespace tidemark::actors

@@ -1,0 +1,168 @@
+// Page sinks per torn-page protection mode: see page_sinks.hpp.
+#include "runtime/page_sinks.hpp"
+
+#include <caf/all.hpp>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace tidemark::runtime {
+
+namespace {
+
+constexpr std::size_t direct_batch_pages = 32;
+constexpr auto shared_chunk_delay = std::chrono::milliseconds(1);
+
+messages::actor_role role_of(storage::write_source source) {
+  switch (source) {
+    case storage::write_source::bgwriter:
+      return messages::actor_role::bgwriter;
+    case storage::write_source::checkpointer:
+      return messages::actor_role::checkpointer;
+    default:
+      return messages::actor_role::backend;
+  }
+}
+
+// full_page_writes and off: batches written at once through the page writer.
+class direct_sink final : public buffer_sink {
+public:
+  direct_sink(engine& e, storage::write_source source) : engine_(e), source_(source) {
+    void* memory = nullptr;
+    if (posix_memalign(&memory, 4096, direct_batch_pages * e.pool->page_size()) != 0)
+      throw std::bad_alloc();
+    memory_ = static_cast<unsigned char*>(memory);
+  }
+  ~direct_sink() override { std::free(memory_); }
+
+  bool add(storage::buffer_id buffer, bool only_reusable) override {
+    storage::page_copy& copy = copies_[count_];
+    copy.data = memory_ + count_ * engine_.pool->page_size();
+    if (!engine_.pool->start_write(buffer, copy.data, &copy.id, &copy.lsn, only_reusable))
+      return false;
+    buffers_[count_++] = buffer;
+    if (count_ == direct_batch_pages)
+      flush();
+    return true;
+  }
+
+  void flush() override {
+    if (count_ == 0)
+      return;
+    std::size_t count = count_;
+    count_ = 0;
+    try {
+      engine_.writer->write(copies_, count, source_);
+    } catch (...) {
+      for (std::size_t i = 0; i < count; ++i)
+        engine_.pool->finish_write(buffers_[i], false);
+      throw;
+    }
+    for (std::size_t i = 0; i < count; ++i)
+      engine_.pool->finish_write(buffers_[i], true);
+  }
+
+private:
+  engine& engine_;
+  storage::write_source source_;
+  unsigned char* memory_ = nullptr;
+  storage::page_copy copies_[direct_batch_pages];
+  storage::buffer_id buffers_[direct_batch_pages];
+  std::size_t count_ = 0;
+};
+
+void hurry_batcher(engine& e) { caf::anon_send(e.batcher, messages::dw_flush_request{}); }
+
+// doublewrite: pages copied straight into a ring chunk, handed over when it is full.
+class doublewrite_sink final : public buffer_sink {
+public:
+  doublewrite_sink(engine& e, storage::write_source source) : engine_(e), source_(source) {}
+  ~doublewrite_sink() override {
+    if (has_chunk_ && engine_.ring->entries(chunk_).empty())
+      engine_.ring->give_back(chunk_);
+  }
+
+  bool add(storage::buffer_id buffer, bool only_reusable) override {
+    storage::doublewrite_ring& ring = *engine_.ring;
+    if (!has_chunk_) {
+      chunk_ = ring.acquire([this] { hurry_batcher(engine_); });
+      has_chunk_ = true;
+    }
+    auto& entries = ring.entries(chunk_);
+    storage::dw_entry entry;
+    entry.buffer = buffer;
+    unsigned char* slot = ring.slot_memory(chunk_, static_cast<std::uint32_t>(entries.size()));
+    if (!engine_.pool->start_write(buffer, slot, &entry.id, &entry.lsn, only_reusable))
+      return false;
+    entries.push_back(entry);
+    if (entries.size() == ring.batch_pages())
+      flush();
+    return true;
+  }
+
+  void flush() override {
+    if (!has_chunk_)
+      return;
+    std::uint32_t count = static_cast<std::uint32_t>(engine_.ring->entries(chunk_).size());
+    if (count == 0)
+      return; // keep the empty chunk for the next page
+    has_chunk_ = false;
+    caf::anon_send(engine_.batcher, messages::dw_batch_ready{
+                                      chunk_, count, static_cast<std::uint8_t>(role_of(source_))});
+  }
+
+private:
+  engine& engine_;
+  storage::write_source source_;
+  bool has_chunk_ = false;
+  std::uint32_t chunk_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<buffer_sink> make_buffer_sink(engine& e, storage::write_source source) {
+  if (e.doublewrite())
+    return std::make_unique<doublewrite_sink>(e, source);
+  return std::make_unique<direct_sink>(e, source);
+}
+
+bool doublewrite_victim_writer::write_victim(storage::buffer_id buffer, storage::page_id id,
+                                             storage::lsn_t lsn, void* copy) {
+  storage::doublewrite_ring& ring = *engine_.ring;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!has_chunk_) {
+    lock.unlock();
+    std::uint32_t chunk = ring.acquire([this] { hurry_batcher(engine_); });
+    lock.lock();
+    if (has_chunk_) { // another session installed one meanwhile: use that, return ours
+      ring.give_back(chunk);
+      continue;
+    }
+    chunk_ = chunk;
+    has_chunk_ = true;
+    ++generation_;
+    caf::delayed_anon_send(engine_.batcher, shared_chunk_delay, messages::flush_atom::value,
+                           generation_);
+  }
+  auto& entries = ring.entries(chunk_);
+  std::memcpy(ring.slot_memory(chunk_, static_cast<std::uint32_t>(entries.size())), copy,
+              ring.page_size());
+  entries.push_back(storage::dw_entry{id, lsn, buffer});
+  if (entries.size() == ring.batch_pages()) {
+    has_chunk_ = false;
+    caf::anon_send(engine_.batcher,
+                   messages::dw_batch_ready{chunk_, static_cast<std::uint32_t>(entries.size()),
+                                            static_cast<std::uint8_t>(messages::actor_role::backend)});
+  }
+  return false; // handed over: the batcher finishes this buffer's write
+}
+
+std::pair<std::uint32_t, std::uint32_t> doublewrite_victim_writer::take(std::uint32_t generation) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (!has_chunk_ || generation != generation_)
+    return {0, 0};
+  has_chunk_ = false;
+  return {chunk_, static_cast<std::uint32_t>(engine_.ring->entries(chunk_).size())};
+}
+
+} // namespace tidemark::runtime

@@ -1,0 +1,48 @@
+// How dirty buffers reach disk, per torn-page protection mode. The bgwriter and the
+// checkpointer stage buffers into a buffer_sink and flush it; sessions evicting a dirty
+// victim go through a victim_writer. In full_page_writes and off modes the writes happen
+// at once through the page writer (W1, W2). In doublewrite mode pages are staged straight
+// into a chunk of the doublewrite ring and handed to the dw_batcher, which finishes the
+// buffers' writes later (their I/O-in-progress flag keeps them dirty and untouchable
+// until then).
+#pragma once
+
+#include "runtime/engine.hpp"
+
+#include <mutex>
+
+namespace tidemark::runtime {
+
+class buffer_sink {
+public:
+  virtual ~buffer_sink() = default;
+  /// Starts writing `buffer` into the sink. False if it was not dirty, is being written,
+  /// or (only_reusable) is pinned or recently used.
+  virtual bool add(storage::buffer_id buffer, bool only_reusable) = 0;
+  /// Writes (or hands over) everything staged. Throws io_error; buffers of a failed write
+  /// stay dirty.
+  virtual void flush() = 0;
+};
+
+std::unique_ptr<buffer_sink> make_buffer_sink(engine& e, storage::write_source source);
+
+/// Sessions' dirty victims in doublewrite mode: staged into one shared chunk that the
+/// batcher takes when it is full or 1 ms after its first page.
+class doublewrite_victim_writer final : public storage::victim_writer {
+public:
+  explicit doublewrite_victim_writer(engine& e) : engine_(e) {}
+  bool write_victim(storage::buffer_id buffer, storage::page_id id, storage::lsn_t lsn,
+                    void* copy) override;
+  /// The batcher's timer: hands over the shared chunk if it is still generation `generation`.
+  /// Returns the chunk and its page count, or count 0 when there is nothing to take.
+  std::pair<std::uint32_t, std::uint32_t> take(std::uint32_t generation);
+
+private:
+  engine& engine_;
+  std::mutex mutex_;
+  bool has_chunk_ = false;
+  std::uint32_t chunk_ = 0;
+  std::uint32_t generation_ = 0;
+};
+
+} // namespace tidemark::runtime

@@ -1,0 +1,52 @@
+// Eager doublewrite repair at startup, before redo (DESIGN §6 step 3). Every valid slot
+// of the ring (its page checksum and identity verify) is a candidate; per page the slot
+// with the highest LSN wins (D5). The on-disk page is then restored from it when the
+// decision table says so — whether or not a checksum noticed anything:
+//
+//   on-disk page                          action    why
+//   fails checksum / identity             restore   torn (or misdirected) in-place write
+//   all zero (never written)              restore   the in-place write was lost entirely
+//   valid, LSN older than the slot        restore   in-place write lost or torn into a
+//                                                   page that still verifies
+//   valid, same LSN, different bytes      restore   torn in a way the checksum missed
+//   valid, same LSN, same bytes           keep      the in-place write made it
+//   valid, LSN newer than the slot        keep      a later write made it (a stale slot)
+//
+// A restored page carries an LSN whose WAL was durable before the slot was written (W1),
+// so redo continues from it. Restored segments are fsynced before redo starts.
+#pragma once
+
+#include "storage/io_engine.hpp"
+#include "storage/page.hpp"
+#include "storage/relation_files.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tidemark::storage {
+
+enum class repair_action { keep, restore };
+
+struct repair_inputs {
+  page_verdict disk = page_verdict::ok;
+  lsn_t disk_lsn = 0;
+  lsn_t slot_lsn = 0;
+  bool same_bytes = false;
+};
+
+repair_action decide_repair(const repair_inputs& in);
+
+struct repair_report {
+  std::uint64_t slots_valid = 0;     // slots whose image verifies
+  std::uint64_t pages_considered = 0; // distinct pages among them
+  std::uint64_t pages_repaired = 0;
+  std::uint64_t repaired_checksum = 0; // on-disk page failed verification or was zero
+  std::uint64_t repaired_lsn = 0;      // on-disk page valid but older
+  std::uint64_t repaired_bytes = 0;    // same LSN, different bytes
+};
+
+/// Reads the ring file (if it exists) and repairs pages through `files`.
+repair_report repair_from_ring(io_engine& io, const std::string& ring_path, relation_files& files);
+
+} // namespace tidemark::storage
