@@ -50,8 +50,9 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   runtime::engine& e = *st.engine;
   e.ring->advance(chunk, dw_state::data_fsynced);
   trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
-  e.ring->release(chunk);
+  // Traced before the release: a writer may take the chunk the moment it is free.
   trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_free", chunk);
+  e.ring->release(chunk);
   st.awaiting_fsync.erase(std::find(st.awaiting_fsync.begin(), st.awaiting_fsync.end(), chunk));
   st.hurried.erase(chunk);
 }
@@ -118,6 +119,8 @@ void write_batch(dw_batcher_pointer self, std::uint32_t chunk, actor_role source
     trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_written", chunk, entries.size());
     ring.sync(chunk); // D3: one fdatasync of the ring for the whole batch
     trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
+    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_inplace_write", chunk,
+          st.writes.size());
     e.files->write_pages(st.writes.data(), st.writes.size()); // D1: only after DWB_FSYNCED
   } catch (const std::exception& error) {
     fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());

@@ -177,8 +177,11 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::
       notification& n = st.notifications[request.chunk];
       n.promise = self->make_response_promise<files_synced>();
       n.files_left = request.files.size();
-      for (const file_ref& f : request.files)
+      for (const file_ref& f : request.files) {
         st.waiting[to_tag(f)].push_back(request.chunk);
+        trace(*st.engine, role::dw_batcher, role::sync_worker, "notify_file", request.chunk, f.rel,
+              f.segno);
+      }
       return n.promise;
     },
     [=](const sync_now& request) {

@@ -71,7 +71,25 @@ private:
   std::size_t count_ = 0;
 };
 
-void hurry_batcher(engine& e) { caf::anon_send(e.batcher, messages::dw_flush_request{}); }
+// A writer found no free chunk (D4): tell the trace and hurry the batcher's retirement.
+void hurry_batcher(engine& e, messages::actor_role writer) {
+  if (e.trace)
+    e.trace->record(writer, messages::actor_role::dw_batcher, "dw_slot_wait");
+  caf::anon_send(e.batcher, messages::dw_flush_request{});
+}
+
+void give_back_chunk(engine& e, messages::actor_role writer, std::uint32_t chunk) {
+  if (e.trace) // before: another writer may take the chunk the moment it is free
+    e.trace->record(writer, messages::actor_role::dw_batcher, "dw_give_back", chunk);
+  e.ring->give_back(chunk);
+}
+
+std::uint32_t acquire_chunk(engine& e, messages::actor_role writer) {
+  std::uint32_t chunk = e.ring->acquire([&e, writer] { hurry_batcher(e, writer); });
+  if (e.trace)
+    e.trace->record(writer, messages::actor_role::dw_batcher, "dw_acquire", chunk);
+  return chunk;
+}
 
 // doublewrite: pages copied straight into a ring chunk, handed over when it is full.
 class doublewrite_sink final : public buffer_sink {
@@ -79,13 +97,13 @@ public:
   doublewrite_sink(engine& e, storage::write_source source) : engine_(e), source_(source) {}
   ~doublewrite_sink() override {
     if (has_chunk_ && engine_.ring->entries(chunk_).empty())
-      engine_.ring->give_back(chunk_);
+      give_back_chunk(engine_, role_of(source_), chunk_);
   }
 
   bool add(storage::buffer_id buffer, bool only_reusable) override {
     storage::doublewrite_ring& ring = *engine_.ring;
     if (!has_chunk_) {
-      chunk_ = ring.acquire([this] { hurry_batcher(engine_); });
+      chunk_ = acquire_chunk(engine_, role_of(source_));
       has_chunk_ = true;
     }
     auto& entries = ring.entries(chunk_);
@@ -132,10 +150,10 @@ bool doublewrite_victim_writer::write_victim(storage::buffer_id buffer, storage:
   std::unique_lock<std::mutex> lock(mutex_);
   while (!has_chunk_) {
     lock.unlock();
-    std::uint32_t chunk = ring.acquire([this] { hurry_batcher(engine_); });
+    std::uint32_t chunk = acquire_chunk(engine_, messages::actor_role::backend);
     lock.lock();
     if (has_chunk_) { // another session installed one meanwhile: use that, return ours
-      ring.give_back(chunk);
+      give_back_chunk(engine_, messages::actor_role::backend, chunk);
       continue;
     }
     chunk_ = chunk;

@@ -128,6 +128,9 @@ void doublewrite_ring::write(std::uint32_t c) {
 }
 
 void doublewrite_ring::sync(std::uint32_t c) {
+  if (state(c) != dw_state::written)
+    throw std::logic_error("doublewrite chunk " + std::to_string(c) + " synced while " +
+                           to_string(state(c)));
   io_.sync(fd_, sync_kind::data);
   counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> guard(mutex_);
