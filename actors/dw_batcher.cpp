@@ -45,6 +45,8 @@ std::vector<file_ref> files_of(runtime::engine& e, const std::vector<storage::dw
   return files;
 }
 
+void hurry_retirement(dw_batcher_pointer self, bool writer_waiting);
+
 void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
@@ -55,14 +57,16 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   e.ring->release(chunk);
   st.awaiting_fsync.erase(std::find(st.awaiting_fsync.begin(), st.awaiting_fsync.end(), chunk));
   st.hurried.erase(chunk);
+  hurry_retirement(self, false);
 }
 
-// When free chunks run low, asks for the waiting batches' files to be fsynced now.
+// When free chunks run low, asks for the waiting batches' files to be fsynced now — one
+// request at a time, so the batches that pile up while an fsync runs share the next one.
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
-  std::uint32_t low_water = std::max<std::uint32_t>(1, e.ring->chunk_count() / 4);
-  if (!writer_waiting && e.ring->free_chunks() > low_water)
+  std::uint32_t low_water = e.ring->chunk_count() * 3 / 4;
+  if (!st.hurried.empty() || (!writer_waiting && e.ring->free_chunks() > low_water))
     return;
   sync_now request;
   for (std::uint32_t chunk : st.awaiting_fsync) {

@@ -187,6 +187,8 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::
     [=](const sync_now& request) {
       auto& st = self->state;
       for (const file_ref& f : request.files) {
+        if (st.waiting.count(to_tag(f)) == 0)
+          continue; // an fsync since the request already covered everyone waiting on it
         std::uint64_t us = 0;
         if (st.engine->failed() || !fsync_file(self, to_tag(f), &us))
           return;

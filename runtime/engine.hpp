@@ -56,11 +56,11 @@ struct sync_counters {
 class direct_victim_writer final : public storage::victim_writer {
 public:
   explicit direct_victim_writer(storage::page_writer& writer) : writer_(writer) {}
-  bool write_victim(storage::buffer_id, storage::page_id id, storage::lsn_t lsn,
-                    void* copy) override {
+  storage::victim_write write_victim(storage::buffer_id, storage::page_id id, storage::lsn_t lsn,
+                                     void* copy, bool) override {
     storage::page_copy page{id, lsn, copy};
     writer_.write(&page, 1, storage::write_source::backend);
-    return true;
+    return storage::victim_write::completed;
   }
 
 private:

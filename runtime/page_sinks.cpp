@@ -144,13 +144,23 @@ std::unique_ptr<buffer_sink> make_buffer_sink(engine& e, storage::write_source s
   return std::make_unique<direct_sink>(e, source);
 }
 
-bool doublewrite_victim_writer::write_victim(storage::buffer_id buffer, storage::page_id id,
-                                             storage::lsn_t lsn, void* copy) {
+storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id buffer,
+                                                              storage::page_id id, storage::lsn_t lsn,
+                                                              void* copy, bool may_wait) {
   storage::doublewrite_ring& ring = *engine_.ring;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!has_chunk_) {
     lock.unlock();
-    std::uint32_t chunk = acquire_chunk(engine_, messages::actor_role::backend);
+    std::uint32_t chunk;
+    if (may_wait) {
+      chunk = acquire_chunk(engine_, messages::actor_role::backend);
+    } else if (ring.try_acquire(&chunk)) {
+      if (engine_.trace)
+        engine_.trace->record(messages::actor_role::backend, messages::actor_role::dw_batcher,
+                              "dw_acquire", chunk);
+    } else {
+      return storage::victim_write::declined; // the session looks for a clean victim first
+    }
     lock.lock();
     if (has_chunk_) { // another session installed one meanwhile: use that, return ours
       give_back_chunk(engine_, messages::actor_role::backend, chunk);
@@ -172,7 +182,7 @@ bool doublewrite_victim_writer::write_victim(storage::buffer_id buffer, storage:
                    messages::dw_batch_ready{chunk_, static_cast<std::uint32_t>(entries.size()),
                                             static_cast<std::uint8_t>(messages::actor_role::backend)});
   }
-  return false; // handed over: the batcher finishes this buffer's write
+  return storage::victim_write::handed_over; // the batcher finishes this buffer's write
 }
 
 std::pair<std::uint32_t, std::uint32_t> doublewrite_victim_writer::take(std::uint32_t generation) {

@@ -27,12 +27,13 @@ public:
 std::unique_ptr<buffer_sink> make_buffer_sink(engine& e, storage::write_source source);
 
 /// Sessions' dirty victims in doublewrite mode: staged into one shared chunk that the
-/// batcher takes when it is full or 1 ms after its first page.
+/// batcher takes when it is full or 1 ms after its first page. A session never waits for a
+/// free chunk while the pool may still hold a clean victim (it declines instead).
 class doublewrite_victim_writer final : public storage::victim_writer {
 public:
   explicit doublewrite_victim_writer(engine& e) : engine_(e) {}
-  bool write_victim(storage::buffer_id buffer, storage::page_id id, storage::lsn_t lsn,
-                    void* copy) override;
+  storage::victim_write write_victim(storage::buffer_id buffer, storage::page_id id,
+                                     storage::lsn_t lsn, void* copy, bool may_wait) override;
   /// The batcher's timer: hands over the shared chunk if it is still generation `generation`.
   /// Returns the chunk and its page count, or count 0 when there is nothing to take.
   std::pair<std::uint32_t, std::uint32_t> take(std::uint32_t generation);

@@ -279,6 +279,7 @@ buffer_id buffer_pool::clock_sweep_victim() {
     listener_->on_allocation();
   thread_local std::vector<unsigned char> copy_storage; // one per thread, reused
   std::size_t scanned = 0;
+  std::size_t dirty_seen = 0; // dirty victims met in this search
   backoff wait;
   for (;;) {
     buffer_id b = static_cast<buffer_id>(next_victim_.fetch_add(1, std::memory_order_acq_rel) %
@@ -305,15 +306,19 @@ buffer_id buffer_pool::clock_sweep_victim() {
     page_id victim_id;
     lsn_t lsn;
     if (victim_writer_ != nullptr && start_write(b, copy_storage.data(), &victim_id, &lsn)) {
-      bool completed = false;
+      victim_write outcome;
       try {
-        completed = victim_writer_->write_victim(b, victim_id, lsn, copy_storage.data());
+        outcome = victim_writer_->write_victim(b, victim_id, lsn, copy_storage.data(),
+                                               dirty_seen >= buffer_count_);
       } catch (...) {
         finish_write(b, false);
         unpin(b);
         throw;
       }
-      if (completed) {
+      ++dirty_seen;
+      if (outcome == victim_write::declined)
+        finish_write(b, false); // still dirty: look for a clean victim first
+      if (outcome == victim_write::completed) {
         finish_write(b, true);
         if (!is_dirty(b))
           return b;

@@ -38,13 +38,18 @@ using buffer_id = std::uint32_t;
 /// runtime: direct write, or through the doublewrite batcher). Called with the victim's
 /// I/O-in-progress flag held and `copy` holding a private copy of the page; the write must
 /// make WAL durable up to `lsn` first (W1) and register the segment for sync (W2).
-/// Returns true if the write is complete (the pool then finishes it), false if it was
-/// handed over and whoever took it will call finish_write later (the session then moves
-/// on to another victim).
+/// Returns `completed` if the write is done (the pool then finishes it), `handed_over` if
+/// whoever took it will call finish_write later, or — only when `may_wait` is false —
+/// `declined` if it could not be taken without waiting (nothing was written). In the last
+/// two cases the session moves on to another victim; it passes may_wait only after a whole
+/// sweep found nothing better.
+enum class victim_write { completed, handed_over, declined };
+
 class victim_writer {
 public:
   virtual ~victim_writer() = default;
-  virtual bool write_victim(buffer_id buffer, page_id id, lsn_t lsn, void* copy) = 0;
+  virtual victim_write write_victim(buffer_id buffer, page_id id, lsn_t lsn, void* copy,
+                                    bool may_wait) = 0;
 };
 
 /// Told about a buffer allocation while someone asked to be (the hibernating bgwriter).

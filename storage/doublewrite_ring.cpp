@@ -28,8 +28,10 @@ const char* to_string(dw_state state) {
 }
 
 std::uint32_t default_ring_pages(std::uint32_t batch_pages) {
-  constexpr std::uint32_t writers = 3; // bgwriter, checkpointer, sessions' shared batch
-  return (2 * writers + 2) * batch_pages;
+  constexpr std::uint32_t writers = 3;          // bgwriter, checkpointer, sessions' shared batch
+  constexpr std::uint32_t in_flight = 2;        // per writer: one being filled, one being written
+  constexpr std::uint32_t awaiting_fsync = 10;  // batches retiring while a segment fsync runs
+  return (writers * in_flight + awaiting_fsync) * batch_pages;
 }
 
 doublewrite_ring::doublewrite_ring(io_engine& io, std::string dir, std::size_t page_size,
@@ -99,6 +101,20 @@ std::uint32_t doublewrite_ring::acquire(const std::function<void()>& on_wait) {
     }
     freed_.wait(lock);
   }
+}
+
+bool doublewrite_ring::try_acquire(std::uint32_t* chunk) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (failed_)
+    throw io_error("the doublewrite ring is unusable after a failure", EIO);
+  for (std::uint32_t c = 0; c < chunks_.size(); ++c)
+    if (chunks_[c].state == dw_state::free) {
+      move(c, dw_state::free, dw_state::allocated);
+      chunks_[c].entries.clear();
+      *chunk = c;
+      return true;
+    }
+  return false;
 }
 
 unsigned char* doublewrite_ring::slot_memory(std::uint32_t chunk, std::uint32_t index) {

@@ -68,6 +68,8 @@ public:
   /// `on_wait` once first (so the batcher can hurry retirement). Throws io_error once the
   /// ring failed.
   std::uint32_t acquire(const std::function<void()>& on_wait);
+  /// A FREE chunk now ALLOCATED, or false when none is free (never waits, counts nothing).
+  bool try_acquire(std::uint32_t* chunk);
   unsigned char* slot_memory(std::uint32_t chunk, std::uint32_t index);
   /// ALLOCATED → FREE for a chunk its writer staged nothing into.
   void give_back(std::uint32_t chunk);
@@ -117,7 +119,8 @@ private:
 
 /// D6: the default ring size from the number of writers that can hold a batch at once
 /// (bgwriter, checkpointer, the sessions' shared batch) and the batch size — two chunks per
-/// writer plus two in retirement — independent of shared_buffers and checkpoint_timeout.
+/// writer plus room for the batches retiring while one segment fsync runs — independent of
+/// shared_buffers and checkpoint_timeout (1 024 pages, 8 MB, at 64-page batches).
 std::uint32_t default_ring_pages(std::uint32_t batch_pages);
 
 } // namespace tidemark::storage

@@ -28,12 +28,12 @@ struct pool_fixture {
 // Writes victims straight to the files and remembers which pages it wrote.
 struct recording_writer final : victim_writer {
   explicit recording_writer(relation_files& f) : files(f) {}
-  bool write_victim(buffer_id, page_id id, lsn_t, void* copy) override {
+  victim_write write_victim(buffer_id, page_id id, lsn_t, void* copy, bool) override {
     finalize_page_for_write(copy, files.page_size(), id, true);
     files.write_page(id, copy);
     std::lock_guard<std::mutex> guard(mutex);
     written.push_back(id);
-    return true;
+    return victim_write::completed;
   }
   relation_files& files;
   std::mutex mutex;
