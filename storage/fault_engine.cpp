@@ -118,10 +118,10 @@ std::size_t pick_tear(std::mt19937_64& random, std::uint64_t offset, std::size_t
 // lose_unsynced: survive or lost, 1/2 each. torn: survive, lost or torn, 1/3 each, for
 // writes that cross a sector boundary (others as lose_unsynced); a tear keeps the head or
 // the tail, 1/2 each.
-write_fate choose_fate(std::mt19937_64& random, crash_mode mode, std::uint64_t offset,
-                       std::size_t length, power_loss_report& report) {
+write_fate choose_fate(std::mt19937_64& random, crash_mode mode, bool tear_every_write,
+                       std::uint64_t offset, std::size_t length, power_loss_report& report) {
   const std::size_t tear = mode == crash_mode::torn ? pick_tear(random, offset, length) : 0;
-  const std::uint64_t outcome = pick(random, tear != 0 ? 3 : 2);
+  const std::uint64_t outcome = tear != 0 && tear_every_write ? 2 : pick(random, tear != 0 ? 3 : 2);
   if (outcome == 0) {
     ++report.survived;
     return {0, length};
@@ -299,7 +299,8 @@ power_loss_report fault_engine::power_loss_locked() {
   };
   for (auto w = unsynced_.rbegin(); w != unsynced_.rend(); ++w) {
     const std::size_t length = w->after.size();
-    const write_fate fate = choose_fate(random_, config_.mode, w->offset, length, report);
+    const write_fate fate =
+      choose_fate(random_, config_.mode, config_.tear_every_write, w->offset, length, report);
     revert(*w, 0, fate.keep_begin);
     revert(*w, fate.keep_end, length);
     owned[w->path].add(w->offset + fate.keep_begin, w->offset + fate.keep_end);

@@ -39,6 +39,7 @@ struct fault_config {
   std::uint64_t seed = 1;
   std::uint64_t fail_sync_after = 0; // 0: syncs never fail
   std::string fail_sync_match;       // if set, only syncs of paths containing it count and fail
+  bool tear_every_write = false;     // torn mode: every unsynced write that can tear does
 };
 
 /// What a simulated power loss did, for tests and the crash report.
