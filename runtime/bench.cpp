@@ -6,6 +6,8 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <fstream>
+#include <optional>
 #include <memory>
 #include <thread>
 
@@ -58,13 +60,19 @@ messages::stats_snapshot query_stats(caf::actor_system& system, const messages::
   return snapshot;
 }
 
-void print_progress(std::FILE* out, engine& e, double elapsed, double interval,
-                    const messages::stats_snapshot& now, const messages::stats_snapshot& before) {
+latency_histogram window_latency(const messages::stats_snapshot& now,
+                                 const messages::stats_snapshot& before) {
   latency_histogram window = now.latency;
   for (std::size_t i = 0; i < window.buckets.size(); ++i)
     window.buckets[i] -= before.latency.buckets[i];
   window.count -= before.latency.count;
   window.sum_us -= before.latency.sum_us;
+  return window;
+}
+
+void print_progress(std::FILE* out, engine& e, double elapsed, double interval,
+                    const messages::stats_snapshot& now, const messages::stats_snapshot& before) {
+  latency_histogram window = window_latency(now, before);
   double tps = double(now.transactions - before.transactions) / interval;
   std::fprintf(out,
                "progress: %.1f s, %.1f tps, lat %.3f ms avg, p99 %.3f ms, checkpoint %s%s\n",
@@ -73,24 +81,103 @@ void print_progress(std::FILE* out, engine& e, double elapsed, double interval,
   std::fflush(out);
 }
 
+std::size_t dirty_buffers(engine& e) {
+  std::size_t dirty = 0;
+  for (storage::buffer_id b = 0; b < e.pool->size(); ++b)
+    dirty += e.pool->is_dirty(b);
+  return dirty;
+}
+
+// One CSV row per second: what the timeline plot shows (bench/plot_timeline.sh).
+class timeline_writer {
+public:
+  timeline_writer(const std::string& path, engine& e) : out_(path), engine_(e) {
+    if (!out_)
+      throw std::runtime_error("cannot write timeline " + path);
+    out_ << "time_s,tps,p99_ms,wal_bytes,checkpoint_phase,dirty_buffers,written_checkpoint,"
+            "written_bgwriter,written_backend\n";
+    last_ = counter_sample::take(e);
+  }
+  /// Called every ~100 ms: remembers which checkpoint phases this second saw.
+  void observe() { seen_ |= 1u << static_cast<unsigned>(engine_.checkpoints.phase.load()); }
+
+  void row(double elapsed, double interval, const messages::stats_snapshot& now,
+           const messages::stats_snapshot& before) {
+    counter_sample c = counter_sample::take(engine_);
+    out_ << elapsed << ',' << double(now.transactions - before.transactions) / interval << ','
+         << window_latency(now, before).quantile_ms(0.99) << ',' << c.wal_bytes - last_.wal_bytes
+         << ',' << phase_of_second(c) << ',' << dirty_buffers(engine_)
+         << ',' << c.written_checkpoint - last_.written_checkpoint << ','
+         << c.written_bgwriter - last_.written_bgwriter << ','
+         << c.written_backend - last_.written_backend << '\n';
+    out_.flush();
+    last_ = c;
+    seen_ = 0;
+  }
+
+private:
+  // The phase the second is shown in: sync over write over finish; a checkpoint that began
+  // and ended between two samples (an unpaced one) shows as finish.
+  int phase_of_second(const counter_sample& c) const {
+    using runtime::checkpoint_phase;
+    for (checkpoint_phase p : {checkpoint_phase::sync, checkpoint_phase::write, checkpoint_phase::finish})
+      if (seen_ & (1u << static_cast<unsigned>(p)))
+        return static_cast<int>(p);
+    bool completed = c.timed + c.requested != last_.timed + last_.requested;
+    return completed ? static_cast<int>(checkpoint_phase::finish) : 0;
+  }
+
+  std::ofstream out_;
+  engine& engine_;
+  counter_sample last_;
+  unsigned seen_ = 0;
+};
+
+// A periodic report: its own schedule and the stats snapshot its window starts from.
+struct periodic {
+  double interval_s;
+  steady_clock::time_point next;
+  messages::stats_snapshot before;
+};
+
 void wait_and_report(database& db, const bench_options& options, std::FILE* progress,
                      steady_clock::time_point started) {
   engine& e = db.internals();
-  auto deadline = started + std::chrono::duration_cast<steady_clock::duration>(
-                              std::chrono::duration<double>(options.duration_s));
-  double interval = options.progress_interval_s > 0 ? options.progress_interval_s : 0.1;
-  messages::stats_snapshot before = query_stats(db.system(), db.stats());
-  auto next = started + std::chrono::duration_cast<steady_clock::duration>(
-                          std::chrono::duration<double>(interval));
+  auto at = [&](double s) {
+    return started + std::chrono::duration_cast<steady_clock::duration>(std::chrono::duration<double>(s));
+  };
+  auto deadline = at(options.duration_s);
+  messages::stats_snapshot initial = query_stats(db.system(), db.stats());
+  std::optional<periodic> lines, rows;
+  if (progress != nullptr && options.progress_interval_s > 0)
+    lines = periodic{options.progress_interval_s, at(options.progress_interval_s), initial};
+  std::unique_ptr<timeline_writer> timeline;
+  if (!options.timeline_path.empty()) {
+    timeline = std::make_unique<timeline_writer>(options.timeline_path, e);
+    rows = periodic{1.0, at(1.0), initial};
+  }
   while (steady_clock::now() < deadline && !e.failed()) {
-    std::this_thread::sleep_until(std::min(next, deadline));
-    if (progress != nullptr && options.progress_interval_s > 0 && steady_clock::now() >= next) {
+    auto wake = deadline;
+    for (auto* p : {&lines, &rows})
+      if (*p)
+        wake = std::min(wake, (*p)->next);
+    std::this_thread::sleep_until(std::min(wake, steady_clock::now() + std::chrono::milliseconds(100)));
+    auto now_time = steady_clock::now();
+    double elapsed = std::chrono::duration<double>(now_time - started).count();
+    if (timeline)
+      timeline->observe();
+    for (auto* p : {&lines, &rows}) {
+      if (!*p || now_time < (*p)->next)
+        continue;
       messages::stats_snapshot now = query_stats(db.system(), db.stats());
-      double elapsed = std::chrono::duration<double>(steady_clock::now() - started).count();
-      print_progress(progress, e, elapsed, interval, now, before);
-      before = std::move(now);
+      if (p == &lines)
+        print_progress(progress, e, elapsed, (*p)->interval_s, now, (*p)->before);
+      else
+        timeline->row(elapsed, (*p)->interval_s, now, (*p)->before);
+      (*p)->before = std::move(now);
+      (*p)->next += std::chrono::duration_cast<steady_clock::duration>(
+        std::chrono::duration<double>((*p)->interval_s));
     }
-    next += std::chrono::duration_cast<steady_clock::duration>(std::chrono::duration<double>(interval));
   }
 }
 

@@ -19,6 +19,7 @@ struct bench_options {
   std::uint64_t transactions_per_client = 0;
   double progress_interval_s = 0;       // 0: no progress lines
   std::string ack_log_path;             // empty: none
+  std::string timeline_path;            // empty: none; else one CSV row per second
   std::uint64_t seed = 1;
 };
 

@@ -294,6 +294,25 @@ const std::vector<setting_entry>& setting_table() {
      },
      [](const settings& s) { return std::to_string(s.doublewrite_ring_pages); },
      "doublewrite ring size in pages (0: derived from writers x batch size)"},
+    {"actor_scheduler", false,
+     [](settings& s, const std::string& v) {
+       std::string m = lower(v);
+       if (m == "sharing")
+         s.scheduler_sharing = true;
+       else if (m == "stealing")
+         s.scheduler_sharing = false;
+       else
+         throw config_error("invalid value for actor_scheduler: \"" + v +
+                            "\" (valid values: sharing, stealing)");
+     },
+     [](const settings& s) { return std::string(s.scheduler_sharing ? "sharing" : "stealing"); },
+     "CAF scheduler policy for sessions: sharing | stealing"},
+    {"actor_threads", false,
+     [](settings& s, const std::string& v) {
+       s.scheduler_threads = parse_count("actor_threads", v, 0, 256);
+     },
+     [](const settings& s) { return std::to_string(s.scheduler_threads); },
+     "CAF scheduler threads for sessions (0: one per CPU core)"},
     {"log_checkpoints", false,
      [](settings& s, const std::string& v) { s.log_checkpoints = parse_bool("log_checkpoints", v); },
      [](const settings& s) { return std::string(s.log_checkpoints ? "on" : "off"); },

@@ -51,6 +51,11 @@ struct settings {
   std::uint32_t doublewrite_batch_pages = 64;
   std::uint32_t doublewrite_ring_pages = 0; // 0: derived
   bool log_checkpoints = true;
+  // CAF's scheduler for the actors that run on shared threads (sessions, stats). The
+  // work-stealing policy polls idle workers with 50 µs sleeps, which costs a 2-core machine
+  // a quarter of its CPU; the sharing policy waits on a condition variable.
+  bool scheduler_sharing = true;
+  std::uint32_t scheduler_threads = 0; // 0: one per CPU core
 
   std::size_t buffer_count() const { return static_cast<std::size_t>(shared_buffers / page_size); }
 };

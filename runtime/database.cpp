@@ -20,6 +20,7 @@
 
 #include <fstream>
 #include <random>
+#include <thread>
 
 namespace tidemark::runtime {
 
@@ -164,6 +165,12 @@ void database::start_actors() {
   system_config_ = std::make_unique<caf::actor_system_config>();
   system_config_->add_message_types<caf::id_block::tidemark>();
   system_config_->set("logger.verbosity", caf::atom("quiet"));
+  const settings& s = engine_->config;
+  system_config_->set("scheduler.policy",
+                      s.scheduler_sharing ? caf::atom("sharing") : caf::atom("stealing"));
+  std::size_t threads = s.scheduler_threads != 0 ? s.scheduler_threads
+                                                 : std::max(1u, std::thread::hardware_concurrency());
+  system_config_->set("scheduler.max-threads", threads);
   system_ = std::make_unique<caf::actor_system>(*system_config_);
   stats_ = actors::spawn_stats(*system_);
   sync_worker_ = actors::spawn_sync_worker(*system_, *engine_, detach_io_actors_);

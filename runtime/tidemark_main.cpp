@@ -30,6 +30,7 @@ const char* usage_text =
   "                   [--ack-log FILE] [--set KEY=VALUE]...\n"
   "                   [--crash-after-writes N [--crash-mode lose-unsynced|torn] [--seed N]]\n"
   "                   [--fail-fsync-after N [--fail-fsync-match PATH-PART]] [--trace FILE]\n"
+  "                   [--timeline FILE.csv]\n"
   "  tidemark verify  -D DIR [--ack-log FILE] [--json FILE] [--set KEY=VALUE]...\n"
   "  tidemark recover -D DIR [--json FILE] [--set KEY=VALUE]...\n";
 
@@ -96,7 +97,7 @@ int cmd_bench(int argc, char** argv) {
   cli_args args(argc, argv, 2,
                 {"-D", "-c", "-T", "-t", "-P", "--json", "--ack-log", "--set",
                  "--crash-after-writes", "--crash-mode", "--seed", "--fail-fsync-after", "--fail-fsync-match",
-                 "--trace"});
+                 "--trace", "--timeline"});
   std::string dir = args.required("-D");
   if (args.has("-T") && args.has("-t"))
     throw config_error("-T and -t are exclusive");
@@ -106,6 +107,7 @@ int cmd_bench(int argc, char** argv) {
   options.transactions_per_client = args.count("-t", 0, 1, 1ull << 40);
   options.progress_interval_s = args.real("-P", 0, 0.1, 3600);
   options.ack_log_path = args.text("--ack-log");
+  options.timeline_path = args.text("--timeline");
   options.seed = args.count("--seed", 1, 0, ~0ull >> 12);
   open_options open = options_with_faults(args);
   std::uint32_t scale = read_scale(dir);
