@@ -24,6 +24,7 @@ using runtime::checkpoint_phase;
 constexpr auto tick_interval = std::chrono::milliseconds(100);
 constexpr auto nap_interval = std::chrono::milliseconds(100);
 constexpr double write_share = 0.8; // of the completion target; the sync phase gets the rest
+constexpr std::size_t wal_segments_ahead = 2;
 
 double ms_since(steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(steady_clock::now() - t).count();
@@ -355,7 +356,15 @@ void on_tick(checkpointer_pointer self) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
   self->delayed_send(self, tick_interval, tick_atom::value);
-  if (st.run || e.failed())
+  if (e.failed())
+    return;
+  try {
+    e.wal->prepare_segments_ahead(wal_segments_ahead); // keeps segment creation off commits
+  } catch (const std::exception& error) {
+    e.fail(std::string("cannot create WAL segment: ") + error.what());
+    return;
+  }
+  if (st.run)
     return;
   bool idle = e.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last checkpoint
   if (steady_clock::now() - st.last_start >= e.config.checkpoint_timeout) {

@@ -22,6 +22,9 @@
 // (C2). Immediate checkpoints (shutdown, end of recovery, explicit) never nap;
 // checkpoint_completion_target = 0 makes every checkpoint unpaced, as before spreading.
 //
+// Its tick also creates the next WAL segments ahead of the insert position, so a group
+// commit never waits for a new segment to be zero-filled.
+//
 // How it stops: the shutdown checkpoint is the last thing it does for an engine; it is then
 // told to exit. If a write or fsync fails it marks the engine failed (W3) and answers with
 // an error; the control file still points at the previous checkpoint, so the next start

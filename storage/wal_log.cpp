@@ -228,24 +228,41 @@ int wal_log::segment_fd(lsn_t start) {
     if (segments_[i].start + options_.segment_size <= flushed)
       close_segment(segments_[i].start);
   std::string path = segment_path(start);
-  if (!std::filesystem::exists(path))
-    create_segment(start);
-  else
-    segments_.push_back({start, io_.open_file(path, false)});
+  {
+    std::lock_guard creating(create_mutex_); // a background preparation may be finishing it
+    if (!std::filesystem::exists(path))
+      create_segment_file(start);
+  }
+  segments_.push_back({start, io_.open_file(path, false)});
   return segments_.back().fd;
 }
 
-void wal_log::create_segment(lsn_t start) {
-  int fd = io_.open_file(segment_path(start), true);
+// Writes the segment under a temporary name, zero-filled and durable, then renames it into
+// place: a segment name never refers to a partly created file. create_mutex_ held.
+void wal_log::create_segment_file(lsn_t start) {
+  std::string temporary = segment_path(start) + ".new";
+  int fd = io_.open_file(temporary, true);
   try {
     write_zeros(fd, 0, options_.segment_size);
     io_.sync(fd, sync_kind::full);
-    io_.sync_directory(options_.dir);
   } catch (...) {
     io_.close_file(fd);
     throw;
   }
-  segments_.push_back({start, fd});
+  io_.close_file(fd);
+  io_.rename(temporary, segment_path(start));
+  io_.sync_directory(options_.dir);
+}
+
+void wal_log::prepare_segments_ahead(std::size_t count) {
+  check_usable();
+  lsn_t current = segment_start(inserted_lsn_.load(std::memory_order_acquire));
+  for (std::size_t i = 1; i <= count; ++i) {
+    lsn_t start = current + i * options_.segment_size;
+    std::lock_guard creating(create_mutex_);
+    if (!std::filesystem::exists(segment_path(start)))
+      create_segment_file(start);
+  }
 }
 
 void wal_log::write_zeros(int fd, std::uint64_t offset, std::uint64_t length) {
@@ -275,6 +292,7 @@ void wal_log::close_segment(lsn_t start) {
 
 void wal_log::remove_segments_before(lsn_t lsn) {
   std::lock_guard lock(flush_mutex_);
+  std::lock_guard creating(create_mutex_); // recycling names future segments too
   // Never remove WAL that is not yet durable, whatever the caller says.
   lsn_t limit = segment_start(std::min(lsn, flushed_lsn_.load(std::memory_order_relaxed)));
   lsn_t current = segment_start(written_lsn_.load(std::memory_order_relaxed));

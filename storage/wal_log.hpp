@@ -80,6 +80,11 @@ public:
   /// Removes (or recycles as future segments) every segment wholly before `lsn`'s segment.
   void remove_segments_before(lsn_t lsn);
 
+  /// Creates (zero-filled, durable) the `count` segments after the one being inserted into,
+  /// where missing, so that a flush never stalls creating one. Safe from any thread; meant
+  /// for a background actor's tick.
+  void prepare_segments_ahead(std::size_t count);
+
   const wal_counters& counters() const { return counters_; }
   const wal_options& options() const { return options_; }
 
@@ -97,7 +102,7 @@ private:
   void write_out_locked(lsn_t upto);
   void sync_locked(lsn_t from, lsn_t to);
   int segment_fd(lsn_t segment_start);
-  void create_segment(lsn_t segment_start);
+  void create_segment_file(lsn_t segment_start);
   void write_zeros(int fd, std::uint64_t offset, std::uint64_t length);
   void close_segment(lsn_t segment_start);
   void remove_segment(lsn_t segment_start, lsn_t& highest, std::size_t& future_count);
@@ -111,6 +116,7 @@ private:
   std::vector<unsigned char> buffer_; // ring: byte at lsn L lives at L % buffer_size
   std::mutex insert_mutex_;
   std::mutex flush_mutex_;
+  std::mutex create_mutex_; // segment file creation; taken after flush_mutex_ when both
   lsn_t prev_lsn_ = 0; // guarded by insert_mutex_
   std::atomic<lsn_t> inserted_lsn_{0};
   std::atomic<lsn_t> written_lsn_{0};
