@@ -156,7 +156,9 @@ void buffer_pool::release_pins(std::uint32_t count) {
   pins_available_.fetch_add(count, std::memory_order_acq_rel);
 }
 
-bool buffer_pool::try_pin_existing(buffer_id buffer) {
+// Applies `change` to the state word atomically, waiting while the header is locked.
+template <class Change>
+void buffer_pool::update_state(buffer_id buffer, Change change) {
   std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
   std::uint32_t old = state.load(std::memory_order_relaxed);
   backoff wait;
@@ -166,27 +168,19 @@ bool buffer_pool::try_pin_existing(buffer_id buffer) {
       old = state.load(std::memory_order_relaxed);
       continue;
     }
-    std::uint32_t next = old + 1;
-    if (usage(old) < usage_max)
-      next += 1u << usage_shift;
-    if (state.compare_exchange_weak(old, next, std::memory_order_acq_rel))
-      return true;
+    if (state.compare_exchange_weak(old, change(old), std::memory_order_acq_rel))
+      return;
   }
 }
 
+void buffer_pool::pin_existing(buffer_id buffer) {
+  update_state(buffer, [](std::uint32_t old) {
+    return old + 1 + (usage(old) < usage_max ? 1u << usage_shift : 0u);
+  });
+}
+
 void buffer_pool::unpin(buffer_id buffer) {
-  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
-  std::uint32_t old = state.load(std::memory_order_relaxed);
-  backoff wait;
-  for (;;) {
-    if (old & header_locked) {
-      wait.pause();
-      old = state.load(std::memory_order_relaxed);
-      continue;
-    }
-    if (state.compare_exchange_weak(old, old - 1, std::memory_order_acq_rel))
-      return;
-  }
+  update_state(buffer, [](std::uint32_t old) { return old - 1; });
 }
 
 buffer_id buffer_pool::pin(page_id id, read_mode mode) {
@@ -196,7 +190,7 @@ buffer_id buffer_pool::pin(page_id id, read_mode mode) {
     partition.lock.lock();
     buffer_id found = lookup_locked(id, bucket);
     if (found != ~buffer_id{0}) {
-      try_pin_existing(found);
+      pin_existing(found);
       partition.lock.unlock();
       wait_until_readable(found, id, mode);
       return found;
@@ -351,7 +345,7 @@ bool buffer_pool::retag(buffer_id victim, page_id id, buffer_id* existing) {
   };
   buffer_id found = lookup_locked(id, new_bucket);
   if (found != ~buffer_id{0}) {
-    try_pin_existing(found);
+    pin_existing(found);
     unlock_both();
     *existing = found;
     return false;
@@ -409,18 +403,7 @@ void buffer_pool::unlock_shared(buffer_id buffer) {
 }
 
 void buffer_pool::mark_dirty(buffer_id buffer) {
-  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
-  std::uint32_t old = state.load(std::memory_order_relaxed);
-  backoff wait;
-  for (;;) {
-    if (old & header_locked) {
-      wait.pause();
-      old = state.load(std::memory_order_relaxed);
-      continue;
-    }
-    if (state.compare_exchange_weak(old, old | dirty | just_dirtied, std::memory_order_acq_rel))
-      return;
-  }
+  update_state(buffer, [](std::uint32_t old) { return old | dirty | just_dirtied; });
 }
 
 // ---- writes ------------------------------------------------------------------------------

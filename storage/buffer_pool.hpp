@@ -139,7 +139,9 @@ private:
   std::size_t bucket_of(page_id id) const;
   partition_lock& partition_of_bucket(std::size_t bucket);
 
-  bool try_pin_existing(buffer_id buffer);
+  void pin_existing(buffer_id buffer);
+  template <class Change>
+  void update_state(buffer_id buffer, Change change);
   void wait_until_readable(buffer_id buffer, page_id id, read_mode mode);
   buffer_id clock_sweep_victim();
   bool retag(buffer_id victim, page_id id, buffer_id* existing);

@@ -78,18 +78,27 @@ void doublewrite_ring::move(std::uint32_t c, dw_state from, dw_state to) {
   chunks_[c].state = to;
 }
 
+// Takes a FREE chunk if there is one. mutex_ held.
+bool doublewrite_ring::take_free_locked(std::uint32_t* chunk) {
+  if (failed_)
+    throw io_error("the doublewrite ring is unusable after a failure", EIO);
+  for (std::uint32_t c = 0; c < chunks_.size(); ++c)
+    if (chunks_[c].state == dw_state::free) {
+      move(c, dw_state::free, dw_state::allocated);
+      chunks_[c].entries.clear();
+      *chunk = c;
+      return true;
+    }
+  return false;
+}
+
 std::uint32_t doublewrite_ring::acquire(const std::function<void()>& on_wait) {
   std::unique_lock<std::mutex> lock(mutex_);
   bool waited = false;
   for (;;) {
-    if (failed_)
-      throw io_error("the doublewrite ring is unusable after a failure", EIO);
-    for (std::uint32_t c = 0; c < chunks_.size(); ++c)
-      if (chunks_[c].state == dw_state::free) {
-        move(c, dw_state::free, dw_state::allocated);
-        chunks_[c].entries.clear();
-        return c;
-      }
+    std::uint32_t chunk;
+    if (take_free_locked(&chunk))
+      return chunk;
     if (!waited) {
       waited = true;
       counters_.slot_waits.fetch_add(1, std::memory_order_relaxed);
@@ -105,16 +114,7 @@ std::uint32_t doublewrite_ring::acquire(const std::function<void()>& on_wait) {
 
 bool doublewrite_ring::try_acquire(std::uint32_t* chunk) {
   std::lock_guard<std::mutex> guard(mutex_);
-  if (failed_)
-    throw io_error("the doublewrite ring is unusable after a failure", EIO);
-  for (std::uint32_t c = 0; c < chunks_.size(); ++c)
-    if (chunks_[c].state == dw_state::free) {
-      move(c, dw_state::free, dw_state::allocated);
-      chunks_[c].entries.clear();
-      *chunk = c;
-      return true;
-    }
-  return false;
+  return take_free_locked(chunk);
 }
 
 unsigned char* doublewrite_ring::slot_memory(std::uint32_t chunk, std::uint32_t index) {

@@ -103,6 +103,7 @@ private:
     std::vector<dw_entry> entries;
   };
   void move(std::uint32_t c, dw_state from, dw_state to);
+  bool take_free_locked(std::uint32_t* chunk);
 
   io_engine& io_;
   std::string path_;

@@ -8,15 +8,11 @@
 //    the batch's in-place writes (after its notify request);
 //  - D3 / review failure 3: one ring fsync per batch, also after many wraps;
 //  - D4: writers that found no free chunk waited and went on; nothing was skipped.
-#include "runtime/bench.hpp"
-#include "runtime/database.hpp"
-#include "runtime/tpcb.hpp"
+#include "traced_tpcb_run.hpp"
 
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <map>
-#include <string>
 
 namespace tidemark {
 namespace {
@@ -27,35 +23,22 @@ struct traced_result {
 };
 
 traced_result run_doublewrite(double seconds) {
-  char pattern[] = "/tmp/tidemark-dw-trace-XXXXXX";
-  std::string dir = std::string(mkdtemp(pattern)) + "/data";
-  std::vector<std::string> settings = {
-    "torn_page_protection=doublewrite", "doublewrite_batch_pages=8", "doublewrite_ring_pages=16",
-    "shared_buffers=16", "checkpoint_timeout=1h", "max_wal_size=1GB", "segment_size=1MB",
-    "log_checkpoints=off"};
-  runtime::database::create(dir, settings, [](storage::relation_files& files, const runtime::settings& s) {
-    runtime::tpcb::load(files, runtime::tpcb::layout(s.page_size, 1), s.data_checksums,
-                        [](std::uint64_t, std::uint64_t) {});
-  });
-  runtime::open_options options;
-  options.overrides = settings;
-  options.trace = true;
-  auto db = runtime::database::open(dir, options);
-  runtime::bench_options bench;
-  bench.clients = 4;
-  bench.duration_s = seconds;
-  runtime::run_bench(*db, runtime::tpcb::layout(db->internals().config.page_size, 1), bench, nullptr);
-  db->close(); // the shutdown checkpoint writes through the ring too
   traced_result result;
-  result.batches = db->internals().ring->counters().batches.load();
-  result.ring_fsyncs = db->internals().ring->counters().fsyncs.load();
-  result.slot_waits = db->internals().ring->counters().slot_waits.load();
-  result.events = db->internals().trace->events();
-  std::filesystem::remove_all(std::filesystem::path(dir).parent_path());
+  test::traced_tpcb_run({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
+                         "doublewrite_ring_pages=16", "shared_buffers=16", "checkpoint_timeout=1h",
+                         "max_wal_size=1GB", "segment_size=1MB", "log_checkpoints=off"},
+                        4, seconds, [&](runtime::database& db) {
+                          // Read after close: the shutdown checkpoint writes through the ring too.
+                          auto& counters = db.internals().ring->counters();
+                          result.batches = counters.batches.load();
+                          result.ring_fsyncs = counters.fsyncs.load();
+                          result.slot_waits = counters.slot_waits.load();
+                          result.events = db.internals().trace->events();
+                        });
   return result;
 }
 
-bool is(const messages::trace_event& e, const char* type) { return std::string(e.type) == type; }
+using test::is;
 
 // The chunk a doublewrite event is about, or -1 for other events.
 std::int64_t chunk_of(const messages::trace_event& e) {

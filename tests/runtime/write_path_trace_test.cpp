@@ -2,47 +2,21 @@
 // from its message trace afterwards: the bgwriter keeps cleaning while a spread checkpoint
 // is in its write phase, and C1 holds for every checkpoint. The assertions depend on the
 // order of events, not on timing.
-#include "runtime/bench.hpp"
-#include "runtime/database.hpp"
-#include "runtime/tpcb.hpp"
+#include "traced_tpcb_run.hpp"
 
 #include <doctest/doctest.h>
-
-#include <filesystem>
-#include <string>
 
 namespace tidemark {
 namespace {
 
-std::vector<messages::trace_event> traced_run(std::uint32_t clients, double seconds) {
-  char pattern[] = "/tmp/tidemark-trace-test-XXXXXX";
-  std::string dir = std::string(mkdtemp(pattern)) + "/data";
-  std::vector<std::string> settings = {"shared_buffers=64",      "checkpoint_timeout=1s",
-                                       "segment_size=1MB",       "wal_segment_size=256kB",
-                                       "max_wal_size=64MB",      "log_checkpoints=off",
-                                       "bgwriter_delay=10ms"};
-  runtime::database::create(dir, settings, [](storage::relation_files& files, const runtime::settings& s) {
-    runtime::tpcb::load(files, runtime::tpcb::layout(s.page_size, 1), s.data_checksums,
-                        [](std::uint64_t, std::uint64_t) {});
-  });
-  runtime::open_options options;
-  options.overrides = settings;
-  options.trace = true;
-  auto db = runtime::database::open(dir, options);
-  runtime::bench_options bench;
-  bench.clients = clients;
-  bench.duration_s = seconds;
-  runtime::run_bench(*db, runtime::tpcb::layout(db->internals().config.page_size, 1), bench, nullptr);
-  db->close();
-  auto events = db->internals().trace->events();
-  std::filesystem::remove_all(std::filesystem::path(dir).parent_path());
-  return events;
-}
-
-bool is(const messages::trace_event& e, const char* type) { return std::string(e.type) == type; }
+using test::is;
 
 TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its write phase; C1 holds") {
-  auto events = traced_run(4, 2.5);
+  std::vector<messages::trace_event> events;
+  test::traced_tpcb_run({"shared_buffers=64", "checkpoint_timeout=1s", "segment_size=1MB",
+                         "wal_segment_size=256kB", "max_wal_size=64MB", "log_checkpoints=off",
+                         "bgwriter_delay=10ms"},
+                        4, 2.5, [&](runtime::database& db) { events = db.internals().trace->events(); });
   std::size_t checkpoints = 0, cleaned_during_write = 0;
   for (std::size_t begin = 0; begin < events.size(); ++begin) {
     if (!is(events[begin], "checkpoint_begin") ||
