@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -88,8 +89,8 @@ void follow_fsyncs(const messages::trace_sink& trace, const std::atomic<bool>& d
 
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 12;
-  std::string dir = "/tmp/tidemark-checkpoint-phases";
-  std::filesystem::remove_all(dir);
+  char pattern[] = "/tmp/tidemark-checkpoint-phases-XXXXXX";
+  std::string dir = std::string(mkdtemp(pattern)) + "/data";
   std::vector<std::string> settings = {"checkpoint_timeout=4s", "shared_buffers=4MB",
                                        "checkpoint_completion_target=0.9", "segment_size=8MB"};
   std::printf("loading a scale-2 TPC-B-like database into %s ...\n", dir.c_str());
@@ -118,6 +119,6 @@ int main(int argc, char** argv) {
   db->close();
   std::printf("\n%llu transactions committed meanwhile\n",
               static_cast<unsigned long long>(result.transactions));
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(std::filesystem::path(dir).parent_path());
   return 0;
 }

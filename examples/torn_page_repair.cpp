@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -88,13 +89,13 @@ void reopen(const std::string& dir) {
 
 int main() {
   for (const char* mode : {"off", "full_page_writes", "doublewrite"}) {
-    std::string dir = std::string("/tmp/tidemark-torn-") + mode;
-    std::filesystem::remove_all(dir);
+    std::string pattern = std::string("/tmp/tidemark-torn-") + mode + "-XXXXXX";
+    std::string dir = std::string(mkdtemp(pattern.data())) + "/data";
     std::printf("torn_page_protection = %s\n", mode);
     run_until_torn(dir, mode);
     inspect_on_disk(dir);
     reopen(dir);
-    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(std::filesystem::path(dir).parent_path());
   }
   return 0;
 }
