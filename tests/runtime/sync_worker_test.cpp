@@ -84,6 +84,24 @@ TEST_CASE("sync worker: a sync phase covers what was registered before it, later
   CHECK_FALSE(error);
 }
 
+TEST_CASE("sync worker: a forgotten file (truncated or dropped) is not fsynced") {
+  sync_fixture f;
+  f.create_file(3);
+  f.create_file(4);
+  f.register_file(3, 0, 3);
+  f.register_file(4, 0);
+  caf::anon_send(f.worker, messages::sync_forget{file_ref{1, 3, 0}});
+  std::optional<messages::sync_phase_done> done;
+  bool error = false;
+  f.sync_phase(done, error);
+  f.run();
+  REQUIRE(done);
+  CHECK(done->files == 1);
+  auto fsyncs = f.events("fsync");
+  REQUIRE(fsyncs.size() == 1);
+  CHECK(fsyncs[0].a == 4);
+}
+
 TEST_CASE("sync worker: a failed fsync fails the checkpoint's sync phase and is not retried (W3)") {
   sync_fixture f;
   f.create_file(3);
