@@ -1,5 +1,7 @@
 // Startup: settings resolution for a data directory and crash recovery (DESIGN §6 steps
-// 1, 2, 4, 5). Runs before any actor exists, in the opening thread.
+// 1–5), in the opening thread. prepare_storage() runs before any actor exists; replay()
+// runs once the actors are up, so the bgwriter cleans and the sync worker absorbs during
+// redo, and pages written by redo take the normal write path (doublewrite included).
 //
 // Rules it keeps:
 //  - Nothing on disk is modified until the WAL from the redo point has been read to its
@@ -8,6 +10,8 @@
 //  - WAL that recovery reads is fsynced before any page it replays is written (W1 for
 //    pages written during recovery: what was only in the page cache after a process kill
 //    must not be lost by a later power loss while data pages depending on it survive).
+//  - Doublewrite repair (step 3) runs after the WAL is validated and before redo reads any
+//    page, whatever the current protection mode.
 //  - The redo point does not move until the end-of-recovery checkpoint completes.
 #pragma once
 
