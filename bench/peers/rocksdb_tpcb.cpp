@@ -93,10 +93,8 @@ std::unique_ptr<rocksdb::DB> open_db(const std::string& dir, const rocksdb::Opti
   return std::unique_ptr<rocksdb::DB>(db);
 }
 
-struct sums {
-  std::int64_t accounts = 0, tellers = 0, branches = 0, history = 0, history_rows = 0;
+struct sums : tpcb::balance_sums {
   std::uint64_t last_history = 0, scale = 0;
-  bool equal() const { return accounts == tellers && tellers == branches && branches == history; }
 };
 
 sums read_sums(rocksdb::DB& db) {
@@ -120,16 +118,6 @@ sums read_sums(rocksdb::DB& db) {
   }
   ok(it->status(), "scan");
   return s;
-}
-
-std::string sums_json(const sums& s) {
-  return tpcb::json_line()
-      .i64("accounts", s.accounts)
-      .i64("tellers", s.tellers)
-      .i64("branches", s.branches)
-      .i64("history", s.history)
-      .i64("history_rows", s.history_rows)
-      .text();
 }
 
 void init(const tpcb::options& o) {
@@ -241,7 +229,7 @@ void run(const tpcb::options& o) {
                  .u64("compaction_bytes", compact_bytes)
                  .num("compaction_ms", double(compaction_time.sum) / 1000)
                  .num("stall_ms", double(stall_us) / 1000)
-                 .raw("sums", sums_json(after))
+                 .raw("sums", after.json())
                  .boolean("invariant_ok", good)
                  .text(),
              o.json);
@@ -254,7 +242,7 @@ void check_only(const tpcb::options& o) {
   auto db = open_db(o.dir, opt);
   sums s = read_sums(*db);
   ok(db->Close(), "close");
-  tpcb::emit(tpcb::json_line().str("system", "rocksdb").raw("sums", sums_json(s)).boolean("invariant_ok", s.equal()).text(),
+  tpcb::emit(tpcb::json_line().str("system", "rocksdb").raw("sums", s.json()).boolean("invariant_ok", s.equal()).text(),
              o.json);
   if (!s.equal()) std::exit(1);
 }

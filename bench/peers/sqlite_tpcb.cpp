@@ -167,10 +167,7 @@ int busy_wait(void*, int count) {  // 100 µs naps, give up after ~30 s
   return 1;
 }
 
-struct sums {
-  std::int64_t accounts, tellers, branches, history, history_rows;
-  bool equal() const { return accounts == tellers && tellers == branches && branches == history; }
-};
+using sums = tpcb::balance_sums;
 
 sums read_sums(sqlite3* db) {
   sums s;
@@ -180,16 +177,6 @@ sums read_sums(sqlite3* db) {
   s.history = query_i64(db, "SELECT coalesce(sum(delta), 0) FROM pgbench_history");
   s.history_rows = query_i64(db, "SELECT count(*) FROM pgbench_history");
   return s;
-}
-
-std::string sums_json(const sums& s) {
-  return tpcb::json_line()
-      .i64("accounts", s.accounts)
-      .i64("tellers", s.tellers)
-      .i64("branches", s.branches)
-      .i64("history", s.history)
-      .i64("history_rows", s.history_rows)
-      .text();
 }
 
 void init(const tpcb::options& o) {
@@ -351,7 +338,7 @@ void run(const tpcb::options& o) {
                  .u64("checkpoint_fsyncs", db_syncs)
                  .num("checkpoint_write_ms", db_write_ms)
                  .num("checkpoint_sync_ms", db_sync_ms)
-                 .raw("sums", sums_json(after))
+                 .raw("sums", after.json())
                  .boolean("invariant_ok", ok)
                  .text(),
              o.json);
@@ -362,7 +349,7 @@ void check_only(const tpcb::options& o) {
   sqlite3* db = open_db(o.dir + "/tpcb.db", false);
   sums s = read_sums(db);
   sqlite3_close(db);
-  tpcb::emit(tpcb::json_line().str("system", "sqlite").raw("sums", sums_json(s)).boolean("invariant_ok", s.equal()).text(),
+  tpcb::emit(tpcb::json_line().str("system", "sqlite").raw("sums", s.json()).boolean("invariant_ok", s.equal()).text(),
              o.json);
   if (!s.equal()) std::exit(1);
 }

@@ -227,4 +227,20 @@ inline void emit(const std::string& line, const std::string& path) {
   std::exit(1);
 }
 
+/// The invariant: the sums of account, teller and branch balances and of history deltas
+/// must be equal after any run.
+struct balance_sums {
+  std::int64_t accounts = 0, tellers = 0, branches = 0, history = 0, history_rows = 0;
+  bool equal() const { return accounts == tellers && tellers == branches && branches == history; }
+  std::string json() const {
+    return json_line()
+      .i64("accounts", accounts)
+      .i64("tellers", tellers)
+      .i64("branches", branches)
+      .i64("history", history)
+      .i64("history_rows", history_rows)
+      .text();
+  }
+};
+
 }  // namespace tpcb
