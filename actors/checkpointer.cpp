@@ -356,8 +356,8 @@ void on_tick(checkpointer_pointer self) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
   self->delayed_send(self, tick_interval, tick_atom::value);
-  if (e.failed())
-    return;
+  if (e.failed() || e.recovering.load())
+    return; // during redo the redo point stays put and its WAL must not be recycled
   try {
     e.wal->prepare_segments_ahead(wal_segments_ahead); // keeps segment creation off commits
   } catch (const std::exception& error) {

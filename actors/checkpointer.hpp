@@ -23,7 +23,10 @@
 // checkpoint_completion_target = 0 makes every checkpoint unpaced, as before spreading.
 //
 // Its tick also creates the next WAL segments ahead of the insert position, so a group
-// commit never waits for a new segment to be zero-filled.
+// commit never waits for a new segment to be zero-filled. While crash recovery replays WAL
+// the tick does nothing: an automatic checkpoint then would move the redo point and recycle
+// segments the redo reader has not read yet (a slow redo under sanitizers lost commits
+// that way in a test run before this rule).
 //
 // How it stops: the shutdown checkpoint is the last thing it does for an engine; it is then
 // told to exit. If a write or fsync fails it marks the engine failed (W3) and answers with

@@ -147,9 +147,11 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
   if (options.trace)
     e->trace = std::make_unique<messages::trace_sink>();
   db->recovery_ = prepare_storage(*e);
+  e->recovering.store(db->recovery_.needed);
   db->engine_ = std::move(e);
   db->start_actors();
   replay(*db->engine_, db->recovery_);
+  db->engine_->recovering.store(false);
   if (db->recovery_.needed) {
     db->request_checkpoint(messages::checkpoint_reason::end_of_recovery);
   } else {

@@ -102,6 +102,10 @@ struct engine {
   std::unique_ptr<storage::doublewrite_ring> ring; // doublewrite mode only
   messages::dw_batcher_actor batcher;               // doublewrite mode only
   std::atomic<storage::xid_t> next_xid{1};
+  /// True while redo runs: no automatic checkpoint may move the redo point, and WAL the
+  /// redo reader still needs must not be recycled (DESIGN §6: the redo point does not move
+  /// until the end-of-recovery checkpoint completes).
+  std::atomic<bool> recovering{false};
   checkpoint_counters checkpoints;
   bgwriter_counters bgwriter;
 
