@@ -24,7 +24,8 @@ struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
   messages::sync_worker_actor worker;
   messages::checkpointer_actor checkpointer;
 
-  checkpoint_fixture() {
+  explicit checkpoint_fixture(std::vector<std::string> settings = {})
+    : test::engine_fixture(std::move(settings)) {
     worker = actors::spawn_sync_worker(system, engine, false);
     engine.registry.attach(worker, engine.trace.get());
     checkpointer = actors::spawn_checkpointer(system, engine, worker, false);
@@ -159,6 +160,22 @@ TEST_CASE("checkpointer: a failed fsync stops the checkpoint before its record (
   f.request(later);
   f.run();
   CHECK(later.error);
+}
+
+TEST_CASE("checkpointer: no automatic checkpoint starts while crash recovery replays WAL") {
+  checkpoint_fixture f({"wal_segment_size=64kB", "max_wal_size=128kB"});
+  for (storage::block_id b = 0; b < 40; ++b)
+    f.touch(3, b); // full-page images: far more WAL than the trigger allows
+  f.engine.recovering.store(true);
+  f.scheduler.advance_time(std::chrono::milliseconds(200)); // the 100 ms tick fires
+  f.run();
+  CHECK(f.events("checkpoint_begin").empty()); // redo point and WAL left alone
+  f.engine.recovering.store(false);
+  f.scheduler.advance_time(std::chrono::milliseconds(200));
+  f.run();
+  auto begins = f.events("checkpoint_begin");
+  REQUIRE(begins.size() == 1);
+  CHECK(begins[0].c == std::uint64_t(checkpoint_reason::wal));
 }
 
 } // namespace
