@@ -84,17 +84,6 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   self->send(st.sync_worker, std::move(request));
 }
 
-storage::write_source source_of(actor_role role) {
-  switch (role) {
-    case actor_role::bgwriter:
-      return storage::write_source::bgwriter;
-    case actor_role::checkpointer:
-      return storage::write_source::checkpointer;
-    default:
-      return storage::write_source::backend;
-  }
-}
-
 void fail_batch(runtime::engine& e, std::uint32_t chunk, const std::string& why) {
   e.fail(why);
   e.ring->fail();
@@ -133,8 +122,8 @@ void write_batch(dw_batcher_pointer self, std::uint32_t chunk, actor_role source
   std::vector<storage::file_tag> tags;
   for (const file_ref& f : files)
     tags.push_back({storage::file_kind::relation, {f.rel, f.segno}});
-  e.registry.register_files(tags.data(), tags.size(), source_of(source));
-  e.writer->count_written(entries.size(), source_of(source));
+  e.registry.register_files(tags.data(), tags.size(), runtime::source_of(source));
+  e.writer->count_written(entries.size(), runtime::source_of(source));
   for (const storage::dw_entry& entry : entries)
     e.pool->finish_write(entry.buffer, true); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);

@@ -31,8 +31,6 @@ void engine::sync_file(const storage::file_tag& tag) {
   }
 }
 
-namespace {
-
 messages::actor_role role_of(storage::write_source source) {
   switch (source) {
     case storage::write_source::backend:
@@ -45,7 +43,18 @@ messages::actor_role role_of(storage::write_source source) {
   return messages::actor_role::application;
 }
 
-} // namespace
+
+storage::write_source source_of(messages::actor_role role) {
+  switch (role) {
+    case messages::actor_role::bgwriter:
+      return storage::write_source::bgwriter;
+    case messages::actor_role::checkpointer:
+      return storage::write_source::checkpointer;
+    default:
+      return storage::write_source::backend;
+  }
+}
+
 
 void actor_sync_registry::register_files(const storage::file_tag* files, std::size_t count,
                                          storage::write_source source) {

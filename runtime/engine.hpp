@@ -45,6 +45,10 @@ struct bgwriter_counters {
   std::unique_ptr<storage::allocation_listener> listener; // wakes it from hibernation
 };
 
+/// The actor role of a page writer, for traces and messages, and back.
+messages::actor_role role_of(storage::write_source source);
+storage::write_source source_of(messages::actor_role role);
+
 struct sync_counters {
   std::atomic<std::uint64_t> requests{0}; // files registered, counting repeats
   std::atomic<std::uint64_t> absorbed{0}; // registrations of files already pending

@@ -13,17 +13,6 @@ namespace {
 constexpr std::size_t direct_batch_pages = 32;
 constexpr auto shared_chunk_delay = std::chrono::milliseconds(1);
 
-messages::actor_role role_of(storage::write_source source) {
-  switch (source) {
-    case storage::write_source::bgwriter:
-      return messages::actor_role::bgwriter;
-    case storage::write_source::checkpointer:
-      return messages::actor_role::checkpointer;
-    default:
-      return messages::actor_role::backend;
-  }
-}
-
 // full_page_writes and off: batches written at once through the page writer.
 class direct_sink final : public buffer_sink {
 public:

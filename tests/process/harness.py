@@ -62,6 +62,13 @@ class Tidemark:
         return result, report
 
 
+def verified_clean(result, report):
+    """verify exited 0 and found no lost commit, no checksum failure, consistent balances."""
+    return (result.returncode == 0 and report is not None and report["ok"]
+            and report["lost_commits"] == 0 and report["checksum_failures"] == 0
+            and report["balances_consistent"])
+
+
 def run_settings(settings=SMALL):
     """The per-run part of `settings` (init-only keys cannot be repeated on later runs)."""
     return [s for s in settings if not s.startswith(INIT_ONLY)]

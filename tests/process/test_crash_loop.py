@@ -4,7 +4,7 @@ acknowledged commit, no checksum failure, balances consistent. Alternates the io
 synchronous engines under the fault engine."""
 import random
 
-from harness import (SMALL, Tidemark, check, finish, parse_args, remove, run_settings,
+from harness import (verified_clean, SMALL, Tidemark, check, finish, parse_args, remove, run_settings,
                      scratch, sets)
 
 
@@ -32,9 +32,7 @@ def main():
                 break
             crashes += bench.returncode == 3
             result, report = tm.verify(directory, ack_log, settings=run_settings())
-            ok = (result.returncode == 0 and report is not None and report["ok"]
-                  and report["lost_commits"] == 0 and report["checksum_failures"] == 0
-                  and report["balances_consistent"])
+            ok = verified_clean(result, report)
             if not check(ok, f"loop {loop} (crash after {writes} writes, {engine}): verify "
                              f"failed: {result.stdout[-3000:]} {result.stderr[-2000:]}"):
                 break

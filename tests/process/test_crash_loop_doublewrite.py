@@ -6,7 +6,7 @@ pool (the data is ~80 times larger) and no checkpoint during the run, so chunks 
 only by the sync worker's segment fsyncs."""
 import random
 
-from harness import Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets
+from harness import verified_clean, Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets
 
 CONFIGURATIONS = {
     "default ring": ["torn_page_protection=doublewrite"],
@@ -38,9 +38,7 @@ def crash_loop(tm, label, extra, loops, seed):
                 break
             crashes += bench.returncode == 3
             result, report = tm.verify(directory, ack_log, settings=run_settings() + extra)
-            ok = (result.returncode == 0 and report is not None and report["ok"]
-                  and report["lost_commits"] == 0 and report["checksum_failures"] == 0
-                  and report["balances_consistent"])
+            ok = verified_clean(result, report)
             if not check(ok, f"{label} loop {loop} (crash after {writes} writes): verify failed: "
                              f"{result.stdout[-3000:]} {result.stderr[-2000:]}"):
                 break
