@@ -1,8 +1,16 @@
-// wal_writer: group commit. See wal_writer.hpp for its role.
+// wal_writer: group commit with several fdatasyncs in flight. See wal_writer.hpp for its role.
+//
+// Invariants:
+//  - A waiter is answered only with a flushed LSN at or past its request (W4).
+//  - synced_target is the largest LSN handed to a syncer; a sync is started only for WAL
+//    past it, so two syncers never cover the same waiters, and at most
+//    wal_sync_concurrency syncs are in flight.
+//  - After a failure every waiter, present and future, gets an error; nothing is synced.
 #include "actors/wal_writer.hpp"
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -18,6 +26,9 @@ constexpr auto async_flush_interval = std::chrono::milliseconds(10);
 struct wal_writer_state {
   runtime::engine* engine = nullptr;
   std::vector<std::pair<std::uint64_t, caf::typed_response_promise<flush_done>>> waiters;
+  std::uint64_t highest_waited = 0; // largest LSN any waiter asked for
+  std::uint64_t synced_target = 0;  // largest LSN handed to a syncer
+  std::vector<wal_syncer_actor> idle_syncers;
   bool flush_queued = false;
   static inline const char* name = "wal_writer";
 };
@@ -46,48 +57,88 @@ void fail_waiters(wal_writer_pointer self) {
   self->state.waiters.clear();
 }
 
-// One flush of everything inserted so far: covers every waiter queued before it.
-void flush_now(wal_writer_pointer self) {
-  runtime::engine& engine = *self->state.engine;
+// Writes out everything inserted and hands it to an idle syncer, if there is WAL past what
+// the syncs in flight cover that someone needs (`needed`) and a syncer is free.
+void start_sync(wal_writer_pointer self, std::uint64_t needed) {
+  auto& st = self->state;
+  runtime::engine& engine = *st.engine;
+  if (engine.failed() || needed <= st.synced_target || st.idle_syncers.empty())
+    return;
+  std::uint64_t target;
   try {
-    std::uint64_t flushed = engine.wal->flush(engine.wal->inserted_lsn());
-    answer_waiters(self, flushed);
+    target = engine.wal->write_out();
   } catch (const storage::io_error& e) {
     engine.fail(e.what());
     fail_waiters(self);
+    return;
   }
+  st.synced_target = target;
+  wal_syncer_actor syncer = st.idle_syncers.back();
+  st.idle_syncers.pop_back();
+  self->request(syncer, caf::infinite, wal_sync_request{target})
+    .then(
+      [=](const flush_done& done) {
+        auto& st = self->state;
+        st.idle_syncers.push_back(syncer);
+        answer_waiters(self, done.flushed_lsn);
+        start_sync(self, st.highest_waited);
+      },
+      [=](const caf::error&) {
+        self->state.idle_syncers.push_back(syncer);
+        fail_waiters(self);
+      });
 }
 
-wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::engine* engine) {
+wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, runtime::engine* engine) {
+  return {
+    [=](wal_sync_request request) -> caf::result<flush_done> {
+      try {
+        return flush_done{engine->wal->sync_through(request.target)};
+      } catch (const storage::io_error& e) {
+        engine->fail(e.what());
+        return failure_error(*engine);
+      }
+    },
+  };
+}
+
+wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::engine* engine,
+                                           bool detached) {
   self->state.engine = engine;
+  for (std::uint32_t i = 0; i < std::max(1u, engine->config.wal_sync_concurrency); ++i) {
+    // Linked: a syncer ends with its writer.
+    wal_syncer_actor syncer = detached ? self->spawn<caf::detached + caf::linked>(wal_syncer, engine)
+                                       : self->spawn<caf::linked>(wal_syncer, engine);
+    self->state.idle_syncers.push_back(syncer);
+  }
   if (!engine->config.synchronous_commit)
     self->delayed_send(self, async_flush_interval, tick_atom::value);
   return {
     [=](flush_request request) -> caf::result<flush_done> {
-      runtime::engine& e = *self->state.engine;
+      auto& st = self->state;
+      runtime::engine& e = *st.engine;
       if (e.failed())
         return failure_error(e);
       std::uint64_t flushed = e.wal->flushed_lsn();
       if (request.lsn <= flushed)
         return flush_done{flushed};
+      e.idle_poll.note_activity();
       auto promise = self->make_response_promise<flush_done>();
-      self->state.waiters.emplace_back(request.lsn, promise);
-      if (!self->state.flush_queued) {
-        // Queued behind the requests already in the mailbox, so they share this flush.
-        self->state.flush_queued = true;
+      st.waiters.emplace_back(request.lsn, promise);
+      st.highest_waited = std::max(st.highest_waited, request.lsn);
+      if (!st.flush_queued) {
+        // Queued behind the requests already in the mailbox, so they share this sync.
+        st.flush_queued = true;
         self->send(self, flush_atom::value);
       }
       return promise;
     },
     [=](flush_atom) {
       self->state.flush_queued = false;
-      if (!self->state.engine->failed())
-        flush_now(self);
+      start_sync(self, self->state.highest_waited);
     },
     [=](tick_atom) {
-      runtime::engine& e = *self->state.engine;
-      if (!e.failed() && e.wal->inserted_lsn() > e.wal->flushed_lsn())
-        flush_now(self);
+      start_sync(self, self->state.engine->wal->inserted_lsn());
       self->delayed_send(self, async_flush_interval, tick_atom::value);
     },
   };
@@ -97,8 +148,8 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::eng
 
 wal_writer_actor spawn_wal_writer(caf::actor_system& system, runtime::engine& engine, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(wal_writer, &engine);
-  return system.spawn(wal_writer, &engine);
+    return system.spawn<caf::detached>(wal_writer, &engine, detached);
+  return system.spawn(wal_writer, &engine, detached);
 }
 
 } // namespace tidemark::actors

@@ -1,16 +1,19 @@
 // wal_writer: group commit.
 //
 // Who talks to it: backends send flush_request{lsn} after inserting their commit record and
-// get flush_done once WAL is durable past it (W4). Requests that arrive while a flush is
-// running wait for the next one; one flush (one fdatasync) then answers all of them.
-// A periodic tick flushes WAL for asynchronous commits (synchronous_commit=off).
+// get flush_done once WAL is durable past it (W4). The writer writes out everything
+// inserted and hands it to one of its wal_sync_concurrency syncers (wal_sync_request),
+// which fdatasyncs and answers; requests that arrive meanwhile start the next sync on an
+// idle syncer at once instead of waiting for the running one to end. One sync answers
+// every waiter it covers. A periodic tick flushes WAL for asynchronous commits
+// (synchronous_commit=off).
 //
 // How it stops: with the actor system, after the last session has closed. If it fails to
 // fsync (W3) it marks the engine failed, answers every waiter with an error, and answers
 // every later request with an error; the next start runs crash recovery.
 //
-// It does blocking I/O (fdatasync), so the runtime spawns it detached unless tests run the
-// deterministic scheduler.
+// The writer's own work is short (write-out into the page cache); its syncers block in
+// fdatasync. The runtime spawns both detached unless tests run the deterministic scheduler.
 #pragma once
 
 #include "messages/interfaces.hpp"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tidemark against PostgreSQL, SQLite and RocksDB on pgbench's tpcb-like workload (not a
 # test). Everything runs on this machine, in one temporary directory:
-#   - Tidemark `bench`, torn_page_protection=full_page_writes and =doublewrite (a data
-#     directory per mode; data_checksums on, fixed at init);
+#   - Tidemark `bench`, torn_page_protection=full_page_writes, =doublewrite and =off (a
+#     data directory per mode; data_checksums on, fixed at init); off is the unprotected
+#     baseline that doublewrite's cost is measured against (target: dw tps >= 0.95 x off);
 #   - a private PostgreSQL 15 (installed from Debian when missing) started as the postgres
 #     user on 127.0.0.1:PORT with its own data directory (initdb --data-checksums) and
 #     socket directory, pgbench -M prepared tpcb-like with full_page_writes on and off
@@ -14,15 +15,19 @@
 # synchronous_commit=on and checksums for Tidemark and PostgreSQL; the peers have no such
 # checkpoint settings (SQLite checkpoints every 1000 WAL frames, RocksDB flushes full
 # memtables). Runs alternate systems: tidemark fpw, postgres fpw=on, tidemark dw,
-# postgres fpw=off, sqlite, rocksdb. Each system's balance invariant is checked after its
-# run. Prints one table (and Tidemark-to-peer ratios) and writes it as JSON.
+# tidemark off, postgres fpw=off, sqlite, rocksdb (dw and off back to back, so that the
+# two are measured close together). `sync` runs right before every timed run, so that no
+# run pays for the writeback of the previous run's dirty page cache. Each system's balance
+# invariant is checked after its run. Prints one table (Tidemark-to-peer ratios, the
+# doublewrite / off tps ratio, each Tidemark mode's share of buffer writes made by
+# sessions) and writes it as JSON.
 # Numbers depend on the machine; reported, not asserted.
 #
 #   usage: bench/compare.sh [-s SCALE] [-c CLIENTS] [-T SECONDS] [--checkpoint-timeout 30s]
 #            [--shared-buffers 128MB] [--max-wal-size 1GB] [--completion-target 0.9]
 #            [--quick] [--json FILE] [--tidemark PATH] [--port 54329]
 #            [--only tidemark,postgres,sqlite,rocksdb] [--keep]
-#   defaults: -s 50 -c 8 -T 30 (about 5 minutes on 2 cores); --quick: -s 2 -T 5.
+#   defaults: -s 50 -c 8 -T 30 (about 6 minutes on 2 cores); --quick: -s 2 -T 5.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -159,7 +164,7 @@ tm_settings=(--set shared_buffers="$shared_buffers" --set checkpoint_timeout="$c
              --set max_wal_size="$max_wal_size" --set checkpoint_completion_target="$completion_target"
              --set synchronous_commit=on --set wal_buffers=16MB --set log_checkpoints=on)
 if wants tidemark; then
-  for mode in fpw dw; do
+  for mode in fpw dw off; do
     log "tidemark init -s $scale ($mode)"
     "$work/tidemark" init -D "$work/tm-$mode" -s "$scale" > "$work/logs/tm-$mode-init.log" 2>&1
   done
@@ -220,10 +225,15 @@ sync
 manifest=$work/res/manifest.tsv
 : > "$manifest"
 
-run_tidemark() {  # fpw | dw
+run_tidemark() {  # fpw | dw | off
   local mode=$1 protection
-  protection=$([ "$mode" = fpw ] && echo full_page_writes || echo doublewrite)
+  case $mode in
+    fpw) protection=full_page_writes ;;
+    dw) protection=doublewrite ;;
+    off) protection=off ;;
+  esac
   log "run: tidemark $protection"
+  sync  # the previous run's dirty page cache is written back before this run, not during it
   "$work/tidemark" bench -D "$work/tm-$mode" -c "$clients" -T "$seconds" --json "$work/res/tm-$mode.json" \
     "${tm_settings[@]}" --set torn_page_protection=$protection > "$work/logs/tm-$mode.log" 2>&1
   "$work/tidemark" verify -D "$work/tm-$mode" --json "$work/res/tm-$mode.verify.json" \
@@ -243,6 +253,7 @@ run_postgres() {  # on | off
   local start_lsn history_before
   history_before=$(psql_q "SELECT count(*) FROM pgbench_history")
   start_lsn=$(psql_q "SELECT pg_current_wal_lsn()")
+  sync  # as before every timed run
   as_pg "$pgbin/pgbench" -n -M prepared -b tpcb-like -c "$clients" -j "$(( clients < $(nproc) ? clients : $(nproc) ))" \
     -T "$seconds" -l --log-prefix="$out/txn" -h "$work/pg/sock" -p "$port" postgres > "$out/pgbench.out" 2>&1
   sleep 1  # let exiting backends and the checkpointer publish their statistics
@@ -272,6 +283,7 @@ run_postgres() {  # on | off
 
 run_peer() {  # sqlite | rocksdb
   log "run: $1"
+  sync  # as before every timed run
   "$peers/build/$1_tpcb" run -D "$work/$1" -c "$clients" -T "$seconds" --cache-mb "$cache_mb" \
     --json "$work/res/$1.json" > "$work/logs/$1.log" 2>&1 || true
   [ -s "$work/res/$1.json" ] || { cat "$work/logs/$1.log" >&2; echo "$1 run failed" >&2; exit 1; }
@@ -281,6 +293,7 @@ run_peer() {  # sqlite | rocksdb
 wants tidemark && run_tidemark fpw
 wants postgres && run_postgres on
 wants tidemark && run_tidemark dw
+wants tidemark && run_tidemark off
 wants postgres && run_postgres off
 wants sqlite && run_peer sqlite
 wants rocksdb && run_peer rocksdb

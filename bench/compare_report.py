@@ -3,8 +3,11 @@
 
 Reads the manifest compare.sh writes (one line per configuration, tab-separated:
 name, system, result path, extra path), normalizes each system's raw results into the same
-fields, prints one table plus the ratios of each Tidemark mode to each peer, and writes it
-all as JSON.
+fields, prints one table plus the ratios of each Tidemark mode to each peer, the ratio of
+Tidemark's doublewrite mode to its unprotected mode (torn_page_protection=off; target
+tps >= 0.95 x off) and the share of buffer writes made by sessions (backends), and writes
+it all as JSON. Configurations may be missing (compare.sh --only): what needs them is left
+out of the table and null in the JSON.
 
   tidemark: `tidemark bench --json` (+ `tidemark verify --json` for the invariant)
   postgres: a directory with pgbench.out, pgbench's per-transaction logs (txn.*) and
@@ -28,6 +31,18 @@ def percentile(sorted_values, p):
         return None
     k = max(1, math.ceil(p * len(sorted_values)))
     return sorted_values[min(len(sorted_values), k) - 1]
+
+
+DW_OFF_TPS_TARGET = 0.95
+
+
+def backend_share(buffers):
+    """Sessions' (backends') share of all buffer writes, or None when not counted."""
+    parts = [buffers.get(k) for k in ("checkpoint", "bgwriter", "backend")]
+    if any(v is None for v in parts):
+        return None
+    total = sum(parts)
+    return buffers["backend"] / total if total else None
 
 
 def tidemark(name, path, verify_path):
@@ -154,6 +169,8 @@ def main():
             configs.append(sqlite(name, path))
         elif system == "rocksdb":
             configs.append(rocksdb(name, path))
+    for c in configs:  # null when not counted or when no buffer was written
+        c["backend_write_share"] = backend_share(c["buffers"])
 
     lines = []
     head = (f"{'configuration':<27} {'tps':>8} {'avg_ms':>7} {'p50_ms':>7} {'p99_ms':>7} {'p99.9_ms':>8} "
@@ -192,6 +209,28 @@ def main():
                 lines.append(f"{label:<46} {fmt(r['tps'], '7.2f')} {fmt(r['p99_latency'], '7.2f')} "
                              f"{fmt(r['log_bytes_per_txn'], '9.2f')}")
 
+    # Doublewrite's cost: Tidemark doublewrite against Tidemark with torn_page_protection=off.
+    def tm_mode(mode):
+        return next((c for c in tms if (c["details"].get("torn_page_protection") or
+                                        c["name"].split()[-1]) == mode), None)
+
+    dw, off = tm_mode("doublewrite"), tm_mode("off")
+    dw_vs_off = None
+    if dw and off:
+        tps_ratio = ratio(dw["tps"], off["tps"])
+        dw_vs_off = {"numerator": dw["name"], "denominator": off["name"], "tps": tps_ratio,
+                     "p99_latency": ratio(dw["latency_ms"]["p99"], off["latency_ms"]["p99"]),
+                     "log_bytes_per_txn": ratio(dw["log_bytes_per_txn"], off["log_bytes_per_txn"]),
+                     "tps_target": DW_OFF_TPS_TARGET,
+                     "tps_target_met": None if tps_ratio is None else tps_ratio >= DW_OFF_TPS_TARGET}
+        met = {True: "met", False: "NOT met", None: "?"}[dw_vs_off["tps_target_met"]]
+        lines.append("")
+        lines.append(f"{'doublewrite / off':<46} {'tps':>7} {'p99':>7} {'log_B/txn':>9}")
+        label = f"{dw['name']} / {off['name']}"
+        lines.append(f"{label:<46} {fmt(dw_vs_off['tps'], '7.3f')} {fmt(dw_vs_off['p99_latency'], '7.2f')} "
+                     f"{fmt(dw_vs_off['log_bytes_per_txn'], '9.2f')}   "
+                     f"(tps target >= {DW_OFF_TPS_TARGET:.2f}: {met})")
+
     notes = [
         "ratios: Tidemark value / peer value (tps above 1: Tidemark faster; p99 and log_B/txn "
         "below 1: Tidemark lower)",
@@ -207,6 +246,10 @@ def main():
         "ckpt_w_s/ckpt_s_s: tidemark checkpoints.write_ms/sync_ms; postgres checkpoint_write_time/"
         "checkpoint_sync_time (write phase includes pacing naps; a checkpoint still running at the "
         "end is not counted); sqlite time inside database-file write()/fsync() calls",
+        "doublewrite / off: Tidemark torn_page_protection=doublewrite value / =off value (the cost "
+        f"of torn-page protection by doublewrite; target tps >= {DW_OFF_TPS_TARGET:.2f})",
+        "session writes: buf_bknd / (buf_ckpt + buf_bgw + buf_bknd), the share of buffer writes "
+        "made by sessions (backends) rather than the checkpointer or the bgwriter",
     ]
     for c in configs:
         d = c["details"]
@@ -219,8 +262,13 @@ def main():
             notes.append(f"{c['name']}: page size {d['page_size']}, {d['wal_fsyncs']} WAL fsyncs, "
                          f"{d['checkpoint_fsyncs']} database-file fsyncs")
         elif c["system"] == "tidemark":
+            share = c["backend_write_share"]
             notes.append(f"{c['name']}: checkpoints timed {d['checkpoints_timed']} requested "
-                         f"{d['checkpoints_requested']}, WAL fsyncs/commit {d['wal_fsyncs_per_commit']:.3f}")
+                         f"{d['checkpoints_requested']}, WAL fsyncs/commit "
+                         f"{fmt(d['wal_fsyncs_per_commit'], '.3f')}, session writes "
+                         f"{'-' if share is None else format(100 * share, '.1f') + ' %'} of buffer writes "
+                         f"({c['buffers']['backend']} of "
+                         f"{sum(c['buffers'][k] for k in ('checkpoint', 'bgwriter', 'backend'))})")
         elif c["system"] == "postgres":
             notes.append(f"{c['name']}: PostgreSQL {d['version']}, checkpoints timed {d['checkpoints_timed']} "
                          f"requested {d['checkpoints_req']}, WAL syncs {d['wal_sync']}")
@@ -232,7 +280,7 @@ def main():
         print("  " + n)
     with open(a.json, "w") as f:
         json.dump({"settings": settings, "configurations": configs, "ratios": ratios,
-                   "notes": notes, "table": table}, f, indent=2)
+                   "doublewrite_vs_off": dw_vs_off, "notes": notes, "table": table}, f, indent=2)
         f.write("\n")
     if any(c["invariant_ok"] is False for c in configs):
         print("balance invariant FAILED for: " +

@@ -15,6 +15,10 @@ namespace tidemark::messages {
 using wal_writer_actor = caf::typed_actor<caf::replies_to<flush_request>::with<flush_done>,
                                           caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>>;
 
+/// One of the wal_writer's syncers: makes written-out WAL durable (one fdatasync per
+/// segment), several syncers at once.
+using wal_syncer_actor = caf::typed_actor<caf::replies_to<wal_sync_request>::with<flush_done>>;
+
 /// The one owner of fsync requests: absorbs registrations, runs the checkpoint's sync phase,
 /// fsyncs on demand and tells the doublewrite batcher when its files were covered (D2).
 using sync_worker_actor =

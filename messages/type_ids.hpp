@@ -28,6 +28,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(tidemark, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::sync_phase_done))
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::sync_phase_request))
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::sync_register))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::wal_sync_request))
 CAF_END_TYPE_ID_BLOCK(tidemark)
 
 CAF_ADD_ATOM(tidemark, tidemark::messages, flush_atom, "flush")

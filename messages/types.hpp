@@ -27,6 +27,12 @@ struct flush_done {
   std::uint64_t flushed_lsn = 0;
 };
 
+/// The wal_writer hands one of its syncers WAL it has written out through `target`; the
+/// syncer answers flush_done once an fdatasync made it durable.
+struct wal_sync_request {
+  std::uint64_t target = 0;
+};
+
 // ---- checkpointer --------------------------------------------------------------------------
 
 enum class checkpoint_reason : std::uint8_t {
@@ -156,6 +162,11 @@ typename Inspector::result_type inspect(Inspector& f, flush_request& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, flush_done& x) {
   return f(caf::meta::type_name("flush_done"), x.flushed_lsn);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wal_sync_request& x) {
+  return f(caf::meta::type_name("wal_sync_request"), x.target);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_request& x) {

@@ -19,7 +19,7 @@ using std::chrono::steady_clock;
 
 // Counters read at the start and end of the run; the report holds their differences.
 struct counter_sample {
-  std::uint64_t wal_bytes, wal_records, wal_fpi, wal_fsyncs;
+  std::uint64_t wal_bytes, wal_records, wal_fpi, wal_fsyncs, wal_fsync_micros;
   std::uint64_t allocated, written_backend, written_bgwriter, written_checkpoint;
   std::uint64_t timed, requested, write_ms, sync_ms;
   std::uint64_t sync_requests, sync_fsyncs, maxwritten_clean;
@@ -33,6 +33,7 @@ struct counter_sample {
             w.records.load(),
             w.fpi.load(),
             w.fsyncs.load(),
+            w.fsync_micros.load(),
             e.pool->counters().allocations.load(),
             e.writer->written(write_source::backend),
             e.writer->written(write_source::bgwriter),
@@ -202,6 +203,8 @@ void fill_report(json_object& r, engine& e, const bench_options& options, double
   double txns = stats.transactions ? double(stats.transactions) : 1.0;
   r.set("wal.bytes_per_transaction", double(b.wal_bytes - a.wal_bytes) / txns);
   r.set("wal.fsyncs_per_commit", double(b.wal_fsyncs - a.wal_fsyncs) / txns);
+  std::uint64_t fsyncs = b.wal_fsyncs - a.wal_fsyncs;
+  r.set("wal.fsync_avg_us", fsyncs ? double(b.wal_fsync_micros - a.wal_fsync_micros) / double(fsyncs) : 0.0);
   r.set("buffers.allocated", b.allocated - a.allocated);
   r.set("buffers.written_checkpoint", b.written_checkpoint - a.written_checkpoint);
   r.set("buffers.written_bgwriter", b.written_bgwriter - a.written_bgwriter);

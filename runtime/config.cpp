@@ -207,6 +207,16 @@ const std::vector<setting_entry>& setting_table() {
        check_bytes("wal_buffers", s.wal_buffers, 256 * KiB, 4 * GiB);
      },
      [](const settings& s) { return format_bytes(s.wal_buffers); }, "WAL insert buffer size"},
+    {"wal_sync_concurrency", false,
+     [](settings& s, const std::string& v) {
+       s.wal_sync_concurrency = parse_count("wal_sync_concurrency", v, 1, 16);
+     },
+     [](const settings& s) { return std::to_string(s.wal_sync_concurrency); },
+     "WAL fdatasyncs group commit keeps in flight at once"},
+    {"idle_poll", false,
+     [](settings& s, const std::string& v) { s.idle_poll = parse_bool("idle_poll", v); },
+     [](const settings& s) { return std::string(s.idle_poll ? "on" : "off"); },
+     "spin on idle CPUs at the lowest priority while commits are in flight"},
     {"torn_page_protection", false,
      [](settings& s, const std::string& v) {
        std::string m = lower(v);

@@ -47,6 +47,12 @@ struct settings {
   std::uint32_t bgwriter_lru_maxpages = 1000;
   double bgwriter_lru_multiplier = 2.0;
   bool synchronous_commit = true;
+  // fdatasyncs of the WAL that group commit keeps in flight at once. Concurrent fdatasyncs
+  // overlap in the kernel and the device (measured here: 1 thread 5 300/s, 2 threads
+  // 7 900/s), so a commit waits for one fsync instead of the end of the one before it too.
+  std::uint32_t wal_sync_concurrency = 2;
+  // Spin on otherwise idle CPUs at SCHED_IDLE while commits are in flight (idle_poller.hpp).
+  bool idle_poll = true;
   storage::io_method io = storage::io_method::io_uring;
   std::uint32_t doublewrite_batch_pages = 64;
   std::uint32_t doublewrite_ring_pages = 0; // 0: derived

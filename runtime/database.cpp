@@ -26,6 +26,11 @@ namespace tidemark::runtime {
 
 namespace {
 
+// Messages an actor on the shared scheduler handles before its thread serves another.
+constexpr std::size_t session_messages_per_turn = 16;
+// How long idle pollers keep spinning after the last commit (a few group-commit cycles).
+constexpr std::chrono::microseconds idle_poll_linger{2000};
+
 bool directory_is_empty_or_missing(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr)
@@ -173,6 +178,10 @@ void database::start_actors() {
   std::size_t threads = s.scheduler_threads != 0 ? s.scheduler_threads
                                                  : std::max(1u, std::thread::hardware_concurrency());
   system_config_->set("scheduler.max-threads", threads);
+  // CAF's default lets an actor run for as long as its mailbox is non-empty; a session
+  // that commits asynchronously always has its next run message queued, and would keep
+  // its thread forever (starving the stats actor and the stop request).
+  system_config_->set("scheduler.max-throughput", session_messages_per_turn);
   system_ = std::make_unique<caf::actor_system>(*system_config_);
   stats_ = actors::spawn_stats(*system_);
   sync_worker_ = actors::spawn_sync_worker(*system_, *engine_, detach_io_actors_);
@@ -182,6 +191,8 @@ void database::start_actors() {
     engine_->batcher = dw_batcher_;
   }
   wal_writer_ = actors::spawn_wal_writer(*system_, *engine_, detach_io_actors_);
+  if (s.idle_poll && detach_io_actors_)
+    engine_->idle_poll.start(0, idle_poll_linger);
   checkpointer_ = actors::spawn_checkpointer(*system_, *engine_, sync_worker_, detach_io_actors_);
   bgwriter_ = actors::spawn_bgwriter(*system_, *engine_, detach_io_actors_);
 }
@@ -218,6 +229,7 @@ void database::stop_actors() {
   engine_->pool->set_allocation_listener(nullptr);
   engine_->bgwriter.listener.reset();
   system_->await_all_actors_done();
+  engine_->idle_poll.stop();
   engine_->registry.attach(messages::sync_worker_actor{}, nullptr);
   engine_->batcher = nullptr;
   wal_writer_ = nullptr;

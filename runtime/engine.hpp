@@ -11,6 +11,7 @@
 #include "messages/interfaces.hpp"
 #include "messages/trace.hpp"
 #include "runtime/config.hpp"
+#include "runtime/idle_poller.hpp"
 #include "storage/buffer_pool.hpp"
 #include "storage/commit_log.hpp"
 #include "storage/doublewrite_ring.hpp"
@@ -112,6 +113,7 @@ struct engine {
   std::atomic<bool> recovering{false};
   checkpoint_counters checkpoints;
   bgwriter_counters bgwriter;
+  idle_poller idle_poll; // running while actors run, when config.idle_poll
 
   /// fsyncs one file the sync machinery knows (called by the sync worker).
   void sync_file(const storage::file_tag& tag);

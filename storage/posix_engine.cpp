@@ -1,6 +1,12 @@
-// The metadata half of the real I/O engines (posix_engine.hpp) and make_io_engine().
+// What the real I/O engines share (posix_engine.hpp): single transfers and syncs as plain
+// system calls, metadata operations, and make_io_engine().
 //
 // Invariants:
+//  - read() loops until `length` bytes or end of file, then zero-fills the rest; write()
+//    loops until every byte was accepted. Short transfers continue where they stopped;
+//    EINTR/EAGAIN are retried; any other failure throws io_error naming the file.
+//  - A failed fdatasync/fsync throws io_error with fsync_failed() and is never retried
+//    (W3); only EINTR, which reports no writeback failure, is retried.
 //  - open_file() registers the fd before returning it; close_file() unregisters it before
 //    closing, so a recycled fd number never maps to a stale path.
 //  - Files are opened O_RDWR | O_CLOEXEC (mode 0600 when created); a directory is synced
@@ -53,6 +59,52 @@ std::string describe_errno(int error_number) {
   char buffer[256];
   return std::string(": ") + strerror_text(strerror_r(error_number, buffer, sizeof buffer), buffer);
 }
+
+// ---- single transfers and syncs: plain system calls on the calling thread ----
+
+std::size_t posix_engine::read(int fd, void* data, std::size_t length, std::uint64_t offset) {
+  auto* bytes = static_cast<unsigned char*>(data);
+  std::size_t done = 0;
+  while (done < length) {
+    const ssize_t result =
+      ::pread(fd, bytes + done, length - done, static_cast<off_t>(offset + done));
+    if (result > 0) {
+      done += static_cast<std::size_t>(result);
+    } else if (result == 0) {
+      break; // end of file
+    } else if (!is_retryable(errno)) {
+      throw_transfer_error("pread", fd, length - done, offset + done, errno);
+    }
+  }
+  if (done < length) std::memset(bytes + done, 0, length - done); // past end of file
+  return done;
+}
+
+void posix_engine::write(int fd, const void* data, std::size_t length, std::uint64_t offset) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  std::size_t done = 0;
+  while (done < length) {
+    const ssize_t result =
+      ::pwrite(fd, bytes + done, length - done, static_cast<off_t>(offset + done));
+    if (result > 0) {
+      done += static_cast<std::size_t>(result);
+    } else if (result == 0) {
+      throw_transfer_error("pwrite (no progress)", fd, length - done, offset + done, EIO);
+    } else if (!is_retryable(errno)) {
+      throw_transfer_error("pwrite", fd, length - done, offset + done, errno);
+    }
+  }
+}
+
+void posix_engine::sync(int fd, sync_kind kind) {
+  const bool data_only = kind == sync_kind::data;
+  for (;;) {
+    if ((data_only ? ::fdatasync(fd) : ::fsync(fd)) == 0) return;
+    if (errno != EINTR) throw_sync_error(data_only ? "fdatasync" : "fsync", fd, errno);
+  }
+}
+
+// ---- metadata ----
 
 int posix_engine::open_file(const std::string& path, bool create) {
   const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);

@@ -1,6 +1,6 @@
 // Internal to storage/: what the two real I/O engines (sync_engine.cpp, uring_engine.cpp)
-// share — the fd-to-path registry, the metadata operations done with plain system calls,
-// and error messages. Not part of the public storage API; include io_engine.hpp instead.
+// share — single transfers and syncs and the metadata operations, all done with plain
+// system calls, the fd-to-path registry, and error messages. Not part of the public storage API; include io_engine.hpp instead.
 //
 // Invariants:
 //  - Every fd handed out by open_file() is in the registry until close_file() removes it,
@@ -21,6 +21,9 @@ namespace tidemark::storage {
 
 class posix_engine : public io_engine {
 public:
+  std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override;
+  void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override;
+  void sync(int fd, sync_kind kind) override;
   int open_file(const std::string& path, bool create) override;
   void close_file(int fd) override;
   std::uint64_t file_size(int fd) override;

@@ -4,6 +4,8 @@
 // Invariants (in addition to the header's):
 //  - Lock order: insert_mutex_ before flush_mutex_. flush() and remove_segments_before()
 //    take only flush_mutex_, so an insert that waits for ring space can write out safely.
+//    fdatasync runs outside every lock (so syncs overlap); flush_mutex_ is held only to
+//    write out, to pick the fds to sync, and to publish flushed_lsn.
 //  - Ring space: inserted_lsn - written_lsn <= buffer_size. An inserter copies only into
 //    [inserted_lsn, ...), the writer reads only [written_lsn, inserted_lsn): they never
 //    touch the same ring bytes. inserted_lsn is published (release) after the copy.
@@ -18,6 +20,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -177,18 +180,52 @@ lsn_t wal_log::flush(lsn_t upto) {
   lsn_t flushed = flushed_lsn_.load(std::memory_order_acquire);
   if (flushed >= upto)
     return flushed;
+  return sync_through(write_out());
+}
+
+lsn_t wal_log::write_out() {
   std::lock_guard lock(flush_mutex_);
   check_usable();
-  flushed = flushed_lsn_.load(std::memory_order_relaxed);
   lsn_t target = inserted_lsn_.load(std::memory_order_acquire);
-  if (flushed >= upto || flushed == target)
-    return flushed;
-  guard_sync_failure(failed_, [&] {
-    write_out_locked(target);
-    sync_locked(flushed, target);
-  });
-  flushed_lsn_.store(target, std::memory_order_release);
-  return target;
+  guard_sync_failure(failed_, [&] { write_out_locked(target); });
+  return written_lsn_.load(std::memory_order_relaxed);
+}
+
+lsn_t wal_log::sync_through(lsn_t target) {
+  std::vector<int> fds;
+  {
+    std::lock_guard lock(flush_mutex_);
+    check_usable();
+    lsn_t flushed = flushed_lsn_.load(std::memory_order_relaxed);
+    if (flushed >= target)
+      return flushed;
+    for (lsn_t start = segment_start(flushed); start < target; start += options_.segment_size)
+      fds.push_back(segment_fd(start));
+    ++syncs_in_flight_;
+  }
+  try {
+    guard_sync_failure(failed_, [&] {
+      for (int fd : fds) {
+        auto started = std::chrono::steady_clock::now();
+        io_.sync(fd, sync_kind::data);
+        auto took = std::chrono::steady_clock::now() - started;
+        counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
+        counters_.fsync_micros.fetch_add(
+          std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
+          std::memory_order_relaxed);
+      }
+    });
+  } catch (...) {
+    std::lock_guard lock(flush_mutex_);
+    --syncs_in_flight_;
+    throw;
+  }
+  std::lock_guard lock(flush_mutex_);
+  --syncs_in_flight_;
+  lsn_t flushed = flushed_lsn_.load(std::memory_order_relaxed);
+  if (target > flushed)
+    flushed_lsn_.store(target, std::memory_order_release);
+  return std::max(target, flushed);
 }
 
 // Writes [written_lsn, upto) with one write per contiguous piece (split at the ring's wrap
@@ -210,21 +247,14 @@ void wal_log::write_out_locked(lsn_t upto) {
   written_lsn_.store(upto, std::memory_order_release);
 }
 
-// One fdatasync per segment holding bytes of [from, to).
-void wal_log::sync_locked(lsn_t from, lsn_t to) {
-  for (lsn_t start = segment_start(from); start < to; start += options_.segment_size) {
-    io_.sync(segment_fd(start), sync_kind::data);
-    counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
 int wal_log::segment_fd(lsn_t start) {
   for (const open_segment& segment : segments_)
     if (segment.start == start)
       return segment.fd;
-  // Segments wholly below the flushed LSN are never written or synced again.
+  // Segments wholly below the flushed LSN are never written or synced again (but a sync
+  // still running may hold their fds).
   lsn_t flushed = flushed_lsn_.load(std::memory_order_relaxed);
-  for (std::size_t i = segments_.size(); i-- > 0;)
+  for (std::size_t i = segments_.size(); syncs_in_flight_ == 0 && i-- > 0;)
     if (segments_[i].start + options_.segment_size <= flushed)
       close_segment(segments_[i].start);
   std::string path = segment_path(start);
@@ -317,7 +347,8 @@ void wal_log::remove_segments_before(lsn_t lsn) {
 // Renames the segment to the next future segment name, or unlinks it when enough future
 // segments exist. Its stale records are harmless there: each carries its own lsn.
 void wal_log::remove_segment(lsn_t start, lsn_t& highest, std::size_t& future_count) {
-  close_segment(start);
+  if (syncs_in_flight_ == 0) // otherwise segment_fd() closes it later; the fd outlives the name
+    close_segment(start);
   if (future_count < future_segments_max) {
     highest += options_.segment_size;
     io_.rename(segment_path(start), segment_path(highest));

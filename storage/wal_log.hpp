@@ -44,6 +44,7 @@ struct wal_counters {
   std::atomic<std::uint64_t> records{0};
   std::atomic<std::uint64_t> fpi{0};
   std::atomic<std::uint64_t> fsyncs{0};
+  std::atomic<std::uint64_t> fsync_micros{0}; // time spent in those fdatasyncs
   std::atomic<std::uint64_t> writes{0};
 };
 
@@ -72,10 +73,21 @@ public:
   lsn_t inserted_lsn() const { return inserted_lsn_.load(std::memory_order_acquire); }
   lsn_t flushed_lsn() const { return flushed_lsn_.load(std::memory_order_acquire); }
 
-  /// Makes WAL durable up to at least `upto` (writes everything inserted so far, then one
-  /// fdatasync per touched segment). Concurrent callers share one flush. Returns the new
-  /// flushed LSN. Throws io_error (fsync_failed) on sync failure; the log is then unusable.
+  /// Makes WAL durable up to at least `upto`: write_out() then sync_through(). Returns the
+  /// new flushed LSN. Throws io_error (fsync_failed) on sync failure; the log is then unusable.
   lsn_t flush(lsn_t upto);
+
+  /// Writes everything inserted so far to the segment files (no sync). Returns the written
+  /// LSN, the target to hand to sync_through().
+  lsn_t write_out();
+
+  /// Makes WAL durable through `target` (a value write_out() returned): one fdatasync per
+  /// segment holding bytes between the flushed LSN and `target`. Several threads may sync
+  /// at once (group commit keeps more than one fdatasync in flight): an fdatasync covers
+  /// every byte written to the file before it started, so whichever finishes, flushed_lsn
+  /// moves to the largest target whose syncs completed and never back. Returns the flushed
+  /// LSN. Throws io_error (fsync_failed) on sync failure; the log is then unusable.
+  lsn_t sync_through(lsn_t target);
 
   /// Removes (or recycles as future segments) every segment wholly before `lsn`'s segment.
   void remove_segments_before(lsn_t lsn);
@@ -100,7 +112,6 @@ private:
   void copy_to_ring(lsn_t lsn, const void* data, std::size_t length);
   // ---- write side (flush_mutex_ held) ----
   void write_out_locked(lsn_t upto);
-  void sync_locked(lsn_t from, lsn_t to);
   int segment_fd(lsn_t segment_start);
   void create_segment_file(lsn_t segment_start);
   void write_zeros(int fd, std::uint64_t offset, std::uint64_t length);
@@ -128,6 +139,9 @@ private:
     int fd = -1;
   };
   std::vector<open_segment> segments_; // guarded by flush_mutex_
+  // fdatasyncs running outside flush_mutex_ on fds of segments_; guarded by flush_mutex_.
+  // Cached fds are closed only while it is zero.
+  std::size_t syncs_in_flight_ = 0;
   std::vector<io_write> pieces_;        // guarded by flush_mutex_; reused by every write-out
   wal_counters counters_;
 };
