@@ -5,7 +5,7 @@
 BUILD ?= build
 BUILD_SAN ?= build-sanitize
 JOBS ?= $(shell nproc)
-PACKAGES = libcaf-dev liburing-dev libboost-dev doctest-dev cmake g++ python3 pkg-config make
+PACKAGES = libcaf-dev liburing-dev liblz4-dev libboost-dev doctest-dev cmake g++ python3 pkg-config make
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps build run test test-sanitize clean

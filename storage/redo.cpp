@@ -16,7 +16,7 @@ void redo_record(const record_view& record, buffer_pool& pool, redo_summary& sum
     pool.lock_exclusive(buffer);
     void* page = pool.page(buffer);
     if (block.image != nullptr) {
-      std::memcpy(page, block.image, pool.page_size());
+      restore_image(block, page, pool.page_size());
       set_page_lsn(page, end);
       pool.mark_dirty(buffer);
       ++summary.images_restored;

@@ -9,7 +9,7 @@
 //    the main data lie exactly inside total_length, with every op inside the page; so
 //    apply_ops() on a decoded record never touches bytes outside the page.
 //  - The builder's buffer keeps its capacity across reset(): steady-state building does not
-//    allocate.
+//    allocate (an image is compressed straight into it).
 #include "storage/wal_record.hpp"
 
 #include "storage/crc32c.hpp"
@@ -17,7 +17,9 @@
 #include <cassert>
 #include <cstddef>
 #include <cstring>
+#include <lz4.h>
 #include <stdexcept>
+#include <string>
 
 namespace tidemark::storage {
 
@@ -83,17 +85,31 @@ bool decode_body(const unsigned char* bytes, std::size_t length, std::size_t pag
       return false;
     auto ref = load<block_ref_header>(bytes + pos);
     pos += block_header_size;
-    if ((ref.flags & ~block_has_image) != 0 || length - pos < ref.ops_length)
+    const std::uint16_t known_flags = block_has_image | block_image_lz4;
+    if ((ref.flags & ~known_flags) != 0 || ref.flags == block_image_lz4 ||
+        length - pos < ref.ops_length)
       return false;
     if (!valid_ops(bytes + pos, ref.ops_length, page_size))
       return false;
     block_ref_view& block = out.blocks[i];
-    block = {page_id{ref.rel, ref.block}, bytes + pos, ref.ops_length, nullptr};
+    block = {page_id{ref.rel, ref.block}, bytes + pos, ref.ops_length, nullptr, 0, false};
     pos += ref.ops_length;
-    if (ref.flags & block_has_image) {
+    if (ref.flags & block_image_lz4) {
+      if (length - pos < sizeof(std::uint16_t))
+        return false;
+      std::size_t stored = load<std::uint16_t>(bytes + pos);
+      pos += sizeof(std::uint16_t);
+      if (stored == 0 || stored >= page_size || length - pos < stored)
+        return false;
+      block.image = bytes + pos;
+      block.image_length = stored;
+      block.image_compressed = true;
+      pos += stored;
+    } else if (ref.flags & block_has_image) {
       if (length - pos < page_size)
         return false;
       block.image = bytes + pos;
+      block.image_length = page_size;
       pos += page_size;
     }
   }
@@ -164,18 +180,35 @@ void record_builder::end_block(const void* image, std::size_t page_size) {
   std::size_t ops_length = block_ops_length();
   if (block_start_ == 0 || ops_length > 0xFFFF)
     throw std::logic_error("record_builder: no open block, or its ops exceed 64 KiB");
-  unsigned char* ref = bytes_.data() + block_start_;
-  std::uint16_t flags = image ? block_has_image : 0;
-  store(ref + offsetof(block_ref_header, flags), flags);
-  store(ref + offsetof(block_ref_header, ops_length), static_cast<std::uint16_t>(ops_length));
+  std::uint16_t flags = 0;
   if (image) {
-    std::size_t at = bytes_.size();
-    bytes_.resize(at + page_size);
-    std::memcpy(bytes_.data() + at, image, page_size);
+    flags = append_image(image, page_size);
     ++image_count_;
   }
+  unsigned char* ref = bytes_.data() + block_start_;
+  store(ref + offsetof(block_ref_header, flags), flags);
+  store(ref + offsetof(block_ref_header, ops_length), static_cast<std::uint16_t>(ops_length));
   block_start_ = 0;
   ++block_count_;
+}
+
+// Appends the image compressed (u16 length + LZ4 block) when that is shorter than the page,
+// else as is. Returns the block flags that say which.
+std::uint16_t record_builder::append_image(const void* image, std::size_t page_size) {
+  std::size_t at = bytes_.size();
+  const int bound = LZ4_compressBound(static_cast<int>(page_size));
+  bytes_.resize(at + sizeof(std::uint16_t) + static_cast<std::size_t>(bound));
+  const int compressed = LZ4_compress_default(
+    static_cast<const char*>(image), reinterpret_cast<char*>(bytes_.data() + at + sizeof(std::uint16_t)),
+    static_cast<int>(page_size), bound);
+  if (compressed > 0 && sizeof(std::uint16_t) + static_cast<std::size_t>(compressed) < page_size) {
+    store(bytes_.data() + at, static_cast<std::uint16_t>(compressed));
+    bytes_.resize(at + sizeof(std::uint16_t) + static_cast<std::size_t>(compressed));
+    return block_has_image | block_image_lz4;
+  }
+  bytes_.resize(at + page_size);
+  std::memcpy(bytes_.data() + at, image, page_size);
+  return block_has_image;
 }
 
 void record_builder::set_main_data(const void* data, std::size_t length) {
@@ -227,6 +260,21 @@ decode_result decode_record(const unsigned char* bytes, std::size_t length, std:
   if (!decode_body(bytes, length, page_size, out))
     return decode_result::bad_structure;
   return decode_result::ok;
+}
+
+void restore_image(const block_ref_view& block, void* page, std::size_t page_size) {
+  assert(block.image != nullptr);
+  if (!block.image_compressed) {
+    std::memcpy(page, block.image, page_size);
+    return;
+  }
+  const int restored = LZ4_decompress_safe(reinterpret_cast<const char*>(block.image),
+                                           static_cast<char*>(page),
+                                           static_cast<int>(block.image_length),
+                                           static_cast<int>(page_size));
+  if (restored != static_cast<int>(page_size))
+    throw data_error("WAL page image of relation " + std::to_string(block.id.rel) + " block " +
+                     std::to_string(block.id.block) + " does not decompress to a page");
 }
 
 void apply_ops(void* page, std::size_t page_size, const unsigned char* ops, std::size_t length) {

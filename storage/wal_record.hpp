@@ -7,7 +7,9 @@
 //
 //   record_header (48 bytes)
 //   block_count × { block_ref_header (12 bytes), ops (ops_length bytes),
-//                   page image (page_size bytes, only if has_image) }
+//                   page image, only if block_has_image:
+//                     page_size bytes, or, with block_image_lz4 as well,
+//                     u16 stored length + that many bytes of LZ4 block format }
 //   main data (main_length bytes)
 //
 //   op:  u8 kind, u16 offset, u16 length, then `length` bytes
@@ -24,7 +26,9 @@
 //    before it had been fsynced before this record existed (used to tell real corruption
 //    from a torn tail, see wal_reader.hpp).
 //  - An image, when present, is the page after this record's ops were applied; redo
-//    restores it and does not apply the ops.
+//    restores it (restore_image) and does not apply the ops.
+//  - An image is stored LZ4-compressed exactly when that is shorter than the page; a
+//    stored image always decompresses to exactly page_size bytes, or the record is corrupt.
 #pragma once
 
 #include "storage/types.hpp"
@@ -63,6 +67,7 @@ struct block_ref_header {
 static_assert(sizeof(block_ref_header) == 12, "block ref layout is part of the WAL format");
 
 constexpr std::uint16_t block_has_image = 1;
+constexpr std::uint16_t block_image_lz4 = 2; // with block_has_image: the image is compressed
 constexpr std::size_t record_alignment = 8;
 constexpr std::size_t max_blocks_per_record = 8;
 constexpr std::size_t max_main_length = 1u << 20;
@@ -80,7 +85,8 @@ inline std::size_t aligned_record_size(std::size_t total_length) {
   return (total_length + record_alignment - 1) & ~(record_alignment - 1);
 }
 
-/// Upper bound of total_length for `page_size`: every block with 64 KiB of ops and an image,
+/// Upper bound of total_length for `page_size`: every block with 64 KiB of ops and an image
+/// (a compressed one is never longer than the page),
 /// plus the longest main data. The reader rejects longer lengths without reading them.
 inline std::size_t max_record_length(std::size_t page_size) {
   std::size_t block_max = sizeof(block_ref_header) + 0xFFFF + page_size;
@@ -98,7 +104,8 @@ public:
   /// The ops added since begin_block(), to apply to the page (valid until end_block()).
   const unsigned char* block_ops() const;
   std::size_t block_ops_length() const;
-  /// Ends the block; appends `image` (page_size bytes) when it is not null.
+  /// Ends the block; appends `image` (page_size bytes) when it is not null, compressed
+  /// when that saves space.
   void end_block(const void* image, std::size_t page_size);
   void set_main_data(const void* data, std::size_t length);
   /// Fills total_length, block_count, main_length and the payload part of the CRC.
@@ -114,6 +121,7 @@ public:
 
 private:
   void write_op(op_kind kind, std::uint16_t offset, const void* data, std::uint16_t length);
+  std::uint16_t append_image(const void* image, std::size_t page_size);
 
   std::vector<unsigned char> bytes_;
   std::size_t block_start_ = 0; // offset of the open block's header; 0: no block open
@@ -132,7 +140,13 @@ struct block_ref_view {
   const unsigned char* ops = nullptr;
   std::size_t ops_length = 0;
   const unsigned char* image = nullptr; // null when the block has no image
+  std::size_t image_length = 0;         // stored bytes (page_size unless compressed)
+  bool image_compressed = false;
 };
+
+/// Writes the page image of `block` (which has one) into `page`. Throws data_error when a
+/// compressed image does not decompress to exactly `page_size` bytes.
+void restore_image(const block_ref_view& block, void* page, std::size_t page_size);
 
 struct record_view {
   record_header header;

@@ -74,7 +74,9 @@ TEST_CASE("wal_record: build and decode round trip with images and main data") {
   CHECK(view.blocks[0].id == page_id{3, 7});
   CHECK(view.blocks[0].ops_length == 23);
   REQUIRE(view.blocks[0].image != nullptr);
-  CHECK(std::memcmp(view.blocks[0].image, image.data(), page_size) == 0);
+  std::vector<unsigned char> restored(page_size);
+  restore_image(view.blocks[0], restored.data(), page_size);
+  CHECK(restored == image);
   CHECK(view.blocks[1].id == page_id{4, 9});
   CHECK(view.blocks[1].image == nullptr);
   REQUIRE(view.main_length == sizeof payload);
@@ -82,6 +84,87 @@ TEST_CASE("wal_record: build and decode round trip with images and main data") {
   std::memcpy(&decoded, view.main, sizeof decoded);
   CHECK(decoded.redo_lsn == 123456);
   CHECK(decoded.next_xid == 77);
+}
+
+namespace {
+
+// One record with one block carrying `image`; returns its decoded view over `bytes`.
+record_view record_with_image(const std::vector<unsigned char>& image,
+                              std::vector<unsigned char>& bytes) {
+  record_builder builder;
+  builder.reset(record_type::transaction, 5);
+  builder.begin_block(page_id{3, 1});
+  builder.add_i64(64, 1);
+  builder.end_block(image.data(), page_size);
+  builder.finish();
+  bytes = sealed_copy(builder);
+  record_view view;
+  REQUIRE(decode_record(bytes.data(), bytes.size(), page_size, view) == decode_result::ok);
+  REQUIRE(view.blocks[0].image != nullptr);
+  return view;
+}
+
+} // namespace
+
+TEST_CASE("wal_record: a compressible page image is stored compressed and restores exactly") {
+  std::vector<unsigned char> image(page_size, 'c'); // like tpcb's rows: id, balance, filler
+  for (std::size_t row = 0; row < 80; ++row)
+    std::memcpy(image.data() + 32 + row * 100, &row, sizeof row);
+  std::vector<unsigned char> bytes;
+  record_view view = record_with_image(image, bytes);
+  CHECK(view.blocks[0].image_compressed);
+  CHECK(view.blocks[0].image_length < page_size / 4);
+  CHECK(bytes.size() < page_size / 4);
+  std::vector<unsigned char> restored(page_size);
+  restore_image(view.blocks[0], restored.data(), page_size);
+  CHECK(restored == image);
+}
+
+TEST_CASE("wal_record: an incompressible page image is stored as is") {
+  std::vector<unsigned char> image(page_size);
+  std::uint64_t x = 88172645463325252ull; // xorshift: no repeats for LZ4 to find
+  for (unsigned char& b : image) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<unsigned char>(x);
+  }
+  std::vector<unsigned char> bytes;
+  record_view view = record_with_image(image, bytes);
+  CHECK_FALSE(view.blocks[0].image_compressed);
+  CHECK(view.blocks[0].image_length == page_size);
+  std::vector<unsigned char> restored(page_size);
+  restore_image(view.blocks[0], restored.data(), page_size);
+  CHECK(restored == image);
+}
+
+TEST_CASE("wal_record: a compressed image that does not decompress to a page is rejected") {
+  std::vector<unsigned char> image(page_size, 'c');
+  std::vector<unsigned char> bytes;
+  record_view view = record_with_image(image, bytes);
+  REQUIRE(view.blocks[0].image_compressed);
+  const std::size_t length_at = sizeof(record_header) + sizeof(block_ref_header) + 5 + 8;
+
+  SUBCASE("stored length of a whole page is a bad structure") {
+    std::vector<unsigned char> bad = bytes;
+    const std::uint16_t whole = page_size;
+    std::memcpy(bad.data() + length_at, &whole, sizeof whole);
+    reseal(bad);
+    CHECK(decode(bad) == decode_result::bad_structure);
+  }
+  SUBCASE("compressed flag without the image flag is a bad structure") {
+    std::vector<unsigned char> bad = bytes;
+    bad[sizeof(record_header) + offsetof(block_ref_header, flags)] = block_image_lz4;
+    reseal(bad);
+    CHECK(decode(bad) == decode_result::bad_structure);
+  }
+  SUBCASE("damaged LZ4 bytes behind a valid checksum throw data_error on restore") {
+    std::vector<unsigned char> bad = bytes;
+    std::memset(bad.data() + length_at + 2, 0xFF, view.blocks[0].image_length);
+    reseal(bad);
+    record_view damaged;
+    REQUIRE(decode_record(bad.data(), bad.size(), page_size, damaged) == decode_result::ok);
+    std::vector<unsigned char> page(page_size);
+    CHECK_THROWS_AS(restore_image(damaged.blocks[0], page.data(), page_size), data_error);
+  }
 }
 
 TEST_CASE("wal_record: reset starts an empty record and reuses the buffer") {
