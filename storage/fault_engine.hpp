@@ -10,6 +10,7 @@
 //    (lose_unsynced); with torn, a write may instead survive only in part: its bytes before
 //    or after a 512-byte or 4 KiB boundary inside it are kept, the rest reverts.
 //    Reverting restores the undo image, except for bytes a later surviving write owns.
+//  - write_back() makes nothing durable (a real disk's volatile cache may still lose it).
 //  - Directory operations (create, rename, unlink) are durable at once.
 //  - With crash_after_writes = N, the N-th write completes and then the power is lost:
 //    losses and tears are applied to the files and the crash handler runs (default:
@@ -61,6 +62,7 @@ public:
   void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override;
   void write_batch(const io_write* writes, std::size_t count) override;
   void sync(int fd, sync_kind kind) override;
+  void write_back(int fd, std::uint64_t offset, std::uint64_t length) override;
   std::uint64_t file_size(int fd) override;
   void truncate(int fd, std::uint64_t length) override;
   void rename(const std::string& from, const std::string& to) override;

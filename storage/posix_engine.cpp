@@ -104,6 +104,16 @@ void posix_engine::sync(int fd, sync_kind kind) {
   }
 }
 
+void posix_engine::write_back(int fd, std::uint64_t offset, std::uint64_t length) {
+  const unsigned flags =
+    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+  for (;;) {
+    if (::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(length), flags) == 0)
+      return;
+    if (errno != EINTR) throw_sync_error("sync_file_range", fd, errno);
+  }
+}
+
 // ---- metadata ----
 
 int posix_engine::open_file(const std::string& path, bool create) {

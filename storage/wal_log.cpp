@@ -31,13 +31,12 @@ namespace tidemark::storage {
 
 namespace {
 
-constexpr std::size_t zero_chunk_size = 1u << 20;
-constexpr std::size_t zero_batch_max = 16; // zero-fill writes per write_batch
+constexpr std::size_t zero_piece_size = 256u << 10;
 constexpr std::size_t future_segments_max = 4;
 constexpr unsigned char zero_padding[record_alignment] = {};
 
-const std::vector<unsigned char>& zero_chunk() {
-  static const std::vector<unsigned char> zeros(zero_chunk_size);
+const std::vector<unsigned char>& zero_piece() {
+  static const std::vector<unsigned char> zeros(zero_piece_size);
   return zeros;
 }
 
@@ -295,17 +294,16 @@ void wal_log::prepare_segments_ahead(std::size_t count) {
   }
 }
 
+// Zero-fills in pieces, each written back to the device before the next, so that a new
+// segment never puts megabytes in front of a commit's fdatasync (measured: 16 MB of zeros
+// at once stalled commits for up to 25 ms).
 void wal_log::write_zeros(int fd, std::uint64_t offset, std::uint64_t length) {
-  io_write batch[zero_batch_max];
   while (length > 0) {
-    std::size_t count = 0;
-    for (; count < zero_batch_max && length > 0; ++count) {
-      std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(length, zero_chunk_size));
-      batch[count] = {fd, zero_chunk().data(), piece, offset};
-      offset += piece;
-      length -= piece;
-    }
-    io_.write_batch(batch, count);
+    std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(length, zero_piece_size));
+    io_.write(fd, zero_piece().data(), piece, offset);
+    io_.write_back(fd, offset, piece);
+    offset += piece;
+    length -= piece;
   }
 }
 
