@@ -119,6 +119,18 @@ TEST_CASE("fault_engine: writes covered by a sync survive a power loss") {
   CHECK(disk_contents(dir.file("synced")) == second);
 }
 
+TEST_CASE("fault_engine: write_back makes nothing durable") {
+  test::temp_dir dir;
+  auto io = make_fault_engine(config_for(crash_mode::lose_unsynced, 1));
+  const int fd = io->open_file(dir.file("paced"), true);
+  const auto bytes = test::random_bytes(4 * page, 3);
+  io->write(fd, bytes.data(), bytes.size(), 0);
+  io->write_back(fd, 0, bytes.size());
+  io->close_file(fd);
+  const power_loss_report report = io->simulate_power_loss();
+  CHECK(report.unsynced_writes == 1); // still at the mercy of the power loss
+}
+
 TEST_CASE("fault_engine: with lose_unsynced every unsynced page ends fully old or fully new") {
   test::temp_dir dir;
   const auto old_bytes = test::random_bytes(pages * page, 10);

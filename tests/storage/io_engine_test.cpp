@@ -226,6 +226,24 @@ TEST_CASE_TEMPLATE("io_engine: a failed sync reports fsync_failed", M, sync_meth
   io->close_file(fd);
 }
 
+TEST_CASE_TEMPLATE("io_engine: write_back keeps the data and fails like a sync", M, sync_method,
+                   uring_method) {
+  test::temp_dir dir;
+  auto io = make_io_engine(M::method);
+  const int fd = io->open_file(dir.file("paced"), true);
+  const auto bytes = test::random_bytes(256 << 10, 7);
+  io->write(fd, bytes.data(), bytes.size(), 0);
+  io->write_back(fd, 0, bytes.size());
+  CHECK(read_back(*io, fd, bytes.size(), 0) == bytes);
+  io->close_file(fd);
+  if (!has_dev_full()) return; // sync_file_range of a character device fails with ESPIPE
+  const int device = io->open_file("/dev/full", false);
+  const io_error error = caught_io_error([&] { io->write_back(device, 0, 4096); });
+  CHECK(error.fsync_failed());
+  CHECK(std::string(error.what()).find("/dev/full") != std::string::npos);
+  io->close_file(device);
+}
+
 TEST_CASE_TEMPLATE("io_engine: threads share one engine", M, sync_method, uring_method) {
   test::temp_dir dir;
   auto io = make_io_engine(M::method);
