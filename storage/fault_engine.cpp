@@ -215,7 +215,7 @@ void fault_engine::sync(int fd, sync_kind) {
   if (!path.empty()) forget_path(path);
 }
 
-void fault_engine::write_back(int, std::uint64_t, std::uint64_t) {
+void fault_engine::write_back(int, std::uint64_t, std::uint64_t, bool) {
   std::lock_guard lock(mutex_);
   throw_if_crashed("write_back"); // the data stays unsynced: it may still be lost
 }

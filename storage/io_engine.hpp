@@ -49,11 +49,11 @@ public:
   /// Issues all writes (io_uring: in one submission) and returns when all completed.
   virtual void write_batch(const io_write* writes, std::size_t count) = 0;
   virtual void sync(int fd, sync_kind kind) = 0;
-  /// Writes the range's dirty pages back to the device and waits for that, without a cache
-  /// flush: nothing becomes durable, only device writes are paced (a later sync() has less
-  /// to do). A failure is fatal like a failed sync (fsync_failed, W3): the kernel may have
-  /// dropped the pages.
-  virtual void write_back(int fd, std::uint64_t offset, std::uint64_t length) = 0;
+  /// Starts writing the range's dirty pages back to the device and, with `wait`, waits for
+  /// that — without a cache flush: nothing becomes durable, device writes are only paced (a
+  /// later sync() has less to do). A failure is fatal like a failed sync (fsync_failed,
+  /// W3): the kernel may have dropped the pages.
+  virtual void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) = 0;
 
   /// Current size of the file in bytes.
   virtual std::uint64_t file_size(int fd) = 0;

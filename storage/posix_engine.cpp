@@ -104,9 +104,10 @@ void posix_engine::sync(int fd, sync_kind kind) {
   }
 }
 
-void posix_engine::write_back(int fd, std::uint64_t offset, std::uint64_t length) {
-  const unsigned flags =
-    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+void posix_engine::write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) {
+  const unsigned flags = wait ? SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                  SYNC_FILE_RANGE_WAIT_AFTER
+                              : SYNC_FILE_RANGE_WRITE;
   for (;;) {
     if (::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(length), flags) == 0)
       return;

@@ -301,7 +301,7 @@ void wal_log::write_zeros(int fd, std::uint64_t offset, std::uint64_t length) {
   while (length > 0) {
     std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(length, zero_piece_size));
     io_.write(fd, zero_piece().data(), piece, offset);
-    io_.write_back(fd, offset, piece);
+    io_.write_back(fd, offset, piece, true);
     offset += piece;
     length -= piece;
   }

@@ -125,7 +125,7 @@ TEST_CASE("fault_engine: write_back makes nothing durable") {
   const int fd = io->open_file(dir.file("paced"), true);
   const auto bytes = test::random_bytes(4 * page, 3);
   io->write(fd, bytes.data(), bytes.size(), 0);
-  io->write_back(fd, 0, bytes.size());
+  io->write_back(fd, 0, bytes.size(), true);
   io->close_file(fd);
   const power_loss_report report = io->simulate_power_loss();
   CHECK(report.unsynced_writes == 1); // still at the mercy of the power loss

@@ -233,12 +233,13 @@ TEST_CASE_TEMPLATE("io_engine: write_back keeps the data and fails like a sync",
   const int fd = io->open_file(dir.file("paced"), true);
   const auto bytes = test::random_bytes(256 << 10, 7);
   io->write(fd, bytes.data(), bytes.size(), 0);
-  io->write_back(fd, 0, bytes.size());
+  io->write_back(fd, 0, bytes.size() / 2, false);
+  io->write_back(fd, 0, bytes.size(), true);
   CHECK(read_back(*io, fd, bytes.size(), 0) == bytes);
   io->close_file(fd);
   if (!has_dev_full()) return; // sync_file_range of a character device fails with ESPIPE
   const int device = io->open_file("/dev/full", false);
-  const io_error error = caught_io_error([&] { io->write_back(device, 0, 4096); });
+  const io_error error = caught_io_error([&] { io->write_back(device, 0, 4096, true); });
   CHECK(error.fsync_failed());
   CHECK(std::string(error.what()).find("/dev/full") != std::string::npos);
   io->close_file(device);

@@ -33,8 +33,8 @@ public:
       throw io_error("fdatasync " + path_of(fd) + ": injected failure", EIO, true);
     inner_->sync(fd, kind);
   }
-  void write_back(int fd, std::uint64_t offset, std::uint64_t length) override {
-    inner_->write_back(fd, offset, length);
+  void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) override {
+    inner_->write_back(fd, offset, length, wait);
   }
   std::uint64_t file_size(int fd) override { return inner_->file_size(fd); }
   void truncate(int fd, std::uint64_t length) override { inner_->truncate(fd, length); }
