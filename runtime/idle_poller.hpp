@@ -16,7 +16,7 @@
 //  - note_activity() is wait-free unless a poller is parked (then one notify).
 //  - Pollers never touch engine state; stop() joins every thread.
 //  - If the kernel refuses SCHED_IDLE, pollers run at nice 19 instead; if that is refused
-//    too they are not started (polling at normal priority would steal CPU from work).
+//    too they exit at once (polling at normal priority would steal CPU from work).
 #pragma once
 
 #include <atomic>
@@ -49,7 +49,7 @@ public:
       wake_parked();
   }
 
-  /// Pollers running (0 when stopped or refused by the kernel).
+  /// Pollers started and not yet stopped (one refused a low priority has already exited).
   unsigned running() const { return static_cast<unsigned>(threads_.size()); }
 
 private:

@@ -192,6 +192,7 @@ lsn_t wal_log::write_out() {
 
 lsn_t wal_log::sync_through(lsn_t target) {
   std::vector<int> fds;
+  std::uint64_t ticket = 0;
   {
     std::lock_guard lock(flush_mutex_);
     check_usable();
@@ -200,7 +201,8 @@ lsn_t wal_log::sync_through(lsn_t target) {
       return flushed;
     for (lsn_t start = segment_start(flushed); start < target; start += options_.segment_size)
       fds.push_back(segment_fd(start));
-    ++syncs_in_flight_;
+    ticket = next_sync_ticket_++;
+    syncs_in_flight_.push_back(ticket);
   }
   try {
     guard_sync_failure(failed_, [&] {
@@ -216,11 +218,15 @@ lsn_t wal_log::sync_through(lsn_t target) {
     });
   } catch (...) {
     std::lock_guard lock(flush_mutex_);
-    --syncs_in_flight_;
+    finish_sync_locked(ticket);
     throw;
   }
-  std::lock_guard lock(flush_mutex_);
-  --syncs_in_flight_;
+  std::unique_lock lock(flush_mutex_);
+  sync_settled_.wait(lock, [&] {
+    return failed_.load() || syncs_in_flight_.front() == ticket; // tickets are in start order
+  });
+  finish_sync_locked(ticket);
+  check_usable(); // an earlier sync failed: this one's success proves nothing (W3)
   lsn_t flushed = flushed_lsn_.load(std::memory_order_relaxed);
   if (target > flushed)
     flushed_lsn_.store(target, std::memory_order_release);
@@ -246,6 +252,11 @@ void wal_log::write_out_locked(lsn_t upto) {
   written_lsn_.store(upto, std::memory_order_release);
 }
 
+void wal_log::finish_sync_locked(std::uint64_t ticket) {
+  syncs_in_flight_.erase(std::find(syncs_in_flight_.begin(), syncs_in_flight_.end(), ticket));
+  sync_settled_.notify_all();
+}
+
 int wal_log::segment_fd(lsn_t start) {
   for (const open_segment& segment : segments_)
     if (segment.start == start)
@@ -253,7 +264,7 @@ int wal_log::segment_fd(lsn_t start) {
   // Segments wholly below the flushed LSN are never written or synced again (but a sync
   // still running may hold their fds).
   lsn_t flushed = flushed_lsn_.load(std::memory_order_relaxed);
-  for (std::size_t i = segments_.size(); syncs_in_flight_ == 0 && i-- > 0;)
+  for (std::size_t i = segments_.size(); syncs_in_flight_.empty() && i-- > 0;)
     if (segments_[i].start + options_.segment_size <= flushed)
       close_segment(segments_[i].start);
   std::string path = segment_path(start);
@@ -345,7 +356,7 @@ void wal_log::remove_segments_before(lsn_t lsn) {
 // Renames the segment to the next future segment name, or unlinks it when enough future
 // segments exist. Its stale records are harmless there: each carries its own lsn.
 void wal_log::remove_segment(lsn_t start, lsn_t& highest, std::size_t& future_count) {
-  if (syncs_in_flight_ == 0) // otherwise segment_fd() closes it later; the fd outlives the name
+  if (syncs_in_flight_.empty()) // otherwise segment_fd() closes it later; the fd outlives the name
     close_segment(start);
   if (future_count < future_segments_max) {
     highest += options_.segment_size;

@@ -20,6 +20,7 @@
 #include "storage/wal_record.hpp"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -84,9 +85,12 @@ public:
   /// Makes WAL durable through `target` (a value write_out() returned): one fdatasync per
   /// segment holding bytes between the flushed LSN and `target`. Several threads may sync
   /// at once (group commit keeps more than one fdatasync in flight): an fdatasync covers
-  /// every byte written to the file before it started, so whichever finishes, flushed_lsn
-  /// moves to the largest target whose syncs completed and never back. Returns the flushed
-  /// LSN. Throws io_error (fsync_failed) on sync failure; the log is then unusable.
+  /// every byte written to the file before it started, and flushed_lsn only moves forward.
+  /// A sync publishes its target only after every sync that started before it has
+  /// finished, and throws if one of those failed: Linux reports a writeback error once
+  /// per open file, so a concurrent fdatasync on the same fd can return 0 although pages
+  /// it covers were lost (W3). Returns the flushed LSN. Throws io_error (fsync_failed) on
+  /// sync failure; the log is then unusable.
   lsn_t sync_through(lsn_t target);
 
   /// Removes (or recycles as future segments) every segment wholly before `lsn`'s segment.
@@ -112,6 +116,7 @@ private:
   void copy_to_ring(lsn_t lsn, const void* data, std::size_t length);
   // ---- write side (flush_mutex_ held) ----
   void write_out_locked(lsn_t upto);
+  void finish_sync_locked(std::uint64_t ticket);
   int segment_fd(lsn_t segment_start);
   void create_segment_file(lsn_t segment_start);
   void write_zeros(int fd, std::uint64_t offset, std::uint64_t length);
@@ -139,9 +144,13 @@ private:
     int fd = -1;
   };
   std::vector<open_segment> segments_; // guarded by flush_mutex_
-  // fdatasyncs running outside flush_mutex_ on fds of segments_; guarded by flush_mutex_.
-  // Cached fds are closed only while it is zero.
-  std::size_t syncs_in_flight_ = 0;
+  // Tickets of the sync_through() calls in flight (fdatasyncs running outside flush_mutex_
+  // on fds of segments_), in start order; guarded by flush_mutex_. Cached fds are closed
+  // only while it is empty; a finished sync publishes only once every earlier ticket is
+  // gone (sync_settled_).
+  std::vector<std::uint64_t> syncs_in_flight_;
+  std::uint64_t next_sync_ticket_ = 0;
+  std::condition_variable sync_settled_;
   std::vector<io_write> pieces_;        // guarded by flush_mutex_; reused by every write-out
   wal_counters counters_;
 };

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <unistd.h>
 
 namespace tidemark::runtime {
 namespace {
@@ -55,6 +56,80 @@ TEST_CASE("config: errors name the key and the valid range") {
   CHECK(error_of("log_checkpoints=maybe").find("log_checkpoints") != std::string::npos);
   CHECK(error_of("page_size=3000").find("page_size") != std::string::npos);
   CHECK(error_of("shared_buffers").find("KEY=VALUE") != std::string::npos);
+}
+
+TEST_CASE("config: wal_sync_concurrency takes a whole number from 1 to 16") {
+  settings s;
+  CHECK(s.wal_sync_concurrency == 2); // the default
+  apply_assignment(s, "wal_sync_concurrency=1");
+  CHECK(s.wal_sync_concurrency == 1);
+  apply_assignment(s, "wal_sync_concurrency = 16");
+  CHECK(s.wal_sync_concurrency == 16);
+  apply_assignment(s, "wal_sync_concurrency=3");
+  CHECK(s.wal_sync_concurrency == 3);
+  CHECK_NOTHROW(validate(s));
+  for (std::string bad : {"wal_sync_concurrency=0", "wal_sync_concurrency=17",
+                          "wal_sync_concurrency=-1", "wal_sync_concurrency=1000000"}) {
+    CAPTURE(bad);
+    std::string error = error_of(bad);
+    CHECK(error.find("wal_sync_concurrency") != std::string::npos);
+    CHECK(error.find("1 .. 16") != std::string::npos);
+  }
+  for (std::string bad : {"wal_sync_concurrency=two", "wal_sync_concurrency=", "wal_sync_concurrency=4x",
+                          "wal_sync_concurrency=2.5", "wal_sync_concurrency=nan"}) {
+    CAPTURE(bad);
+    std::string error = error_of(bad);
+    CHECK(error.find("wal_sync_concurrency") != std::string::npos);
+    CHECK(error.find("1 .. 16") == std::string::npos); // says what is wrong, not a range
+  }
+  CHECK(error_of("wal_sync_concurrency=two").find("is not a number") != std::string::npos);
+  CHECK(error_of("wal_sync_concurrency=2.5").find("whole number") != std::string::npos);
+  // A refused value leaves the setting as it was.
+  settings kept;
+  apply_assignment(kept, "wal_sync_concurrency=5");
+  CHECK_THROWS_AS(apply_assignment(kept, "wal_sync_concurrency=0"), config_error);
+  CHECK(kept.wal_sync_concurrency == 5);
+}
+
+TEST_CASE("config: idle_poll takes on/off and refuses anything else") {
+  settings s;
+  CHECK(s.idle_poll); // the default
+  apply_assignment(s, "idle_poll=off");
+  CHECK_FALSE(s.idle_poll);
+  apply_assignment(s, "idle_poll=on");
+  CHECK(s.idle_poll);
+  apply_assignment(s, "idle_poll=OFF");
+  CHECK_FALSE(s.idle_poll);
+  apply_assignment(s, "idle_poll=true");
+  CHECK(s.idle_poll);
+  apply_assignment(s, "idle_poll=0");
+  CHECK_FALSE(s.idle_poll);
+  for (std::string bad : {"idle_poll=maybe", "idle_poll=2", "idle_poll=onn", "idle_poll=o n"}) {
+    CAPTURE(bad);
+    std::string error = error_of(bad);
+    CHECK(error.find("idle_poll") != std::string::npos);
+    CHECK(error.find("on or off") != std::string::npos);
+  }
+  CHECK(error_of("idle_poll=").find("missing value for idle_poll") != std::string::npos);
+}
+
+TEST_CASE("config: wal_sync_concurrency and idle_poll round-trip through the configuration file") {
+  settings s;
+  apply_assignment(s, "wal_sync_concurrency=7");
+  apply_assignment(s, "idle_poll=off");
+  std::string rendered = render_config_file(s);
+  CHECK(rendered.find("wal_sync_concurrency = 7") != std::string::npos);
+  CHECK(rendered.find("idle_poll = off") != std::string::npos);
+  char path[] = "/tmp/tidemark-conf-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  std::ofstream(path) << rendered;
+  settings back;
+  apply_config_file(back, path);
+  std::remove(path);
+  CHECK(back.wal_sync_concurrency == 7);
+  CHECK_FALSE(back.idle_poll);
 }
 
 TEST_CASE("config: doublewrite without checksums is refused naming both settings (D7)") {
