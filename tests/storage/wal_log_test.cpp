@@ -3,6 +3,8 @@
 // cleanup.
 #include "wal_test_support.hpp"
 
+#include "tests/storage/delegating_engine.hpp"
+
 #include <cerrno>
 #include <filesystem>
 #include <memory>
@@ -13,38 +15,17 @@ using namespace tidemark::storage::wal_test;
 namespace {
 
 // Delegates to a real engine; sync() fails with EIO once `fail_syncs` is set.
-class failing_sync_engine final : public io_engine {
+class failing_sync_engine final : public test::delegating_engine {
 public:
-  explicit failing_sync_engine(std::unique_ptr<io_engine> inner) : inner_(std::move(inner)) {}
+  using delegating_engine::delegating_engine;
   bool fail_syncs = false;
 
   std::string name() const override { return "failing_sync"; }
-  int open_file(const std::string& path, bool create) override { return inner_->open_file(path, create); }
-  void close_file(int fd) override { inner_->close_file(fd); }
-  std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override {
-    return inner_->read(fd, data, length, offset);
-  }
-  void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override {
-    inner_->write(fd, data, length, offset);
-  }
-  void write_batch(const io_write* writes, std::size_t count) override { inner_->write_batch(writes, count); }
   void sync(int fd, sync_kind kind) override {
     if (fail_syncs)
       throw io_error("fdatasync " + path_of(fd) + ": injected failure", EIO, true);
-    inner_->sync(fd, kind);
+    delegating_engine::sync(fd, kind);
   }
-  void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) override {
-    inner_->write_back(fd, offset, length, wait);
-  }
-  std::uint64_t file_size(int fd) override { return inner_->file_size(fd); }
-  void truncate(int fd, std::uint64_t length) override { inner_->truncate(fd, length); }
-  void rename(const std::string& from, const std::string& to) override { inner_->rename(from, to); }
-  void unlink(const std::string& path) override { inner_->unlink(path); }
-  void sync_directory(const std::string& dir) override { inner_->sync_directory(dir); }
-  std::string path_of(int fd) const override { return inner_->path_of(fd); }
-
-private:
-  std::unique_ptr<io_engine> inner_;
 };
 
 lsn_range insert_one(wal_log& wal, record_builder& builder, xid_t xid, std::size_t main_length,
