@@ -1,6 +1,7 @@
 // Internal to storage/: what the two real I/O engines (sync_engine.cpp, uring_engine.cpp)
 // share — single transfers and syncs and the metadata operations, all done with plain
-// system calls, the fd-to-path registry, and error messages. Not part of the public storage API; include io_engine.hpp instead.
+// system calls, the fd-to-path registry, and error messages. Not part of the public
+// storage API; include io_engine.hpp instead.
 //
 // Invariants:
 //  - Every fd handed out by open_file() is in the registry until close_file() removes it,

@@ -24,7 +24,6 @@
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <liburing.h>
 #include <optional>
 #include <vector>
