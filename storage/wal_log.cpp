@@ -54,19 +54,29 @@ bool parse_segment_name(const std::string& name, lsn_t& start) {
   return true;
 }
 
+} // namespace
+
 // Runs write-side work; a failed sync makes the log unusable (W3).
 template <class Work>
-void guard_sync_failure(std::atomic<bool>& failed, Work&& work) {
+void wal_log::guard_sync_failure(Work&& work) {
   try {
     work();
   } catch (const io_error& e) {
     if (e.fsync_failed())
-      failed.store(true, std::memory_order_release);
+      record_failure(e.what());
     throw;
   }
 }
 
-} // namespace
+// The first failure is kept: every later "unusable" error names it, whichever thread
+// reports first.
+void wal_log::record_failure(const std::string& what) {
+  std::lock_guard lock(failure_mutex_);
+  if (failed_.load(std::memory_order_relaxed))
+    return;
+  failure_ = what;
+  failed_.store(true, std::memory_order_release);
+}
 
 // ---- construction -------------------------------------------------------------------------
 
@@ -150,7 +160,7 @@ std::optional<lsn_range> wal_log::insert(record_builder& record, lsn_t expected_
 // The ring is full: write out everything inserted (no sync needed to reuse ring space).
 void wal_log::make_room_locked() {
   std::lock_guard lock(flush_mutex_);
-  guard_sync_failure(failed_, [&] { write_out_locked(inserted_lsn_.load()); });
+  guard_sync_failure([&] { write_out_locked(inserted_lsn_.load()); });
 }
 
 void wal_log::copy_to_ring(lsn_t lsn, const void* data, std::size_t length) {
@@ -186,7 +196,7 @@ lsn_t wal_log::write_out() {
   std::lock_guard lock(flush_mutex_);
   check_usable();
   lsn_t target = inserted_lsn_.load(std::memory_order_acquire);
-  guard_sync_failure(failed_, [&] { write_out_locked(target); });
+  guard_sync_failure([&] { write_out_locked(target); });
   return written_lsn_.load(std::memory_order_relaxed);
 }
 
@@ -205,7 +215,7 @@ lsn_t wal_log::sync_through(lsn_t target) {
     syncs_in_flight_.push_back(ticket);
   }
   try {
-    guard_sync_failure(failed_, [&] {
+    guard_sync_failure([&] {
       for (int fd : fds) {
         auto started = std::chrono::steady_clock::now();
         io_.sync(fd, sync_kind::data);
@@ -370,8 +380,11 @@ void wal_log::remove_segment(lsn_t start, lsn_t& highest, std::size_t& future_co
 // ---- helpers ------------------------------------------------------------------------------
 
 void wal_log::check_usable() const {
-  if (failed_.load(std::memory_order_acquire))
-    throw io_error("WAL in " + options_.dir + " is unusable after a failed fsync", EIO, true);
+  if (!failed_.load(std::memory_order_acquire))
+    return;
+  std::lock_guard lock(failure_mutex_);
+  throw io_error("WAL in " + options_.dir + " is unusable after a failed fsync (" + failure_ + ")",
+                 EIO, true);
 }
 
 std::string wal_log::segment_path(lsn_t start) const {

@@ -124,6 +124,9 @@ private:
   void remove_segment(lsn_t segment_start, lsn_t& highest, std::size_t& future_count);
   // ---- helpers ----
   void check_usable() const;
+  template <class Work>
+  void guard_sync_failure(Work&& work);
+  void record_failure(const std::string& what);
   lsn_t segment_start(lsn_t lsn) const { return lsn - lsn % options_.segment_size; }
   std::string segment_path(lsn_t segment_start) const;
 
@@ -139,6 +142,8 @@ private:
   std::atomic<lsn_t> flushed_lsn_{0};
   std::atomic<lsn_t> redo_lsn_{0};
   std::atomic<bool> failed_{false};
+  mutable std::mutex failure_mutex_;
+  std::string failure_; // the first failed sync's error; guarded by failure_mutex_
   struct open_segment {
     lsn_t start = 0;
     int fd = -1;
