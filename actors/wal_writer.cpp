@@ -62,7 +62,13 @@ void fail_waiters(wal_writer_pointer self) {
 void start_sync(wal_writer_pointer self, std::uint64_t needed) {
   auto& st = self->state;
   runtime::engine& engine = *st.engine;
-  if (engine.failed() || needed <= st.synced_target || st.idle_syncers.empty())
+  if (engine.failed()) {
+    // The engine failed elsewhere (a data or commit-status fsync): no WAL is synced any
+    // more, so waiters the syncs in flight do not cover would wait forever.
+    fail_waiters(self);
+    return;
+  }
+  if (needed <= st.synced_target || st.idle_syncers.empty())
     return;
   std::uint64_t target;
   try {
