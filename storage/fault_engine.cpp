@@ -162,7 +162,9 @@ void fault_engine::close_file(int fd) {
 std::size_t fault_engine::read(int fd, void* data, std::size_t length, std::uint64_t offset) {
   std::lock_guard lock(mutex_);
   throw_if_crashed("read");
-  return inner_->read(fd, data, length, offset);
+  std::size_t done = inner_->read(fd, data, length, offset);
+  sync_failure_.check_readable([&] { return inner_->path_of(fd); });
+  return done;
 }
 
 void fault_engine::write(int fd, const void* data, std::size_t length, std::uint64_t offset) {
@@ -207,10 +209,12 @@ void fault_engine::sync(int fd, sync_kind) {
   if (counts && config_.fail_sync_after != 0 && syncs_issued_ >= config_.fail_sync_after) {
     const std::string shown = path.empty() ? inner_->path_of(fd) : path;
     if (!path.empty()) drop_unsynced_locked(path);
-    throw io_error("fsync of '" + shown + "' failed: injected EIO (sync " +
+    io_error error("fsync of '" + shown + "' failed: injected EIO (sync " +
                      std::to_string(syncs_issued_) + ", fail_sync_after " +
                      std::to_string(config_.fail_sync_after) + ")",
                    EIO, true);
+    sync_failure_.record(error.what());
+    throw error;
   }
   if (!path.empty()) forget_path(path);
 }

@@ -18,10 +18,13 @@
 //    serialised by one mutex, so no other thread's write slips in after the crash.
 //  - With fail_sync_after = N, the N-th sync fails with EIO (and every later one too), and
 //    the file's unsynced writes are lost at once, as the kernel may drop dirty pages it
-//    failed to write back (fsyncgate): the W3 test double.
+//    failed to write back (fsyncgate): the W3 test double. From then on every read
+//    throws (sync_failure_latch.hpp), as it does in the real engines; the drop and the
+//    latch happen under one lock, so no read sees the dropped state.
 #pragma once
 
 #include "storage/io_engine.hpp"
+#include "storage/sync_failure_latch.hpp"
 
 #include <functional>
 #include <map>
@@ -107,6 +110,7 @@ private:
   std::uint64_t writes_issued_ = 0;
   std::uint64_t syncs_issued_ = 0;
   bool crashed_ = false;
+  sync_failure_latch sync_failure_;
   std::function<void(const power_loss_report&)> crash_handler_;
 };
 

@@ -6,7 +6,8 @@
 //    loops until every byte was accepted. Short transfers continue where they stopped;
 //    EINTR/EAGAIN are retried; any other failure throws io_error naming the file.
 //  - A failed fdatasync/fsync throws io_error with fsync_failed() and is never retried
-//    (W3); only EINTR, which reports no writeback failure, is retried.
+//    (W3); only EINTR, which reports no writeback failure, is retried. From then on every
+//    read() throws too (sync_failure_latch.hpp): the file may hold older data than written.
 //  - open_file() registers the fd before returning it; close_file() unregisters it before
 //    closing, so a recycled fd number never maps to a stale path.
 //  - Files are opened O_RDWR | O_CLOEXEC (mode 0600 when created); a directory is synced
@@ -34,9 +35,9 @@ namespace {
 std::string quoted(const std::string& path) { return "'" + path + "'"; }
 
 [[noreturn]] void throw_path_error(const std::string& what, const std::string& path,
-                                   int error_number, bool fsync_failed = false) {
+                                   int error_number) {
   throw io_error(what + " " + quoted(path) + " failed" + describe_errno(error_number),
-                 error_number, fsync_failed);
+                 error_number);
 }
 
 int open_retrying(const char* path, int flags, mode_t mode) {
@@ -77,6 +78,7 @@ std::size_t posix_engine::read(int fd, void* data, std::size_t length, std::uint
     }
   }
   if (done < length) std::memset(bytes + done, 0, length - done); // past end of file
+  sync_failure_.check_readable([&] { return path_of(fd); });
   return done;
 }
 
@@ -164,7 +166,7 @@ void posix_engine::sync_directory(const std::string& dir) {
   const int result = fsync_retrying_eintr(fd);
   const int error_number = errno;
   ::close(fd);
-  if (result != 0) throw_path_error("fsync of directory", dir, error_number, true);
+  if (result != 0) throw_sync_failure("fsync of directory", dir, error_number);
 }
 
 std::string posix_engine::path_of(int fd) const {
@@ -180,8 +182,16 @@ void posix_engine::throw_transfer_error(const char* operation, int fd, std::size
                    path_of(fd), error_number);
 }
 
-void posix_engine::throw_sync_error(const char* operation, int fd, int error_number) const {
-  throw_path_error(operation + std::string(" of"), path_of(fd), error_number, true);
+void posix_engine::throw_sync_error(const char* operation, int fd, int error_number) {
+  throw_sync_failure(operation + std::string(" of"), path_of(fd), error_number);
+}
+
+void posix_engine::throw_sync_failure(const std::string& operation, const std::string& path,
+                                      int error_number) {
+  io_error error(operation + " " + quoted(path) + " failed" + describe_errno(error_number),
+                 error_number, true);
+  sync_failure_.record(error.what());
+  throw error;
 }
 
 std::unique_ptr<io_engine> make_io_engine(io_method method) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "storage/io_engine.hpp"
+#include "storage/sync_failure_latch.hpp"
 
 #include <cerrno>
 #include <shared_mutex>
@@ -39,10 +40,15 @@ protected:
   /// Throws io_error: "<operation> of <length> bytes at offset <offset> in '<path>' failed".
   [[noreturn]] void throw_transfer_error(const char* operation, int fd, std::size_t length,
                                          std::uint64_t offset, int error_number) const;
-  /// Throws io_error with fsync_failed() set: "<operation> of '<path>' failed".
-  [[noreturn]] void throw_sync_error(const char* operation, int fd, int error_number) const;
+  /// Refuses reads from now on (sync_failure_latch.hpp) and throws io_error with
+  /// fsync_failed() set: "<operation> of '<path>' failed".
+  [[noreturn]] void throw_sync_error(const char* operation, int fd, int error_number);
 
 private:
+  [[noreturn]] void throw_sync_failure(const std::string& operation, const std::string& path,
+                                       int error_number);
+
+  sync_failure_latch sync_failure_;
   mutable std::shared_mutex registry_mutex_;
   std::unordered_map<int, std::string> paths_;
 };

@@ -3,6 +3,7 @@
 // tiny pool deadlock-free.
 #include "storage/buffer_pool.hpp"
 
+#include "storage/fault_engine.hpp"
 #include "storage/page.hpp"
 #include "test_support.hpp"
 
@@ -101,6 +102,32 @@ TEST_CASE("buffer pool: a page failing its checksum is reported with file and bl
   // The failed read left no pinned or valid buffer behind: the pool keeps working.
   for (block_id block = 0; block < 40; ++block)
     pool.unpin(pool.pin({4, block}));
+}
+
+TEST_CASE("buffer pool: after a failed sync dropped a written page, it is never served stale") {
+  // fsyncgate: a sync fails and the kernel drops the page it could not write back. Serving
+  // the older bytes underneath would let a session change a stale page and log it (W3).
+  test::temp_dir dir;
+  fault_config config;
+  config.fail_sync_after = 1;
+  fault_engine io(make_io_engine(io_method::sync), config);
+  relation_files files{io, dir.path(), page_size, 64 * page_size};
+  buffer_pool pool(16, files, true);
+  recording_writer writer(files);
+  pool.set_victim_writer(&writer);
+  buffer_id b = pool.pin({2, 0});
+  put_i64(pool, b, 64, 42);
+  pool.unpin(b);
+  for (block_id block = 1; block < 40; ++block) // evicts block 0 through the writer
+    pool.unpin(pool.pin({2, block}));
+  REQUIRE(writer.written.front() == page_id{2, 0});
+  CHECK_THROWS_AS(files.sync_segment({2, 0}), io_error); // drops the written page
+  try {
+    b = pool.pin({2, 0});
+    FAIL("pinned a page read after a failed sync: " << get_i64(pool, b, 64));
+  } catch (const io_error& e) {
+    CHECK(e.fsync_failed());
+  }
 }
 
 TEST_CASE("buffer pool: concurrent sessions on a tiny pool never lose an update") {

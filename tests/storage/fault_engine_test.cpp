@@ -288,9 +288,20 @@ TEST_CASE("fault_engine: fail_sync_after fails the N-th and every later sync and
       CHECK(std::string(error.what()).find(dir.file("failing")) != std::string::npos);
     }
   }
-  // fsyncgate: the write the failed sync could not make durable is gone; the synced one stays.
+  // The engine refuses reads now: one could see the dropped write's older bytes.
   std::vector<unsigned char> back(2 * page);
-  io->read(fd, back.data(), back.size(), 0);
+  try {
+    io->read(fd, back.data(), back.size(), 0);
+    FAIL("read after a failed sync should be refused");
+  } catch (const io_error& error) {
+    CHECK(error.fsync_failed());
+    CHECK(std::string(error.what()).find("injected EIO (sync 2") != std::string::npos);
+  }
+  // fsyncgate: the write the failed sync could not make durable is gone; the synced one stays.
+  auto direct = make_io_engine(io_method::sync);
+  const int direct_fd = direct->open_file(dir.file("failing"), false);
+  direct->read(direct_fd, back.data(), back.size(), 0);
+  direct->close_file(direct_fd);
   CHECK(std::equal(bytes.begin(), bytes.end(), back.begin()));
   CHECK(std::all_of(back.begin() + page, back.end(), [](unsigned char b) { return b == 0; }));
   io->close_file(fd);

@@ -226,6 +226,30 @@ TEST_CASE_TEMPLATE("io_engine: a failed sync reports fsync_failed", M, sync_meth
   io->close_file(fd);
 }
 
+TEST_CASE_TEMPLATE("io_engine: after a failed sync every read is refused, naming the failure", M,
+                   sync_method, uring_method) {
+  if (!has_dev_full()) return; // fsync of a character device fails with EINVAL
+  test::temp_dir dir;
+  auto io = make_io_engine(M::method);
+  const int fd = io->open_file(dir.file("data"), true);
+  const auto bytes = test::random_bytes(8192, 3);
+  io->write(fd, bytes.data(), bytes.size(), 0);
+  CHECK(read_back(*io, fd, bytes.size(), 0) == bytes);
+  const int device = io->open_file("/dev/full", false);
+  caught_io_error([&] { io->sync(device, sync_kind::data); });
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::vector<unsigned char> back(bytes.size());
+    const io_error error = caught_io_error([&] { io->read(fd, back.data(), back.size(), 0); });
+    CHECK(error.fsync_failed());
+    const std::string what = error.what();
+    CHECK(what.find("read of '" + dir.file("data") + "' refused") != std::string::npos);
+    CHECK(what.find("/dev/full") != std::string::npos); // the first failure
+  }
+  io->write(fd, bytes.data(), bytes.size(), 0); // only reads are refused
+  io->close_file(device);
+  io->close_file(fd);
+}
+
 TEST_CASE_TEMPLATE("io_engine: write_back keeps the data and fails like a sync", M, sync_method,
                    uring_method) {
   test::temp_dir dir;
