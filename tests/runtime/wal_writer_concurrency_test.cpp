@@ -7,15 +7,15 @@
 // although a concurrent fdatasync of its WAL failed.
 #include "actors/wal_writer.hpp"
 
-#include "deterministic_fixture.hpp"
+#include "wal_engine_fixture.hpp"
 #include "tests/storage/delegating_engine.hpp"
+#include "tests/storage/gated_sync_engine.hpp"
 
 #include <caf/all.hpp>
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -35,30 +35,10 @@ struct flush_answer {
   storage::lsn_t durable_at_answer; // the WAL's flushed LSN when the client got the answer
 };
 
-struct writer_fixture : test::deterministic_fixture {
-  std::string dir;
-  runtime::engine engine;
+struct writer_fixture : test::wal_engine_fixture {
   std::vector<caf::actor> clients; // kept alive so their job pointers stay unique
 
-  explicit writer_fixture(std::uint32_t concurrency) {
-    char pattern[] = "/tmp/tidemark-walwriter-conc-XXXXXX";
-    dir = mkdtemp(pattern);
-    auto io = std::make_unique<storage::fault_engine>(storage::make_io_engine(storage::io_method::sync),
-                                                      storage::fault_config{});
-    engine.faults = io.get();
-    engine.io = std::move(io);
-    engine.config.wal_sync_concurrency = concurrency;
-    engine.wal = std::make_unique<storage::wal_log>(*engine.io, storage::wal_options{dir, 1 << 20, 1 << 20},
-                                                    0, 0);
-  }
-  ~writer_fixture() { std::filesystem::remove_all(dir); }
-
-  storage::lsn_t insert_record(storage::xid_t xid) {
-    storage::record_builder record;
-    record.reset(storage::record_type::transaction, xid);
-    record.finish();
-    return engine.wal->insert(record, engine.wal->redo_lsn())->end;
-  }
+  explicit writer_fixture(std::uint32_t concurrency) : wal_engine_fixture(concurrency) {}
 
   // A client that asks for a flush through `lsn` and records the answer (or the error).
   void ask(const messages::wal_writer_actor& writer, storage::lsn_t lsn,
@@ -317,62 +297,6 @@ TEST_CASE("wal_writer: detached, on real threads, at most wal_sync_concurrency f
 
 // ---- a failed fdatasync while another syncer's is in flight -------------------------------
 
-// Delegates to a real engine; every data sync waits at a gate until the test releases it.
-// The first one to go on then fails with EIO, but only once the test opens a second gate
-// (its thread was preempted between fdatasync's return and the throw); the others succeed.
-// That is Linux's error reporting (errseq) for two fdatasyncs on one fd: the writeback
-// error goes to whichever checks first, and the second returns 0 although the pages that
-// failed were never written (they are no longer dirty).
-class gated_engine final : public storage::test::delegating_engine {
-public:
-  explicit gated_engine(std::unique_ptr<storage::io_engine> inner) : delegating_engine(std::move(inner)) {}
-
-  void sync(int fd, storage::sync_kind kind) override {
-    if (kind != storage::sync_kind::data) {
-      inner().sync(fd, kind);
-      return;
-    }
-    std::unique_lock lock(mutex_);
-    std::size_t me = entered_++;
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return released_ > me; });
-    if (me == 0) {
-      changed_.wait(lock, [&] { return throw_released_; });
-      throw storage::io_error("fdatasync " + inner().path_of(fd) + ": injected EIO", EIO, true);
-    }
-    lock.unlock();
-    inner().sync(fd, kind);
-  }
-
-  bool wait_entered(std::size_t count) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, std::chrono::seconds(5), [&] { return entered_ >= count; });
-  }
-  void release_one() {
-    std::lock_guard lock(mutex_);
-    ++released_;
-    changed_.notify_all();
-  }
-  void release_throw() {
-    std::lock_guard lock(mutex_);
-    throw_released_ = true;
-    changed_.notify_all();
-  }
-  void release_everything() {
-    std::lock_guard lock(mutex_);
-    released_ = ~std::size_t{0};
-    throw_released_ = true;
-    changed_.notify_all();
-  }
-
-private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::size_t entered_ = 0;
-  std::size_t released_ = 0;
-  bool throw_released_ = false;
-};
-
 // A syncer whose fdatasync returns 0 after another syncer's fdatasync on the same fd failed
 // must not answer flush_done, so the writer never acknowledges commits whose WAL never
 // reached the disk (W3, W4; the first version of concurrent syncs did; see the same case
@@ -384,8 +308,10 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
   std::vector<std::string> outcomes(2); // per client: "ok <lsn>" or "error"
   {
     runtime::engine engine;
-    auto io = std::make_unique<gated_engine>(storage::make_io_engine(storage::io_method::sync));
-    gated_engine& gate = *io;
+    auto io = std::make_unique<storage::test::gated_sync_engine>(
+      storage::make_io_engine(storage::io_method::sync));
+    storage::test::gated_sync_engine& gate = *io;
+    gate.script({true, false}, true); // A fails, holding its throw back; B "succeeds"
     engine.io = std::move(io);
     engine.config.wal_sync_concurrency = 2;
     engine.wal = std::make_unique<storage::wal_log>(*engine.io, storage::wal_options{dir, 1 << 20, 1 << 20},
@@ -423,8 +349,8 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
       std::unique_lock lock(outcome_mutex);
       answered.wait_for(lock, std::chrono::seconds(2), [&] { return answers == 2; });
     }
-    gate.release_throw(); // A's error reaches the writer last
-    gate.release_everything();
+    gate.release_failures(); // A's error reaches the writer last
+    gate.release_all();
     first.join();
     second.join();
     caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);

@@ -3,39 +3,18 @@
 // request, never retried (W3).
 #include "actors/wal_writer.hpp"
 
-#include "deterministic_fixture.hpp"
+#include "wal_engine_fixture.hpp"
 
 #include <caf/all.hpp>
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <vector>
 
 namespace tidemark {
 namespace {
 
-struct wal_fixture : test::deterministic_fixture {
-  std::string dir;
-  runtime::engine engine;
-
-  wal_fixture() {
-    char pattern[] = "/tmp/tidemark-walwriter-XXXXXX";
-    dir = mkdtemp(pattern);
-    auto io = std::make_unique<storage::fault_engine>(storage::make_io_engine(storage::io_method::sync),
-                                                      storage::fault_config{});
-    engine.faults = io.get();
-    engine.io = std::move(io);
-    engine.wal = std::make_unique<storage::wal_log>(*engine.io, storage::wal_options{dir, 1 << 20, 1 << 20},
-                                                    0, 0);
-  }
-  ~wal_fixture() { std::filesystem::remove_all(dir); }
-
-  storage::lsn_t insert_record(storage::xid_t xid) {
-    storage::record_builder record;
-    record.reset(storage::record_type::transaction, xid);
-    record.finish();
-    return engine.wal->insert(record, engine.wal->redo_lsn())->end;
-  }
+struct wal_fixture : test::wal_engine_fixture {
+  wal_fixture() : wal_engine_fixture(runtime::settings{}.wal_sync_concurrency) {}
 
   // A client that asks for a flush and records the answer (or the error).
   void ask(const messages::wal_writer_actor& writer, storage::lsn_t lsn,

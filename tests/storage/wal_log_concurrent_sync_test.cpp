@@ -10,12 +10,11 @@
 
 #include "storage/fault_engine.hpp"
 #include "tests/storage/delegating_engine.hpp"
+#include "tests/storage/gated_sync_engine.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -473,65 +472,6 @@ TEST_CASE_TEMPLATE("wal_log: what concurrent sync_through calls returned survive
 
 // ---- a failed fdatasync while another one is in flight --------------------------------------
 
-namespace {
-
-// Delegates to a real engine; every data sync waits at a gate until the test releases it,
-// then fails with EIO or succeeds as the test scripted. This plays Linux's error reporting
-// (errseq): a writeback error is reported once per open file description, to the first
-// fdatasync that checks, and the pages that failed are no longer dirty, so a second
-// fdatasync on the same fd returns 0 although the data never reached the disk.
-class gated_sync_engine final : public test::delegating_engine {
-public:
-  explicit gated_sync_engine(std::unique_ptr<io_engine> inner) : delegating_engine(std::move(inner)) {}
-
-  void sync(int fd, sync_kind kind) override {
-    if (kind != sync_kind::data) {
-      inner().sync(fd, kind);
-      return;
-    }
-    std::unique_lock lock(mutex_);
-    std::size_t me = entered_++;
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return released_ > me; });
-    bool fail = me < fail_.size() && fail_[me];
-    lock.unlock();
-    if (fail)
-      throw io_error("fdatasync " + path_of(fd) + ": injected EIO", EIO, true);
-    inner().sync(fd, kind);
-  }
-
-  /// Scripts the outcome of the data syncs in the order they arrive: true fails it.
-  void script(std::vector<bool> fail) {
-    std::lock_guard lock(mutex_);
-    fail_ = std::move(fail);
-  }
-  /// False if fewer than `count` syncs arrived within `limit`.
-  bool wait_entered(std::size_t count, std::chrono::milliseconds limit = 5000ms) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, limit, [&] { return entered_ >= count; });
-  }
-  /// Lets the next waiting sync go on.
-  void release_one() {
-    std::lock_guard lock(mutex_);
-    ++released_;
-    changed_.notify_all();
-  }
-  void release_all() {
-    std::lock_guard lock(mutex_);
-    released_ = ~std::size_t{0};
-    changed_.notify_all();
-  }
-
-private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::size_t entered_ = 0;
-  std::size_t released_ = 0;
-  std::vector<bool> fail_;
-};
-
-} // namespace
-
 // If another sync_through() on the same cached fd failed, this one's fdatasync returning 0
 // proves nothing (the error was reported to the other caller; the failed pages are no
 // longer dirty): it must not move flushed_lsn past WAL that may be lost nor report it
@@ -539,7 +479,7 @@ private:
 TEST_CASE("wal_log: a sync that completes after a concurrent sync failed reports nothing "
           "durable (W3)") {
   temp_dir dir;
-  gated_sync_engine io(make_io_engine(io_method::sync));
+  test::gated_sync_engine io(make_io_engine(io_method::sync));
   wal_log wal(io, small_options(dir.path()), 0, 0);
   record_builder builder;
   thread_log log;
