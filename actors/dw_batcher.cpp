@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <set>
 
 namespace tidemark::actors {
@@ -20,6 +21,8 @@ struct dw_batcher_state {
   sync_worker_actor sync_worker;
   std::vector<std::uint32_t> awaiting_fsync; // DATA_WRITTEN chunks, oldest first
   std::set<std::uint32_t> hurried;           // of those, the ones sync_now was asked for
+  std::deque<std::pair<std::uint32_t, actor_role>> awaiting_space; // ring full: in order
+  std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until those are written
   std::vector<storage::page_copy> copies;    // reused
   std::vector<storage::page_write> writes;   // reused
   static inline const char* name = "dw_batcher";
@@ -46,6 +49,7 @@ std::vector<file_ref> files_of(runtime::engine& e, const std::vector<storage::dw
 }
 
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting);
+void write_waiting_batches(dw_batcher_pointer self);
 
 void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   auto& st = self->state;
@@ -57,16 +61,20 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   e.ring->release(chunk);
   st.awaiting_fsync.erase(std::find(st.awaiting_fsync.begin(), st.awaiting_fsync.end(), chunk));
   st.hurried.erase(chunk);
+  write_waiting_batches(self); // its ring space is free again
   hurry_retirement(self, false);
 }
 
-// When free chunks run low, asks for the waiting batches' files to be fsynced now — one
-// request at a time, so the batches that pile up while an fsync runs share the next one.
+// When the ring is half full (or a batch waits for ring space, or a writer for a FREE
+// chunk), asks for the waiting batches' files to be fsynced now — one request at a time,
+// so the batches that pile up while an fsync runs share the next one. Until then their
+// in-place writes coalesce in the page cache, as they would without doublewrite.
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
-  std::uint32_t low_water = e.ring->chunk_count() * 3 / 4;
-  if (!st.hurried.empty() || (!writer_waiting && e.ring->free_chunks() > low_water))
+  bool needed = !st.awaiting_space.empty() || e.ring->used_bytes() > e.ring->capacity_bytes() / 2 ||
+                (writer_waiting && e.ring->free_chunks() == 0);
+  if (!st.hurried.empty() || !needed)
     return;
   sync_now request;
   for (std::uint32_t chunk : st.awaiting_fsync) {
@@ -91,13 +99,55 @@ void fail_batch(runtime::engine& e, std::uint32_t chunk, const std::string& why)
     e.pool->finish_write(entry.buffer, false);
 }
 
-// ALLOCATED → WRITTEN → DWB_FSYNCED → DATA_WRITTEN, then waits for DATA_FSYNCED.
+void fail_waiting_batches(dw_batcher_pointer self) {
+  auto& st = self->state;
+  for (const auto& [chunk, source] : st.awaiting_space)
+    fail_batch(*st.engine, chunk, st.engine->failure());
+  st.awaiting_space.clear();
+  for (auto& promise : st.flush_waiters)
+    promise.deliver(dw_flushed{st.engine->ring->counters().batches.load()});
+  st.flush_waiters.clear();
+}
+
+bool write_to_ring(dw_batcher_pointer self, std::uint32_t chunk, actor_role source);
+
+// A batch handed over: written now, or queued behind earlier ones while the ring is full.
 void write_batch(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
+  auto& st = self->state;
+  trace(*st.engine, source, actor_role::dw_batcher, "dw_batch_ready", chunk,
+        st.engine->ring->entries(chunk).size());
+  if (st.awaiting_space.empty() && write_to_ring(self, chunk, source))
+    return;
+  st.awaiting_space.emplace_back(chunk, source);
+  hurry_retirement(self, false);
+}
+
+// Writes the queued batches, in order, while the ring has room; then answers the flush
+// requests that waited for them.
+void write_waiting_batches(dw_batcher_pointer self) {
+  auto& st = self->state;
+  while (!st.awaiting_space.empty()) {
+    auto [chunk, source] = st.awaiting_space.front();
+    if (st.engine->failed()) {
+      fail_waiting_batches(self);
+      return;
+    }
+    if (!write_to_ring(self, chunk, source))
+      return;
+    st.awaiting_space.pop_front();
+  }
+  for (auto& promise : st.flush_waiters)
+    promise.deliver(dw_flushed{st.engine->ring->counters().batches.load()});
+  st.flush_waiters.clear();
+}
+
+// ALLOCATED → WRITTEN → DWB_FSYNCED → DATA_WRITTEN, then waits for DATA_FSYNCED. Returns
+// false, the chunk still ALLOCATED, when the ring has no room for its record.
+bool write_to_ring(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
   storage::doublewrite_ring& ring = *e.ring;
   const auto& entries = ring.entries(chunk);
-  trace(e, source, actor_role::dw_batcher, "dw_batch_ready", chunk, entries.size());
   st.copies.clear();
   st.writes.clear();
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -108,19 +158,19 @@ void write_batch(dw_batcher_pointer self, std::uint32_t chunk, actor_role source
   std::vector<file_ref> files = files_of(e, entries);
   try {
     e.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
-    ring.write(chunk);
+    if (!ring.write(chunk))
+      return false;
     trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_written", chunk, entries.size());
     ring.sync(chunk); // D3: one fdatasync of the ring for the whole batch
     trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
     trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_inplace_write", chunk,
           st.writes.size());
-    e.files->write_pages(st.writes.data(), st.writes.size()); // D1: only after DWB_FSYNCED
-    // These pages must be fsynced before the chunk is free again; writing them back now
-    // keeps that fsync short instead of a burst that stalls commits' WAL fsyncs.
-    e.files->start_write_back(st.writes.data(), st.writes.size());
+    // D1: only after DWB_FSYNCED. No writeback is started: the pages wait in the page
+    // cache, coalescing, for the fsync that retires the chunk (usually the checkpoint's).
+    e.files->write_pages(st.writes.data(), st.writes.size());
   } catch (const std::exception& error) {
     fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());
-    return;
+    return true;
   }
   std::vector<storage::file_tag> tags;
   for (const file_ref& f : files)
@@ -134,8 +184,12 @@ void write_batch(dw_batcher_pointer self, std::uint32_t chunk, actor_role source
   st.awaiting_fsync.push_back(chunk);
   self->request(st.sync_worker, caf::infinite, sync_notify_request{std::move(files), chunk})
     .then([=](const files_synced& done) { on_files_synced(self, done.chunk); },
-          [=](const caf::error&) { self->state.engine->ring->fail(); });
+          [=](const caf::error&) {
+            self->state.engine->ring->fail();
+            fail_waiting_batches(self);
+          });
   hurry_retirement(self, false);
+  return true;
 }
 
 dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::engine* engine,
@@ -150,11 +204,16 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::eng
       }
       write_batch(self, ready.chunk, static_cast<actor_role>(ready.source));
     },
-    [=](const dw_flush_request&) -> dw_flushed {
-      // Every batch handed over before this request has been processed (mailbox order).
-      // Also the hook of a writer that found no free chunk: hurry retirement.
+    [=](const dw_flush_request&) -> caf::result<dw_flushed> {
+      // Every batch handed over before this request has been processed (mailbox order)
+      // once none waits for ring space. Also the hook of a writer that found no free
+      // chunk: hurry retirement.
+      auto& st = self->state;
       hurry_retirement(self, true);
-      return dw_flushed{self->state.engine->ring->counters().batches.load()};
+      if (st.awaiting_space.empty())
+        return dw_flushed{st.engine->ring->counters().batches.load()};
+      st.flush_waiters.push_back(self->make_response_promise<dw_flushed>());
+      return st.flush_waiters.back();
     },
     [=](flush_atom, std::uint32_t generation) {
       runtime::engine& e = *self->state.engine;

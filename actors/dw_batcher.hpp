@@ -4,16 +4,18 @@
 // Who talks to it: writers — the bgwriter, the checkpointer and sessions evicting dirty
 // victims — stage pages straight into a ring chunk and send dw_batch_ready. For each batch
 // it: makes WAL durable up to the batch's highest LSN (W1); writes the chunk to the ring
-// with one sequential write and fdatasyncs the ring once (D3: WRITTEN, DWB_FSYNCED); only
-// then writes the pages in place (D1: DATA_WRITTEN), registers their files with the
-// sync_worker and finishes the buffers' writes (W2); and asks the sync_worker to tell it
-// when each file has had an fsync that began after those writes completed. On that answer
-// the chunk is DATA_FSYNCED and FREE again (D2). When free chunks run low it asks the
-// sync_worker to fsync the files of its waiting batches now, so retirement never waits for
-// a checkpoint; a writer finding no free chunk waits (D4, counted). dw_flush_request is
-// answered once every batch handed over before it is DATA_WRITTEN (the checkpointer asks
-// before its sync phase). Sessions' victims share one chunk, taken 1 ms after its first
-// page or when full.
+// with one sequential write of its compressed record and fdatasyncs the ring once (D3:
+// WRITTEN, DWB_FSYNCED); only then writes the pages in place (D1: DATA_WRITTEN; the staging
+// memory is free again), registers their files with the sync_worker and finishes the
+// buffers' writes (W2); and asks the sync_worker to tell it when each file has had an
+// fsync that began after those writes completed. On that answer the chunk is DATA_FSYNCED
+// and FREE again, and its ring space with it (D2). When the ring is half full, or a batch
+// finds no room (it then waits, in order, at the batcher), it asks the sync_worker to
+// fsync the files of its waiting batches now, so retirement never waits for a checkpoint
+// but usually rides on one; a writer finding no free chunk or staging memory waits (D4,
+// counted). dw_flush_request is answered once every batch handed over before it is
+// DATA_WRITTEN (the checkpointer asks before its sync phase). Sessions' victims share one
+// chunk, taken 1 ms after its first page or when full.
 //
 // Failure: any write or fsync error marks the engine failed (W3), leaves the batch's
 // buffers dirty, and fails the ring so waiting writers stop; the next start repairs from

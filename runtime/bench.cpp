@@ -23,7 +23,7 @@ struct counter_sample {
   std::uint64_t allocated, written_backend, written_bgwriter, written_checkpoint;
   std::uint64_t timed, requested, write_ms, sync_ms;
   std::uint64_t sync_requests, sync_fsyncs, maxwritten_clean;
-  std::uint64_t dw_batches, dw_pages, dw_fsyncs, dw_slot_waits;
+  std::uint64_t dw_batches, dw_pages, dw_bytes, dw_fsyncs, dw_slot_waits, dw_ring_full;
 
   static counter_sample take(engine& e) {
     const auto& w = e.wal->counters();
@@ -47,8 +47,10 @@ struct counter_sample {
             e.bgwriter.maxwritten_clean.load(),
             e.ring ? e.ring->counters().batches.load() : 0,
             e.ring ? e.ring->counters().pages.load() : 0,
+            e.ring ? e.ring->counters().bytes.load() : 0,
             e.ring ? e.ring->counters().fsyncs.load() : 0,
-            e.ring ? e.ring->counters().slot_waits.load() : 0};
+            e.ring ? e.ring->counters().slot_waits.load() : 0,
+            e.ring ? e.ring->counters().ring_full.load() : 0};
   }
 };
 
@@ -221,8 +223,12 @@ void fill_report(json_object& r, engine& e, const bench_options& options, double
   r.set("sync.fsyncs", b.sync_fsyncs - a.sync_fsyncs);
   r.set("doublewrite.batches", b.dw_batches - a.dw_batches);
   r.set("doublewrite.pages", b.dw_pages - a.dw_pages);
+  r.set("doublewrite.bytes_per_page", b.dw_pages > a.dw_pages ? double(b.dw_bytes - a.dw_bytes) /
+                                                                  double(b.dw_pages - a.dw_pages)
+                                                              : 0.0);
   r.set("doublewrite.fsyncs", b.dw_fsyncs - a.dw_fsyncs);
   r.set("doublewrite.slot_waits", b.dw_slot_waits - a.dw_slot_waits);
+  r.set("doublewrite.ring_full_waits", b.dw_ring_full - a.dw_ring_full);
   r.set("doublewrite.ring_pages", std::uint64_t(e.ring ? e.ring->ring_pages() : 0));
 }
 

@@ -8,6 +8,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdio>
 
@@ -100,12 +102,11 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   e.commit_log = std::make_unique<storage::commit_log>(*e.io, e.data_dir + "/xact", s.page_size,
                                                        *e.wal, e.registry);
   if (e.doublewrite()) {
-    std::uint32_t ring_pages = s.doublewrite_ring_pages != 0
-                                 ? s.doublewrite_ring_pages
-                                 : storage::default_ring_pages(s.doublewrite_batch_pages);
-    e.ring = std::make_unique<storage::doublewrite_ring>(*e.io, e.data_dir + "/doublewrite",
-                                                         s.page_size, ring_pages,
-                                                         s.doublewrite_batch_pages);
+    std::uint32_t ring_pages = s.doublewrite_ring_pages != 0 ? s.doublewrite_ring_pages
+                                                             : storage::default_ring_pages();
+    e.ring = std::make_unique<storage::doublewrite_ring>(
+      *e.io, e.data_dir + "/doublewrite", s.page_size, ring_pages, s.doublewrite_batch_pages,
+      std::min(storage::default_staging_chunks(), ring_pages / s.doublewrite_batch_pages));
     e.victims = std::make_unique<doublewrite_victim_writer>(e);
   } else {
     e.victims = std::make_unique<direct_victim_writer>(*e.writer);

@@ -1,6 +1,6 @@
-// Eager doublewrite repair at startup, before redo (DESIGN §6 step 3). Every valid slot
-// of the ring (its page checksum and identity verify) is a candidate; per page the slot
-// with the highest LSN wins (D5). The on-disk page is then restored from it when the
+// Eager doublewrite repair at startup, before redo (DESIGN §6 step 3). Every page image of
+// every intact ring record (doublewrite_record.hpp) whose checksum and identity verify is
+// a candidate; per page the image with the highest LSN wins (D5). The on-disk page is then restored from it when the
 // decision table says so — whether or not a checksum noticed anything:
 //
 //   on-disk page                          action    why
@@ -38,7 +38,7 @@ struct repair_inputs {
 repair_action decide_repair(const repair_inputs& in);
 
 struct repair_report {
-  std::uint64_t slots_valid = 0;     // slots whose image verifies
+  std::uint64_t slots_valid = 0;     // ring images that verify
   std::uint64_t pages_considered = 0; // distinct pages among them
   std::uint64_t pages_repaired = 0;
   std::uint64_t repaired_checksum = 0; // on-disk page failed verification or was zero

@@ -1,6 +1,8 @@
 // The doublewrite ring: see doublewrite_ring.hpp for the layout, states and invariants.
 #include "storage/doublewrite_ring.hpp"
 
+#include "storage/doublewrite_record.hpp"
+
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -27,45 +29,59 @@ const char* to_string(dw_state state) {
   return "?";
 }
 
-std::uint32_t default_ring_pages(std::uint32_t batch_pages) {
-  constexpr std::uint32_t writers = 3;          // bgwriter, checkpointer, sessions' shared batch
-  constexpr std::uint32_t in_flight = 2;        // per writer: one being filled, one being written
-  constexpr std::uint32_t awaiting_fsync = 10;  // batches retiring while a segment fsync runs
-  return (writers * in_flight + awaiting_fsync) * batch_pages;
+std::uint32_t default_staging_chunks() {
+  constexpr std::uint32_t writers = 3;   // bgwriter, checkpointer, sessions' shared batch
+  constexpr std::uint32_t in_flight = 2; // per writer: one being filled, one being written
+  constexpr std::uint32_t batcher = 10;  // batches queued at the batcher or being written
+  return writers * in_flight + batcher;
 }
 
+std::uint32_t default_ring_pages() { return 32768; }
+
+namespace {
+
+unsigned char* aligned_buffer(std::size_t bytes) {
+  void* memory = nullptr;
+  if (posix_memalign(&memory, 4096, bytes) != 0)
+    throw std::bad_alloc();
+  return static_cast<unsigned char*>(memory);
+}
+
+// Chunks beyond the staging ones: enough for the ring to fill with records of batches
+// compressed eightfold before chunks, not space, run out.
+constexpr std::uint32_t chunks_per_ring_batch = 8;
+
+} // namespace
+
 doublewrite_ring::doublewrite_ring(io_engine& io, std::string dir, std::size_t page_size,
-                                   std::uint32_t ring_pages, std::uint32_t batch_pages)
+                                   std::uint32_t ring_pages, std::uint32_t batch_pages,
+                                   std::uint32_t staging_chunks)
   : io_(io), path_(dir + "/ring"), page_size_(page_size), ring_pages_(ring_pages),
-    batch_pages_(batch_pages) {
-  if (batch_pages == 0 || ring_pages % batch_pages != 0 || ring_pages / batch_pages < 2)
-    throw std::invalid_argument("doublewrite ring must hold at least two whole batches");
+    batch_pages_(batch_pages), capacity_(std::uint64_t(ring_pages) * page_size) {
+  if (batch_pages == 0 || staging_chunks == 0 || capacity_ < max_record_bytes(batch_pages, page_size))
+    throw std::invalid_argument("doublewrite ring must hold a whole batch of incompressible pages");
   ::mkdir(dir.c_str(), 0700);
   struct stat st;
-  bool fresh = ::stat(path_.c_str(), &st) != 0 ||
-               static_cast<std::uint64_t>(st.st_size) != std::uint64_t(ring_pages) * page_size;
+  bool fresh = ::stat(path_.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != capacity_;
   fd_ = io_.open_file(path_, true);
-  if (fresh) {
+  if (fresh) { // sparse: reads as zeros, and the first pass allocates as it writes
     io_.truncate(fd_, 0);
-    std::vector<unsigned char> zeros(std::size_t(batch_pages) * page_size, 0);
-    for (std::uint32_t c = 0; c < ring_pages / batch_pages; ++c)
-      io_.write(fd_, zeros.data(), zeros.size(), std::uint64_t(c) * zeros.size());
+    io_.truncate(fd_, capacity_);
     io_.sync(fd_, sync_kind::full);
     io_.sync_directory(dir);
   }
-  chunks_.resize(ring_pages / batch_pages);
-  for (chunk& c : chunks_) {
-    void* memory = nullptr;
-    if (posix_memalign(&memory, 4096, std::size_t(batch_pages) * page_size) != 0)
-      throw std::bad_alloc();
-    c.memory = static_cast<unsigned char*>(memory);
-    c.entries.reserve(batch_pages);
+  chunks_.resize(ring_pages / batch_pages * chunks_per_ring_batch + staging_chunks);
+  for (std::uint32_t i = 0; i < staging_chunks; ++i) {
+    staging_.push_back(aligned_buffer(std::size_t(batch_pages) * page_size));
+    free_staging_.push_back(staging_.back());
   }
+  record_ = aligned_buffer(max_record_bytes(batch_pages, page_size));
 }
 
 doublewrite_ring::~doublewrite_ring() {
-  for (chunk& c : chunks_)
-    std::free(c.memory);
+  for (unsigned char* memory : staging_)
+    std::free(memory);
+  std::free(record_);
   if (fd_ >= 0)
     io_.close_file(fd_);
 }
@@ -78,18 +94,27 @@ void doublewrite_ring::move(std::uint32_t c, dw_state from, dw_state to) {
   chunks_[c].state = to;
 }
 
-// Takes a FREE chunk if there is one. mutex_ held.
+// Takes a FREE chunk and staging memory for it if there are both. mutex_ held.
 bool doublewrite_ring::take_free_locked(std::uint32_t* chunk) {
   if (failed_)
     throw io_error("the doublewrite ring is unusable after a failure", EIO);
+  if (free_staging_.empty())
+    return false;
   for (std::uint32_t c = 0; c < chunks_.size(); ++c)
     if (chunks_[c].state == dw_state::free) {
       move(c, dw_state::free, dw_state::allocated);
       chunks_[c].entries.clear();
+      chunks_[c].memory = free_staging_.back();
+      free_staging_.pop_back();
       *chunk = c;
       return true;
     }
   return false;
+}
+
+void doublewrite_ring::return_staging_locked(chunk& c) {
+  free_staging_.push_back(c.memory);
+  c.memory = nullptr;
 }
 
 std::uint32_t doublewrite_ring::acquire(const std::function<void()>& on_wait) {
@@ -127,20 +152,58 @@ void doublewrite_ring::give_back(std::uint32_t c) {
     if (!chunks_[c].entries.empty())
       throw std::logic_error("doublewrite chunk " + std::to_string(c) + " given back with pages");
     move(c, dw_state::allocated, dw_state::free);
+    return_staging_locked(chunks_[c]);
   }
   freed_.notify_one();
 }
 
-void doublewrite_ring::write(std::uint32_t c) {
-  std::size_t count = chunks_[c].entries.size();
+// Where a record of `bytes` can go: at the write position, or at the start of the file
+// when it does not fit before the end; never over a record whose chunk is not FREE.
+// mutex_ held.
+bool doublewrite_ring::place_record_locked(std::uint64_t bytes, std::uint64_t* at) const {
+  std::uint64_t candidate = next_record_at_ + bytes <= capacity_ ? next_record_at_ : 0;
+  for (const chunk& c : chunks_)
+    if (c.record_bytes != 0 && candidate < c.record_at + c.record_bytes &&
+        c.record_at < candidate + bytes)
+      return false;
+  *at = candidate;
+  return true;
+}
+
+bool doublewrite_ring::write(std::uint32_t c) {
+  chunk& ch = chunks_[c];
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    move(c, dw_state::allocated, dw_state::written);
+    if (ch.state != dw_state::allocated)
+      move(c, dw_state::allocated, dw_state::written); // throws: only ALLOCATED is written
   }
-  io_.write(fd_, chunks_[c].memory, count * page_size_,
-            std::uint64_t(c) * batch_pages_ * page_size_);
+  if (encoded_chunk_ != c) { // a batch retried for ring space is encoded once
+    images_.clear();
+    for (std::size_t i = 0; i < ch.entries.size(); ++i)
+      images_.push_back(ch.memory + i * page_size_);
+    encoded_bytes_ = encode_batch(images_.data(), static_cast<std::uint32_t>(images_.size()),
+                                  page_size_, sequence_, record_);
+    encoded_chunk_ = c;
+  }
+  std::uint64_t at;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (!place_record_locked(encoded_bytes_, &at)) {
+      counters_.ring_full.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    move(c, dw_state::allocated, dw_state::written);
+    ch.record_at = at;
+    ch.record_bytes = encoded_bytes_;
+    next_record_at_ = at + encoded_bytes_;
+  }
+  encoded_chunk_ = no_chunk;
+  ++sequence_;
+  io_.write(fd_, record_, encoded_bytes_, at);
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
-  counters_.pages.fetch_add(count, std::memory_order_relaxed);
+  counters_.pages.fetch_add(ch.entries.size(), std::memory_order_relaxed);
+  counters_.bytes.fetch_add(encoded_bytes_, std::memory_order_relaxed);
+  return true;
 }
 
 void doublewrite_ring::sync(std::uint32_t c) {
@@ -154,14 +217,21 @@ void doublewrite_ring::sync(std::uint32_t c) {
 }
 
 void doublewrite_ring::advance(std::uint32_t c, dw_state to) {
-  std::lock_guard<std::mutex> guard(mutex_);
-  move(c, to == dw_state::data_written ? dw_state::dwb_fsynced : dw_state::data_written, to);
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    move(c, to == dw_state::data_written ? dw_state::dwb_fsynced : dw_state::data_written, to);
+    if (to != dw_state::data_written)
+      return;
+    return_staging_locked(chunks_[c]); // written in place: the images live on in the ring
+  }
+  freed_.notify_one();
 }
 
 void doublewrite_ring::release(std::uint32_t c) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     move(c, dw_state::data_fsynced, dw_state::free);
+    chunks_[c].record_bytes = 0;
   }
   freed_.notify_one();
 }
@@ -185,6 +255,14 @@ std::uint32_t doublewrite_ring::free_chunks() const {
   for (const chunk& c : chunks_)
     n += c.state == dw_state::free;
   return n;
+}
+
+std::uint64_t doublewrite_ring::used_bytes() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  std::uint64_t used = 0;
+  for (const chunk& c : chunks_)
+    used += c.record_bytes;
+  return used;
 }
 
 } // namespace tidemark::storage

@@ -1,8 +1,15 @@
-// The doublewrite ring: the file <data>/doublewrite/ring of ring_pages page-sized slots,
-// grouped into chunks of batch_pages slots; one batch occupies one chunk. A slot holds a
-// finalized page image, which names its own page (identity), LSN and checksum, so the ring
-// needs no other metadata to be read back at startup. Each chunk has its own aligned
-// staging memory, which writers fill before the batch is written.
+// The doublewrite ring: the file <data>/doublewrite/ring of ring_pages × page_size bytes,
+// a circular log of batch records (doublewrite_record.hpp: each batch's page images, LZ4-
+// compressed, under one CRC). A record names its pages through the images themselves
+// (identity, LSN and checksum), so the ring needs no other metadata to be read back.
+//
+// A batch lives in a chunk. Chunks are cheap (a state and the batch's entries); a chunk
+// holds staging memory — where writers put the page images, and whence the batcher writes
+// them in place — only from ALLOCATED until DATA_WRITTEN, from a small pool
+// (staging_chunks × batch_pages pages). Its record holds ring space from WRITTEN until
+// the chunk is FREE again. So the ring file can be large (many batches awaiting the
+// data-file fsync that frees them, whose in-place writes coalesce in the page cache)
+// while the memory stays that of a few batches.
 //
 // Chunk states (DESIGN §4 "Doublewrite slot"), each transition checked here:
 //   FREE → ALLOCATED → WRITTEN → DWB_FSYNCED → DATA_WRITTEN → DATA_FSYNCED → FREE
@@ -10,9 +17,11 @@
 // Invariants:
 //  - D3: a batch is written with one sequential write and made durable with one fdatasync
 //    of the ring; never a sync per page.
-//  - D4: a chunk is handed out only when FREE; when none is, acquire() waits (and counts the
-//    wait). Nothing ever overwrites a chunk that is not FREE, and the ring is never reset
-//    as a whole.
+//  - D4: a chunk is handed out only when a chunk is FREE and staging memory is free; when
+//    not, acquire() waits (and counts the wait).
+//  - Ring space is reused only from chunks that are FREE again: a record is placed only
+//    where it overlaps no record of a chunk between WRITTEN and FREE. Nothing ever
+//    overwrites such a record, and the ring is never reset as a whole.
 //  - A chunk returns to FREE only from DATA_FSYNCED (D2 is the batcher's part: it moves a
 //    chunk there only when the sync worker reports the covering fsyncs).
 #pragma once
@@ -50,15 +59,18 @@ struct dw_entry {
 struct dw_counters {
   std::atomic<std::uint64_t> batches{0};
   std::atomic<std::uint64_t> pages{0};
+  std::atomic<std::uint64_t> bytes{0}; // written to the ring file (records, padded)
   std::atomic<std::uint64_t> fsyncs{0};
   std::atomic<std::uint64_t> slot_waits{0};
+  std::atomic<std::uint64_t> ring_full{0}; // batches that waited for ring space
 };
 
 class doublewrite_ring {
 public:
-  /// Opens (creating zero-filled and durable when missing or of the wrong size) the ring.
+  /// Opens (creating it sparse and durable when missing or of the wrong size) the ring.
+  /// Staging memory for `staging_chunks` batches; the ring must hold the largest record.
   doublewrite_ring(io_engine& io, std::string dir, std::size_t page_size, std::uint32_t ring_pages,
-                   std::uint32_t batch_pages);
+                   std::uint32_t batch_pages, std::uint32_t staging_chunks);
   ~doublewrite_ring();
   doublewrite_ring(const doublewrite_ring&) = delete;
   doublewrite_ring& operator=(const doublewrite_ring&) = delete;
@@ -76,20 +88,27 @@ public:
   std::vector<dw_entry>& entries(std::uint32_t chunk) { return chunks_[chunk].entries; }
 
   // --- the batcher (one thread) -----------------------------------------------------------
-  /// ALLOCATED → WRITTEN: one sequential write of the chunk's staged slots.
-  void write(std::uint32_t chunk);
+  /// ALLOCATED → WRITTEN: encodes the chunk's staged pages into one record and writes it
+  /// with one sequential write. Returns false (the chunk stays ALLOCATED) when no ring
+  /// space is free: retry after a release().
+  bool write(std::uint32_t chunk);
   /// WRITTEN → DWB_FSYNCED for `chunk`: one fdatasync of the ring (D3).
   void sync(std::uint32_t chunk);
-  /// DWB_FSYNCED → DATA_WRITTEN, DATA_WRITTEN → DATA_FSYNCED.
+  /// DWB_FSYNCED → DATA_WRITTEN (its staging memory is free again: wakes a waiting
+  /// writer), DATA_WRITTEN → DATA_FSYNCED.
   void advance(std::uint32_t chunk, dw_state to);
-  /// DATA_FSYNCED → FREE; wakes a waiting writer.
+  /// DATA_FSYNCED → FREE, and its record's ring space; wakes a waiting writer.
   void release(std::uint32_t chunk);
   /// Wakes every waiting writer with an error: the engine failed (W3).
   void fail();
 
   dw_state state(std::uint32_t chunk) const;
   std::uint32_t free_chunks() const;
+  /// Bytes of the ring held by records of chunks not yet FREE again.
+  std::uint64_t used_bytes() const;
+  std::uint64_t capacity_bytes() const { return capacity_; }
   std::uint32_t chunk_count() const { return static_cast<std::uint32_t>(chunks_.size()); }
+  std::uint32_t staging_chunks() const { return static_cast<std::uint32_t>(staging_.size()); }
   std::uint32_t batch_pages() const { return batch_pages_; }
   std::uint32_t ring_pages() const { return ring_pages_; }
   std::size_t page_size() const { return page_size_; }
@@ -99,29 +118,49 @@ public:
 private:
   struct chunk {
     dw_state state = dw_state::free;
-    unsigned char* memory = nullptr;
+    unsigned char* memory = nullptr; // staging, ALLOCATED until DATA_WRITTEN
     std::vector<dw_entry> entries;
+    std::uint64_t record_at = 0;    // its record's ring space, WRITTEN until FREE
+    std::uint64_t record_bytes = 0;
   };
   void move(std::uint32_t c, dw_state from, dw_state to);
   bool take_free_locked(std::uint32_t* chunk);
+  void return_staging_locked(chunk& c);
+  bool place_record_locked(std::uint64_t bytes, std::uint64_t* at) const;
 
   io_engine& io_;
   std::string path_;
   std::size_t page_size_;
   std::uint32_t ring_pages_;
   std::uint32_t batch_pages_;
+  std::uint64_t capacity_;
   int fd_ = -1;
   std::vector<chunk> chunks_;
+  std::vector<unsigned char*> staging_;      // every staging buffer (owned)
+  std::vector<unsigned char*> free_staging_; // of those, the ones no chunk holds
+  // The batcher's: the record being written, and for which chunk.
+  static constexpr std::uint32_t no_chunk = ~std::uint32_t{0};
+  unsigned char* record_ = nullptr;
+  std::size_t encoded_bytes_ = 0;
+  std::uint32_t encoded_chunk_ = no_chunk;
+  std::vector<const unsigned char*> images_;
+  std::uint64_t next_record_at_ = 0;
+  std::uint64_t sequence_ = 0;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   bool failed_ = false;
   dw_counters counters_;
 };
 
-/// D6: the default ring size from the number of writers that can hold a batch at once
-/// (bgwriter, checkpointer, the sessions' shared batch) and the batch size — two chunks per
-/// writer plus room for the batches retiring while one segment fsync runs — independent of
-/// shared_buffers and checkpoint_timeout (1 024 pages, 8 MB, at 64-page batches).
-std::uint32_t default_ring_pages(std::uint32_t batch_pages);
+/// D6: staging memory for the writers that can hold a batch at once (bgwriter,
+/// checkpointer, the sessions' shared batch), two each, plus two batches the batcher is
+/// writing — independent of shared_buffers and checkpoint_timeout (8 batches, 4 MB at
+/// 64-page batches of 8 kB pages).
+std::uint32_t default_staging_chunks();
+
+/// The default ring file size in pages: room for the records of the batches written while
+/// the data-file fsyncs that free them run, and for their in-place writes to coalesce
+/// first (32 768 pages: 256 MB at 8 kB pages, some 200 000 compressed pages of pgbench).
+std::uint32_t default_ring_pages();
 
 } // namespace tidemark::storage

@@ -109,37 +109,6 @@ void relation_files::write_pages(const page_write* pages, std::size_t count) {
     io_.write_batch(writes, pending);
 }
 
-void relation_files::start_write_back(const page_write* pages, std::size_t count) {
-  struct span {
-    segment_id segment;
-    block_id first, last; // blocks within the segment
-  };
-  span spans[8];
-  std::size_t used = 0;
-  auto start = [&](const span& s) {
-    io_.write_back(fd_for(s.segment, false), s.first * page_size_,
-                   (s.last - s.first + 1) * page_size_, false);
-  };
-  for (std::size_t i = 0; i < count; ++i) {
-    segment_id segment = segment_of(pages[i].id);
-    block_id block = static_cast<block_id>(pages[i].id.block % blocks_per_segment_);
-    span* s = std::find_if(spans, spans + used, [&](const span& t) { return t.segment == segment; });
-    if (s == spans + used) {
-      if (used == std::size(spans)) {
-        for (const span& t : spans)
-          start(t);
-        used = 0;
-      }
-      spans[used++] = {segment, block, block};
-      continue;
-    }
-    s->first = std::min(s->first, block);
-    s->last = std::max(s->last, block);
-  }
-  for (std::size_t i = 0; i < used; ++i)
-    start(spans[i]);
-}
-
 void relation_files::sync_segment(segment_id segment) {
   int fd = fd_for(segment, false);
   if (fd >= 0)

@@ -41,9 +41,6 @@ public:
   void write_page(page_id id, const void* page);
   /// Writes many pages in one engine batch.
   void write_pages(const page_write* pages, std::size_t count);
-  /// Starts device writeback of the pages' blocks (one range per segment, not waited for):
-  /// for pages that an fsync will soon have to make durable anyway.
-  void start_write_back(const page_write* pages, std::size_t count);
   void sync_segment(segment_id segment);
 
   segment_id segment_of(page_id id) const;

@@ -1,0 +1,141 @@
+// Doublewrite ring records: see doublewrite_record.hpp for the layout and invariants.
+#include "storage/doublewrite_record.hpp"
+
+#include "storage/crc32c.hpp"
+
+#include <lz4.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace tidemark::storage {
+namespace {
+
+constexpr std::uint32_t record_magic = 0x57444d54; // "TMDW"
+constexpr std::uint16_t entry_lz4 = 1;
+
+struct record_header {
+  std::uint32_t magic;
+  std::uint32_t crc;
+  std::uint32_t length;
+  std::uint32_t count;
+  std::uint64_t sequence;
+  std::uint32_t page_size;
+  std::uint32_t reserved;
+};
+static_assert(sizeof(record_header) == 32);
+
+struct entry_header {
+  std::uint16_t stored;
+  std::uint16_t flags;
+};
+static_assert(sizeof(entry_header) == 4);
+
+constexpr std::size_t crc_from = offsetof(record_header, length);
+
+std::size_t round_up(std::size_t n) {
+  return (n + ring_record_alignment - 1) / ring_record_alignment * ring_record_alignment;
+}
+
+constexpr std::size_t truncated = ~std::size_t{0};
+
+// Yields the images of the intact record at `record` (at most `available` bytes long);
+// returns its length, 0 if there is none, or `truncated` if its header checks but it is
+// longer than `available`.
+std::size_t decode_record(const unsigned char* record, std::size_t available, std::size_t page_size,
+                          std::vector<unsigned char>& page,
+                          const std::function<void(const unsigned char*)>& yield) {
+  record_header h;
+  if (available < sizeof h)
+    return 0;
+  std::memcpy(&h, record, sizeof h);
+  if (h.magic != record_magic || h.length < sizeof h || h.page_size != page_size || h.reserved != 0)
+    return 0;
+  if (h.length > available)
+    return truncated;
+  if (crc32c(record + crc_from, h.length - crc_from) != h.crc)
+    return 0;
+  // Walk the entries first: an intact record is whole, so any inconsistency means a bug or
+  // a coincidence against the CRC; yield nothing then.
+  std::size_t at = sizeof h;
+  for (std::uint32_t i = 0; i < h.count; ++i) {
+    entry_header e;
+    if (at + sizeof e > h.length)
+      return 0;
+    std::memcpy(&e, record + at, sizeof e);
+    at += sizeof e + e.stored;
+    if (at > h.length || (e.flags & ~entry_lz4) != 0 ||
+        ((e.flags & entry_lz4) == 0 && e.stored != page_size))
+      return 0;
+  }
+  if (at != h.length)
+    return 0;
+  at = sizeof h;
+  for (std::uint32_t i = 0; i < h.count; ++i) {
+    entry_header e;
+    std::memcpy(&e, record + at, sizeof e);
+    const unsigned char* stored = record + at + sizeof e;
+    at += sizeof e + e.stored;
+    if ((e.flags & entry_lz4) == 0) {
+      yield(stored);
+      continue;
+    }
+    int restored = LZ4_decompress_safe(reinterpret_cast<const char*>(stored),
+                                       reinterpret_cast<char*>(page.data()), e.stored,
+                                       static_cast<int>(page_size));
+    if (restored == static_cast<int>(page_size))
+      yield(page.data());
+  }
+  return h.length;
+}
+
+} // namespace
+
+std::size_t max_record_bytes(std::uint32_t batch_pages, std::size_t page_size) {
+  return round_up(sizeof(record_header) + std::size_t(batch_pages) * (sizeof(entry_header) + page_size));
+}
+
+std::size_t encode_batch(const unsigned char* const* images, std::uint32_t count,
+                         std::size_t page_size, std::uint64_t sequence, unsigned char* out) {
+  std::size_t at = sizeof(record_header);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    entry_header e{static_cast<std::uint16_t>(page_size), 0};
+    unsigned char* stored = out + at + sizeof e;
+    // Compressed only when shorter; the bound keeps LZ4 from writing past a raw image.
+    int compressed = LZ4_compress_default(reinterpret_cast<const char*>(images[i]),
+                                          reinterpret_cast<char*>(stored),
+                                          static_cast<int>(page_size), static_cast<int>(page_size) - 1);
+    if (compressed > 0) {
+      e = {static_cast<std::uint16_t>(compressed), entry_lz4};
+    } else {
+      std::memcpy(stored, images[i], page_size);
+    }
+    std::memcpy(out + at, &e, sizeof e);
+    at += sizeof e + e.stored;
+  }
+  record_header h{record_magic, 0, static_cast<std::uint32_t>(at), count, sequence,
+                  static_cast<std::uint32_t>(page_size), 0};
+  std::memcpy(out, &h, sizeof h);
+  h.crc = crc32c(out + crc_from, at - crc_from);
+  std::memcpy(out, &h, sizeof h);
+  std::size_t padded = round_up(at);
+  std::memset(out + at, 0, padded - at);
+  return padded;
+}
+
+std::size_t for_each_ring_page(const unsigned char* ring, std::size_t length, std::size_t scan_until,
+                               std::size_t page_size,
+                               const std::function<void(const unsigned char* image)>& page) {
+  std::vector<unsigned char> scratch(page_size);
+  std::size_t at = 0;
+  while (at < scan_until && at < length) {
+    std::size_t used = decode_record(ring + at, length - at, page_size, scratch, page);
+    if (used == truncated)
+      return at;
+    at += used != 0 ? round_up(used) : ring_record_alignment;
+  }
+  return std::max(at, scan_until);
+}
+
+} // namespace tidemark::storage
