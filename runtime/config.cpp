@@ -303,7 +303,7 @@ const std::vector<setting_entry>& setting_table() {
        s.doublewrite_ring_pages = parse_count("doublewrite_ring_pages", v, 0, 1048576);
      },
      [](const settings& s) { return std::to_string(s.doublewrite_ring_pages); },
-     "doublewrite ring file size in pages (0: 32768); batches are stored compressed"},
+     "doublewrite ring file size in pages (0: 512 MB worth); batches are stored compressed"},
     {"actor_scheduler", false,
      [](settings& s, const std::string& v) {
        std::string m = lower(v);

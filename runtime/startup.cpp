@@ -103,7 +103,7 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
                                                        *e.wal, e.registry);
   if (e.doublewrite()) {
     std::uint32_t ring_pages = s.doublewrite_ring_pages != 0 ? s.doublewrite_ring_pages
-                                                             : storage::default_ring_pages();
+                                                             : storage::default_ring_pages(s.page_size);
     e.ring = std::make_unique<storage::doublewrite_ring>(
       *e.io, e.data_dir + "/doublewrite", s.page_size, ring_pages, s.doublewrite_batch_pages,
       std::min(storage::default_staging_chunks(), ring_pages / s.doublewrite_batch_pages));

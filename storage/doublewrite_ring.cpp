@@ -36,7 +36,9 @@ std::uint32_t default_staging_chunks() {
   return writers * in_flight + batcher;
 }
 
-std::uint32_t default_ring_pages() { return 32768; }
+std::uint32_t default_ring_pages(std::size_t page_size) {
+  return static_cast<std::uint32_t>((std::uint64_t{512} << 20) / page_size);
+}
 
 namespace {
 
@@ -62,11 +64,12 @@ doublewrite_ring::doublewrite_ring(io_engine& io, std::string dir, std::size_t p
     throw std::invalid_argument("doublewrite ring must hold a whole batch of incompressible pages");
   ::mkdir(dir.c_str(), 0700);
   struct stat st;
-  bool fresh = ::stat(path_.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != capacity_;
+  // The file grows as the first pass over the ring writes it (a short run, or a test, never
+  // makes it large); one larger than the ring (its size was lowered) starts over empty.
+  bool fresh = ::stat(path_.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) > capacity_;
   fd_ = io_.open_file(path_, true);
-  if (fresh) { // sparse: reads as zeros, and the first pass allocates as it writes
+  if (fresh) {
     io_.truncate(fd_, 0);
-    io_.truncate(fd_, capacity_);
     io_.sync(fd_, sync_kind::full);
     io_.sync_directory(dir);
   }

@@ -1,5 +1,5 @@
-// The doublewrite ring: the file <data>/doublewrite/ring of ring_pages × page_size bytes,
-// a circular log of batch records (doublewrite_record.hpp: each batch's page images, LZ4-
+// The doublewrite ring: the file <data>/doublewrite/ring of up to ring_pages × page_size
+// bytes, a circular log of batch records (doublewrite_record.hpp: each batch's page images, LZ4-
 // compressed, under one CRC). A record names its pages through the images themselves
 // (identity, LSN and checksum), so the ring needs no other metadata to be read back.
 //
@@ -67,7 +67,7 @@ struct dw_counters {
 
 class doublewrite_ring {
 public:
-  /// Opens (creating it sparse and durable when missing or of the wrong size) the ring.
+  /// Opens the ring (created empty and durable when missing or larger than the ring).
   /// Staging memory for `staging_chunks` batches; the ring must hold the largest record.
   doublewrite_ring(io_engine& io, std::string dir, std::size_t page_size, std::uint32_t ring_pages,
                    std::uint32_t batch_pages, std::uint32_t staging_chunks);
@@ -158,9 +158,11 @@ private:
 /// 64-page batches of 8 kB pages).
 std::uint32_t default_staging_chunks();
 
-/// The default ring file size in pages: room for the records of the batches written while
-/// the data-file fsyncs that free them run, and for their in-place writes to coalesce
-/// first (32 768 pages: 256 MB at 8 kB pages, some 200 000 compressed pages of pgbench).
-std::uint32_t default_ring_pages();
+/// The default ring file size in pages, 512 MB: room for the records of the batches that
+/// wait for the fsyncs that free them, and for their in-place writes to coalesce first.
+/// Retirement is hurried at half the ring; at 12 000 evictions a second of pgbench pages
+/// (about 600 bytes each in the ring) half lasts some 35 s, longer than a checkpoint cycle
+/// of 30 s, so a checkpoint's fsyncs retire the batches.
+std::uint32_t default_ring_pages(std::size_t page_size);
 
 } // namespace tidemark::storage
