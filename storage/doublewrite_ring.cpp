@@ -109,6 +109,7 @@ bool doublewrite_ring::take_free_locked(std::uint32_t* chunk) {
       chunks_[c].entries.clear();
       chunks_[c].memory = free_staging_.back();
       free_staging_.pop_back();
+      ++chunks_[c].allocations;
       *chunk = c;
       return true;
     }
@@ -175,18 +176,22 @@ bool doublewrite_ring::place_record_locked(std::uint64_t bytes, std::uint64_t* a
 
 bool doublewrite_ring::write(std::uint32_t c) {
   chunk& ch = chunks_[c];
+  std::uint64_t allocation;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (ch.state != dw_state::allocated)
       move(c, dw_state::allocated, dw_state::written); // throws: only ALLOCATED is written
+    allocation = ch.allocations;
   }
-  if (encoded_chunk_ != c) { // a batch retried for ring space is encoded once
+  // A batch retried for ring space is encoded once (the same chunk, not taken anew since).
+  if (encoded_chunk_ != c || encoded_allocation_ != allocation) {
     images_.clear();
     for (std::size_t i = 0; i < ch.entries.size(); ++i)
       images_.push_back(ch.memory + i * page_size_);
     encoded_bytes_ = encode_batch(images_.data(), static_cast<std::uint32_t>(images_.size()),
                                   page_size_, sequence_, record_);
     encoded_chunk_ = c;
+    encoded_allocation_ = allocation;
   }
   std::uint64_t at;
   {
@@ -200,7 +205,6 @@ bool doublewrite_ring::write(std::uint32_t c) {
     ch.record_bytes = encoded_bytes_;
     next_record_at_ = at + encoded_bytes_;
   }
-  encoded_chunk_ = no_chunk;
   ++sequence_;
   io_.write(fd_, record_, encoded_bytes_, at);
   counters_.batches.fetch_add(1, std::memory_order_relaxed);

@@ -122,6 +122,7 @@ private:
     std::vector<dw_entry> entries;
     std::uint64_t record_at = 0;    // its record's ring space, WRITTEN until FREE
     std::uint64_t record_bytes = 0;
+    std::uint64_t allocations = 0;  // times taken from FREE
   };
   void move(std::uint32_t c, dw_state from, dw_state to);
   bool take_free_locked(std::uint32_t* chunk);
@@ -138,11 +139,12 @@ private:
   std::vector<chunk> chunks_;
   std::vector<unsigned char*> staging_;      // every staging buffer (owned)
   std::vector<unsigned char*> free_staging_; // of those, the ones no chunk holds
-  // The batcher's: the record being written, and for which chunk.
+  // The batcher's: the record being written, and for which chunk (and its allocation).
   static constexpr std::uint32_t no_chunk = ~std::uint32_t{0};
   unsigned char* record_ = nullptr;
   std::size_t encoded_bytes_ = 0;
   std::uint32_t encoded_chunk_ = no_chunk;
+  std::uint64_t encoded_allocation_ = 0;
   std::vector<const unsigned char*> images_;
   std::uint64_t next_record_at_ = 0;
   std::uint64_t sequence_ = 0;
