@@ -1,0 +1,111 @@
+// dw_batcher on the deterministic scheduler, with a ring that holds one batch of
+// incompressible pages: a batch that finds no room waits at the batcher, hurries the
+// retirement of the batch in the ring, and is written into the space that retirement
+// frees (never before: D2); the checkpointer's flush request sent meanwhile is answered
+// only after the waiting batch is written.
+#include "actors/dw_batcher.hpp"
+#include "actors/sync_worker.hpp"
+
+#include "deterministic_fixture.hpp"
+#include "engine_fixture.hpp"
+#include "storage/doublewrite_record.hpp"
+#include "tests/storage/test_support.hpp"
+
+#include <caf/all.hpp>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+namespace tidemark {
+namespace {
+
+constexpr storage::rel_id rel = 3;
+constexpr std::uint32_t batch = 8;
+
+struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
+  messages::sync_worker_actor worker;
+  messages::dw_batcher_actor batcher;
+
+  batcher_fixture()
+    : engine_fixture({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
+                      "doublewrite_ring_pages=16"}) {
+    worker = actors::spawn_sync_worker(system, engine, false);
+    batcher = actors::spawn_dw_batcher(system, engine, worker, false);
+  }
+  ~batcher_fixture() {
+    caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  // Commits a change to each of `batch` pages from `first` (for a real LSN), fills each
+  // page past its header with random bytes (so the batch does not compress, and two
+  // records do not fit the ring), and stages them into a chunk as a writer would.
+  std::uint32_t stage_incompressible(storage::block_id first, unsigned seed) {
+    storage::buffer_pool& pool = *engine.pool;
+    const std::size_t page_size = pool.page_size();
+    std::uint32_t chunk = engine.ring->acquire({});
+    for (std::uint32_t i = 0; i < batch; ++i) {
+      storage::page_id id{rel, first + i};
+      touch(rel, id.block);
+      auto noise = storage::test::random_bytes(page_size - storage::page_header_size, seed * 100 + i);
+      storage::buffer_id buffer = pool.pin(id);
+      pool.lock_exclusive(buffer);
+      std::memcpy(static_cast<unsigned char*>(pool.page(buffer)) + storage::page_header_size,
+                  noise.data(), noise.size());
+      pool.mark_dirty(buffer);
+      pool.unlock_exclusive(buffer);
+      pool.unpin(buffer);
+      storage::dw_entry entry;
+      entry.buffer = buffer;
+      REQUIRE(pool.start_write(buffer, engine.ring->slot_memory(chunk, i), &entry.id, &entry.lsn));
+      engine.ring->entries(chunk).push_back(entry);
+    }
+    return chunk;
+  }
+
+  void hand_over(std::uint32_t chunk) {
+    caf::anon_send(batcher, messages::dw_batch_ready{
+                              chunk, batch, static_cast<std::uint8_t>(messages::actor_role::bgwriter)});
+  }
+
+  // Index of the first trace event of `type` for `chunk`, or the event count if none.
+  std::size_t first_event(const std::string& type, std::uint32_t chunk) const {
+    const auto& all = engine.trace->events();
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (type == all[i].type && all[i].a == chunk)
+        return i;
+    return all.size();
+  }
+};
+
+TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement frees room") {
+  batcher_fixture f;
+  f.create_file(rel);
+  REQUIRE(f.engine.ring->capacity_bytes() < 2 * storage::max_record_bytes(batch, f.engine.pool->page_size()));
+  std::uint32_t first = f.stage_incompressible(0, 1);
+  std::uint32_t second = f.stage_incompressible(batch, 2);
+  f.hand_over(first);
+  f.hand_over(second);
+  std::optional<messages::dw_flushed> flushed;
+  f.system.spawn([&](caf::event_based_actor* self) {
+    self->request(f.batcher, caf::infinite, messages::dw_flush_request{})
+      .then([&](const messages::dw_flushed& done) { flushed = done; });
+  });
+  f.run();
+
+  const auto& ring = *f.engine.ring;
+  CHECK(f.engine.ring->counters().ring_full.load() >= 1);
+  CHECK(f.engine.ring->counters().batches.load() == 2);
+  // The second record went into the first's space only after the first was FREE (D2).
+  CHECK(f.first_event("dw_free", first) < f.first_event("dw_written", second));
+  REQUIRE(flushed.has_value());
+  CHECK(flushed->batches == 2); // answered after the waiting batch was written
+  CHECK(ring.used_bytes() == 0); // and both retired in the end
+  CHECK_FALSE(f.engine.failed());
+}
+
+} // namespace
+} // namespace tidemark
