@@ -99,14 +99,19 @@ void fail_batch(runtime::engine& e, std::uint32_t chunk, const std::string& why)
     e.pool->finish_write(entry.buffer, false);
 }
 
+void answer_flush_waiters(dw_batcher_pointer self) {
+  auto& st = self->state;
+  for (auto& promise : st.flush_waiters)
+    promise.deliver(dw_flushed{st.engine->ring->counters().batches.load()});
+  st.flush_waiters.clear();
+}
+
 void fail_waiting_batches(dw_batcher_pointer self) {
   auto& st = self->state;
   for (const auto& [chunk, source] : st.awaiting_space)
     fail_batch(*st.engine, chunk, st.engine->failure());
   st.awaiting_space.clear();
-  for (auto& promise : st.flush_waiters)
-    promise.deliver(dw_flushed{st.engine->ring->counters().batches.load()});
-  st.flush_waiters.clear();
+  answer_flush_waiters(self);
 }
 
 bool write_to_ring(dw_batcher_pointer self, std::uint32_t chunk, actor_role source);
@@ -136,9 +141,7 @@ void write_waiting_batches(dw_batcher_pointer self) {
       return;
     st.awaiting_space.pop_front();
   }
-  for (auto& promise : st.flush_waiters)
-    promise.deliver(dw_flushed{st.engine->ring->counters().batches.load()});
-  st.flush_waiters.clear();
+  answer_flush_waiters(self);
 }
 
 // ALLOCATED → WRITTEN → DWB_FSYNCED → DATA_WRITTEN, then waits for DATA_FSYNCED. Returns
