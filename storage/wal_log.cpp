@@ -15,7 +15,7 @@
 //    durable before any record is written into it.
 //  - A cached segment fd stays open until WAL past the segment's end is durable, so a sync
 //    error on it is seen by the fd that wrote the data (W3).
-//  - After a failed sync (failed_), insert() and flush() throw: the log is unusable (W3).
+//  - After a failed sync (failure_), insert() and flush() throw: the log is unusable (W3).
 #include "storage/wal_log.hpp"
 
 #include <algorithm>
@@ -63,19 +63,9 @@ void wal_log::guard_sync_failure(Work&& work) {
     work();
   } catch (const io_error& e) {
     if (e.fsync_failed())
-      record_failure(e.what());
+      failure_.record(e.what());
     throw;
   }
-}
-
-// The first failure is kept: every later "unusable" error names it, whichever thread
-// reports first.
-void wal_log::record_failure(const std::string& what) {
-  std::lock_guard lock(failure_mutex_);
-  if (failed_.load(std::memory_order_relaxed))
-    return;
-  failure_ = what;
-  failed_.store(true, std::memory_order_release);
 }
 
 // ---- construction -------------------------------------------------------------------------
@@ -233,7 +223,7 @@ lsn_t wal_log::sync_through(lsn_t target) {
   }
   std::unique_lock lock(flush_mutex_);
   sync_settled_.wait(lock, [&] {
-    return failed_.load() || syncs_in_flight_.front() == ticket; // tickets are in start order
+    return failure_.failed() || syncs_in_flight_.front() == ticket; // tickets are in start order
   });
   finish_sync_locked(ticket);
   check_usable(); // an earlier sync failed: this one's success proves nothing (W3)
@@ -380,11 +370,10 @@ void wal_log::remove_segment(lsn_t start, lsn_t& highest, std::size_t& future_co
 // ---- helpers ------------------------------------------------------------------------------
 
 void wal_log::check_usable() const {
-  if (!failed_.load(std::memory_order_acquire))
-    return;
-  std::lock_guard lock(failure_mutex_);
-  throw io_error("WAL in " + options_.dir + " is unusable after a failed fsync (" + failure_ + ")",
-                 EIO, true);
+  if (failure_.failed())
+    throw io_error("WAL in " + options_.dir + " is unusable after a failed fsync (" +
+                     failure_.first_failure() + ")",
+                   EIO, true);
 }
 
 std::string wal_log::segment_path(lsn_t start) const {

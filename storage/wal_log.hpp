@@ -17,6 +17,7 @@
 #pragma once
 
 #include "storage/io_engine.hpp"
+#include "storage/sync_failure_latch.hpp"
 #include "storage/wal_record.hpp"
 
 #include <atomic>
@@ -126,7 +127,6 @@ private:
   void check_usable() const;
   template <class Work>
   void guard_sync_failure(Work&& work);
-  void record_failure(const std::string& what);
   lsn_t segment_start(lsn_t lsn) const { return lsn - lsn % options_.segment_size; }
   std::string segment_path(lsn_t segment_start) const;
 
@@ -141,9 +141,7 @@ private:
   std::atomic<lsn_t> written_lsn_{0};
   std::atomic<lsn_t> flushed_lsn_{0};
   std::atomic<lsn_t> redo_lsn_{0};
-  std::atomic<bool> failed_{false};
-  mutable std::mutex failure_mutex_;
-  std::string failure_; // the first failed sync's error; guarded by failure_mutex_
+  sync_failure_latch failure_; // the first failed sync
   struct open_segment {
     lsn_t start = 0;
     int fd = -1;
