@@ -49,8 +49,8 @@ unsigned char* aligned_buffer(std::size_t bytes) {
   return static_cast<unsigned char*>(memory);
 }
 
-// Chunks beyond the staging ones: enough for the ring to fill with records of batches
-// compressed eightfold before chunks, not space, run out.
+// Chunks beyond the staging ones: enough that the ring fills to half (where retirement is
+// hurried) before chunks run out, for batches that compress up to sixteenfold.
 constexpr std::uint32_t chunks_per_ring_batch = 8;
 
 } // namespace
@@ -204,6 +204,7 @@ bool doublewrite_ring::write(std::uint32_t c) {
     ch.record_at = at;
     ch.record_bytes = encoded_bytes_;
     next_record_at_ = at + encoded_bytes_;
+    used_bytes_ += encoded_bytes_;
   }
   ++sequence_;
   io_.write(fd_, record_, encoded_bytes_, at);
@@ -238,6 +239,7 @@ void doublewrite_ring::release(std::uint32_t c) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     move(c, dw_state::data_fsynced, dw_state::free);
+    used_bytes_ -= chunks_[c].record_bytes;
     chunks_[c].record_bytes = 0;
   }
   freed_.notify_one();
@@ -266,10 +268,7 @@ std::uint32_t doublewrite_ring::free_chunks() const {
 
 std::uint64_t doublewrite_ring::used_bytes() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  std::uint64_t used = 0;
-  for (const chunk& c : chunks_)
-    used += c.record_bytes;
-  return used;
+  return used_bytes_;
 }
 
 } // namespace tidemark::storage

@@ -147,6 +147,7 @@ private:
   std::uint64_t encoded_allocation_ = 0;
   std::vector<const unsigned char*> images_;
   std::uint64_t next_record_at_ = 0;
+  std::uint64_t used_bytes_ = 0; // the sum of record_bytes over all chunks
   std::uint64_t sequence_ = 0;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
