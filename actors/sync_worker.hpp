@@ -4,8 +4,10 @@
 // after its writes completed and before it reports the buffers clean (W2); the same file
 // registered many times is absorbed into one entry. The checkpointer sends
 // sync_phase_request in its SYNC phase and is answered once every file registered before
-// that request has been fsynced (C1), the fsyncs spread over the requested time; the worker
-// keeps absorbing registrations between fsyncs. sync_forget cancels a file's entry
+// that request has been fsynced (C1), the fsyncs spread over the requested time. Before a
+// relation segment's fsync it writes the segment's dirty pages back a megabyte at a time,
+// waiting for each piece, so the fsync never queues the whole checkpoint cycle's writes in
+// front of commits at once. The worker keeps absorbing registrations between steps. sync_forget cancels a file's entry
 // (truncated or dropped files).
 //
 // Failure: an fsync error is never retried and never forgotten (W3): the engine is marked

@@ -25,7 +25,8 @@ using sync_worker_actor =
   caf::typed_actor<caf::reacts_to<sync_register>, caf::reacts_to<sync_forget>,
                    caf::replies_to<sync_phase_request>::with<sync_phase_done>,
                    caf::replies_to<sync_notify_request>::with<files_synced>,
-                   caf::reacts_to<sync_now>, caf::reacts_to<step_atom>>;
+                   caf::reacts_to<sync_now>, caf::reacts_to<step_atom>,
+                   caf::reacts_to<tick_atom>>;
 
 /// The doublewrite ring's owner: writes handed-over batches to the ring, fsyncs it once per
 /// batch, writes the pages in place, and frees chunks once their files are fsynced.

@@ -35,7 +35,7 @@ struct trace_event {
   actor_role sender = actor_role::application;
   actor_role receiver = actor_role::application;
   const char* type = "";
-  std::uint64_t a = 0, b = 0, c = 0; // key fields, meaning per type (see trace_fields.hpp)
+  std::uint64_t a = 0, b = 0, c = 0; // key fields; their meaning per type is where the event is recorded
 };
 
 class trace_sink {

@@ -259,6 +259,15 @@ const std::vector<setting_entry>& setting_table() {
        check_time("bgwriter_delay", s.bgwriter_delay, milliseconds(10), milliseconds(10'000));
      },
      [](const settings& s) { return show_ms(s.bgwriter_delay); }, "background writer round"},
+    {"write_back_sweep", false,
+     [](settings& s, const std::string& v) {
+       s.write_back_sweep = parse_time("write_back_sweep", v, milliseconds(1000));
+       if (s.write_back_sweep.count() != 0)
+         check_time("write_back_sweep", s.write_back_sweep, milliseconds(1'000),
+                    milliseconds(3'600'000));
+     },
+     [](const settings& s) { return show_ms(s.write_back_sweep); },
+     "one paced write-back pass over the data files written since their fsync (0: off)"},
     {"bgwriter_lru_maxpages", false,
      [](settings& s, const std::string& v) {
        s.bgwriter_lru_maxpages = parse_count("bgwriter_lru_maxpages", v, 0, 1073741823);

@@ -31,6 +31,22 @@ void engine::sync_file(const storage::file_tag& tag) {
   }
 }
 
+std::uint64_t engine::write_back_bytes(const storage::file_tag& tag) {
+  if (tag.kind != storage::file_kind::relation)
+    return 0;
+  try {
+    return files->segment_bytes(tag.segment);
+  } catch (const storage::io_error&) {
+    return 0; // nothing to pace: the fsync that follows reports what is wrong with the file
+  }
+}
+
+void engine::write_back_file(const storage::file_tag& tag, std::uint64_t offset,
+                             std::uint64_t length) {
+  if (tag.kind == storage::file_kind::relation)
+    files->write_back_segment(tag.segment, offset, length);
+}
+
 messages::actor_role role_of(storage::write_source source) {
   switch (source) {
     case storage::write_source::backend:

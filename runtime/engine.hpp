@@ -117,6 +117,11 @@ struct engine {
 
   /// fsyncs one file the sync machinery knows (called by the sync worker).
   void sync_file(const storage::file_tag& tag);
+  /// Bytes a sync of `tag` may have to write back ahead of the fsync: the relation
+  /// segment's size; 0 for commit-log segments (small, fsynced whole).
+  std::uint64_t write_back_bytes(const storage::file_tag& tag);
+  /// Writes back part of a relation segment before its fsync (pacing, not durability).
+  void write_back_file(const storage::file_tag& tag, std::uint64_t offset, std::uint64_t length);
 
   bool full_page_writes() const {
     return config.protection == torn_page_protection::full_page_writes;

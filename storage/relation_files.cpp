@@ -115,6 +115,18 @@ void relation_files::sync_segment(segment_id segment) {
     io_.sync(fd, sync_kind::data);
 }
 
+std::uint64_t relation_files::segment_bytes(segment_id segment) {
+  int fd = fd_for(segment, false);
+  return fd >= 0 ? io_.file_size(fd) : 0;
+}
+
+void relation_files::write_back_segment(segment_id segment, std::uint64_t offset,
+                                        std::uint64_t length) {
+  int fd = fd_for(segment, false);
+  if (fd >= 0)
+    io_.write_back(fd, offset, length, true);
+}
+
 std::uint32_t relation_files::segment_count(rel_id rel) {
   std::uint32_t count = 0;
   struct stat st;

@@ -25,4 +25,12 @@ void sync_table::synced(const file_tag& tag, std::uint64_t cycle) {
     entries_.erase(it);
 }
 
+std::vector<file_tag> sync_table::pending() const {
+  std::vector<file_tag> tags;
+  tags.reserve(entries_.size());
+  for (const auto& [tag, cycle] : entries_)
+    tags.push_back(tag);
+  return tags;
+}
+
 } // namespace tidemark::storage

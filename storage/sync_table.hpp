@@ -51,6 +51,8 @@ public:
   /// Records a completed fsync of `tag` made outside a sync phase: it covers every
   /// registration processed before it began, so the entry goes whatever its cycle.
   void synced_now(const file_tag& tag) { entries_.erase(tag); }
+  /// Every entry, due or not, in file order.
+  std::vector<file_tag> pending() const;
   bool contains(const file_tag& tag) const { return entries_.count(tag) > 0; }
   std::size_t size() const { return entries_.size(); }
   std::uint64_t cycle() const { return cycle_; }

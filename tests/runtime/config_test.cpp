@@ -36,6 +36,10 @@ TEST_CASE("config: values take PostgreSQL's units and defaults") {
   CHECK(s.checkpoint_timeout.count() == 5'000);
   apply_assignment(s, "bgwriter_delay=50");
   CHECK(s.bgwriter_delay.count() == 50);
+  apply_assignment(s, "write_back_sweep=20");
+  CHECK(s.write_back_sweep.count() == 20'000);
+  apply_assignment(s, "write_back_sweep=0");
+  CHECK(s.write_back_sweep.count() == 0);
   apply_assignment(s, "torn_page_protection=off");
   CHECK(s.protection == torn_page_protection::off);
   apply_assignment(s, "io_method=sync");
@@ -51,6 +55,7 @@ TEST_CASE("config: errors name the key and the valid range") {
   CHECK(range.find("0 .. 1") != std::string::npos);
   CHECK(error_of("shared_buffers=8").find("shared_buffers") != std::string::npos);
   CHECK(error_of("checkpoint_timeout=500ms").find("checkpoint_timeout") != std::string::npos);
+  CHECK(error_of("write_back_sweep=500ms").find("write_back_sweep") != std::string::npos);
   CHECK(error_of("bgwriter_lru_maxpages=-1").find("bgwriter_lru_maxpages") != std::string::npos);
   CHECK(error_of("io_method=aio").find("io_uring, sync") != std::string::npos);
   CHECK(error_of("log_checkpoints=maybe").find("log_checkpoints") != std::string::npos);

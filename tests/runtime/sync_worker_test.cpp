@@ -1,6 +1,8 @@
 // sync_worker on the deterministic scheduler, checked from its message trace: repeated
 // registrations are absorbed into one fsync; a sync phase covers exactly what was
-// registered before it (C1); an fsync failure fails the phase and every later one (W3).
+// registered before it (C1) and writes each relation file back a piece at a time before
+// its fsync; the write-back sweep passes over pending files and stops when none is left;
+// an fsync failure fails the phase and every later one (W3).
 #include "actors/sync_worker.hpp"
 
 #include "deterministic_fixture.hpp"
@@ -17,6 +19,7 @@ namespace {
 using messages::file_ref;
 
 struct sync_fixture : test::deterministic_fixture, test::engine_fixture {
+  explicit sync_fixture(std::string sweep = "0") : engine_fixture({"write_back_sweep=" + sweep}) {}
   messages::sync_worker_actor worker = actors::spawn_sync_worker(system, engine, false);
 
   ~sync_fixture() {
@@ -27,6 +30,13 @@ struct sync_fixture : test::deterministic_fixture, test::engine_fixture {
   void register_file(std::uint32_t rel, std::uint32_t segno, int times = 1) {
     for (int i = 0; i < times; ++i)
       caf::anon_send(worker, messages::sync_register{{file_ref{1, rel, segno}}, 0});
+  }
+
+  // Makes rel's first segment `blocks` pages long (one page written at its end).
+  void grow_file(std::uint32_t rel, std::uint32_t blocks) {
+    std::vector<unsigned char> page(engine.config.page_size, 0);
+    storage::finalize_page_for_write(page.data(), page.size(), {rel, blocks - 1}, true);
+    engine.files->write_page({rel, blocks - 1}, page.data());
   }
 
   // Asks for a sync phase; the answer lands in `done` or `error`.
@@ -82,6 +92,58 @@ TEST_CASE("sync worker: a sync phase covers what was registered before it, later
   REQUIRE(fsyncs.size() == 2);
   CHECK(fsyncs[1].a == 4);
   CHECK_FALSE(error);
+}
+
+TEST_CASE("sync worker: a sync phase writes a file back a megabyte at a time, then fsyncs it") {
+  sync_fixture f;
+  std::uint32_t blocks = static_cast<std::uint32_t>((3u << 20) / f.engine.config.page_size) + 1;
+  f.grow_file(3, blocks); // 3 MiB and a page: four pieces
+  f.register_file(3, 0);
+  std::optional<messages::sync_phase_done> done;
+  bool error = false;
+  f.sync_phase(done, error);
+  f.run();
+  REQUIRE(done);
+  std::vector<std::uint64_t> offsets;
+  bool fsynced_after_pieces = false;
+  for (const auto& e : f.engine.trace->events()) {
+    if (std::string(e.type) == "write_back" && e.a == 3)
+      offsets.push_back(e.c);
+    if (std::string(e.type) == "fsync" && e.a == 3)
+      fsynced_after_pieces = offsets.size() == 4;
+  }
+  CHECK(offsets == std::vector<std::uint64_t>{0, 1u << 20, 2u << 20, 3u << 20});
+  CHECK(fsynced_after_pieces);
+}
+
+TEST_CASE("sync worker: the write-back sweep passes over pending files until an fsync covers them") {
+  sync_fixture f("1s");
+  std::uint32_t blocks = static_cast<std::uint32_t>((2u << 20) / f.engine.config.page_size);
+  f.grow_file(3, blocks); // two pieces
+  f.run();
+  CHECK(f.events("write_back").empty()); // nothing pending: the sweep waits
+  f.register_file(3, 0);
+  f.scheduler.advance_time(std::chrono::milliseconds(100)); // the idle sweep looks again
+  f.run();
+  f.scheduler.advance_time(std::chrono::seconds(1)); // the rest of the pass, and a new one
+  f.run();
+  auto pieces = f.events("write_back");
+  REQUIRE(pieces.size() >= 3);
+  CHECK(pieces[0].c == 0);
+  CHECK(pieces[1].c == 1u << 20);
+  CHECK(pieces[2].c == 0); // the second pass starts over: the file is still pending
+  std::optional<messages::sync_phase_done> done;
+  bool error = false;
+  f.sync_phase(done, error);
+  f.run();
+  REQUIRE(done);
+  std::size_t after_fsync = f.events("write_back").size();
+  for (int i = 0; i < 5; ++i) {
+    f.scheduler.advance_time(std::chrono::seconds(1));
+    f.run();
+  }
+  // The pass in progress finishes its file (the phase wrote it too); then nothing is pending.
+  CHECK(f.events("write_back").size() <= after_fsync + 2);
 }
 
 TEST_CASE("sync worker: a forgotten file (truncated or dropped) is not fsynced") {
