@@ -21,8 +21,13 @@ struct dw_batcher_state {
   sync_worker_actor sync_worker;
   std::vector<std::uint32_t> awaiting_fsync; // DATA_WRITTEN chunks, oldest first
   std::set<std::uint32_t> hurried;           // of those, the ones sync_now was asked for
-  std::deque<std::pair<std::uint32_t, actor_role>> awaiting_space; // ring full: in order
-  std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until those are written
+  // Batches handed over and not yet written to the ring, in order: those that arrived
+  // since the last drain, and those waiting for ring space.
+  std::deque<std::pair<std::uint32_t, actor_role>> queued;
+  bool drain_sent = false;                   // a step_atom to ourselves is in the mailbox
+  std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until queued is empty
+  std::vector<std::pair<std::uint32_t, actor_role>> group; // written, awaiting the ring fsync
+  std::vector<std::uint32_t> group_chunks;   // reused
   std::vector<storage::page_copy> copies;    // reused
   std::vector<storage::page_write> writes;   // reused
   static inline const char* name = "dw_batcher";
@@ -49,7 +54,7 @@ std::vector<file_ref> files_of(runtime::engine& e, const std::vector<storage::dw
 }
 
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting);
-void write_waiting_batches(dw_batcher_pointer self);
+void write_queued(dw_batcher_pointer self);
 
 void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   auto& st = self->state;
@@ -61,7 +66,7 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   e.ring->release(chunk);
   st.awaiting_fsync.erase(std::find(st.awaiting_fsync.begin(), st.awaiting_fsync.end(), chunk));
   st.hurried.erase(chunk);
-  write_waiting_batches(self); // its ring space is free again
+  write_queued(self); // its ring space is free again
   hurry_retirement(self, false);
 }
 
@@ -72,7 +77,7 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
-  bool needed = !st.awaiting_space.empty() || e.ring->used_bytes() > e.ring->capacity_bytes() / 2 ||
+  bool needed = !st.queued.empty() || e.ring->used_bytes() > e.ring->capacity_bytes() / 2 ||
                 (writer_waiting && e.ring->free_chunks() == 0);
   if (!st.hurried.empty() || !needed)
     return;
@@ -106,74 +111,72 @@ void answer_flush_waiters(dw_batcher_pointer self) {
   st.flush_waiters.clear();
 }
 
-void fail_waiting_batches(dw_batcher_pointer self) {
+void fail_queued_batches(dw_batcher_pointer self) {
   auto& st = self->state;
-  for (const auto& [chunk, source] : st.awaiting_space)
+  for (const auto& [chunk, source] : st.queued)
     fail_batch(*st.engine, chunk, st.engine->failure());
-  st.awaiting_space.clear();
+  st.queued.clear();
   answer_flush_waiters(self);
 }
 
-bool write_to_ring(dw_batcher_pointer self, std::uint32_t chunk, actor_role source);
-
-// A batch handed over: written now, or queued behind earlier ones while the ring is full.
-void write_batch(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
+// A batch handed over: queued, and written at the next drain together with every batch
+// that arrives before it (the drain message is behind them in the mailbox), so batches
+// that pile up share one ring fsync.
+void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   trace(*st.engine, source, actor_role::dw_batcher, "dw_batch_ready", chunk,
         st.engine->ring->entries(chunk).size());
-  if (st.awaiting_space.empty() && write_to_ring(self, chunk, source))
-    return;
-  st.awaiting_space.emplace_back(chunk, source);
-  hurry_retirement(self, false);
-}
-
-// Writes the queued batches, in order, while the ring has room; then answers the flush
-// requests that waited for them.
-void write_waiting_batches(dw_batcher_pointer self) {
-  auto& st = self->state;
-  while (!st.awaiting_space.empty()) {
-    auto [chunk, source] = st.awaiting_space.front();
-    if (st.engine->failed()) {
-      fail_waiting_batches(self);
-      return;
-    }
-    if (!write_to_ring(self, chunk, source))
-      return;
-    st.awaiting_space.pop_front();
+  st.queued.emplace_back(chunk, source);
+  if (!st.drain_sent) {
+    st.drain_sent = true;
+    self->send(self, step_atom::value);
   }
-  answer_flush_waiters(self);
 }
 
-// ALLOCATED → WRITTEN → DWB_FSYNCED → DATA_WRITTEN, then waits for DATA_FSYNCED. Returns
-// false, the chunk still ALLOCATED, when the ring has no room for its record.
-bool write_to_ring(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
+// ALLOCATED → WRITTEN for the queued batch at the front. False, the chunk still ALLOCATED,
+// when the ring has no room for its record; true when written or failed.
+bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
   storage::doublewrite_ring& ring = *e.ring;
   const auto& entries = ring.entries(chunk);
   st.copies.clear();
-  st.writes.clear();
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    unsigned char* slot = ring.slot_memory(chunk, static_cast<std::uint32_t>(i));
-    st.copies.push_back({entries[i].id, entries[i].lsn, slot});
-    st.writes.push_back({entries[i].id, slot});
-  }
-  std::vector<file_ref> files = files_of(e, entries);
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    st.copies.push_back(
+      {entries[i].id, entries[i].lsn, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
   try {
     e.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
     if (!ring.write(chunk))
       return false;
-    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_written", chunk, entries.size());
-    ring.sync(chunk); // D3: one fdatasync of the ring for the whole batch
-    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
-    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_inplace_write", chunk,
-          st.writes.size());
-    // D1: only after DWB_FSYNCED. No writeback is started: the pages wait in the page
-    // cache, coalescing, for the fsync that retires the chunk (usually the checkpoint's).
-    e.files->write_pages(st.writes.data(), st.writes.size());
   } catch (const std::exception& error) {
     fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());
     return true;
+  }
+  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_written", chunk, entries.size());
+  st.group.emplace_back(chunk, source);
+  return true;
+}
+
+// DWB_FSYNCED → DATA_WRITTEN for one batch of the group, then waits for DATA_FSYNCED.
+void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  storage::doublewrite_ring& ring = *e.ring;
+  const auto& entries = ring.entries(chunk);
+  st.writes.clear();
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    st.writes.push_back({entries[i].id, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
+  std::vector<file_ref> files = files_of(e, entries);
+  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_inplace_write", chunk,
+        st.writes.size());
+  try {
+    // D1: only after DWB_FSYNCED. No writeback is started here: the pages wait in the page
+    // cache, coalescing, for the sync worker's paced write-back and the fsync that retires
+    // the chunk.
+    e.files->write_pages(st.writes.data(), st.writes.size());
+  } catch (const std::exception& error) {
+    fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());
+    return;
   }
   std::vector<storage::file_tag> tags;
   for (const file_ref& f : files)
@@ -189,10 +192,64 @@ bool write_to_ring(dw_batcher_pointer self, std::uint32_t chunk, actor_role sour
     .then([=](const files_synced& done) { on_files_synced(self, done.chunk); },
           [=](const caf::error&) {
             self->state.engine->ring->fail();
-            fail_waiting_batches(self);
+            fail_queued_batches(self);
           });
+}
+
+// Fails the batches written to the ring but not yet in place, and everything queued.
+void fail_group_and_queue(dw_batcher_pointer self) {
+  auto& st = self->state;
+  for (const auto& [chunk, source] : st.group)
+    fail_batch(*st.engine, chunk, st.engine->failure());
+  st.group.clear();
+  fail_queued_batches(self);
+}
+
+// Writes the queued batches' records, in order, while the ring has room; makes them all
+// durable with one fdatasync (D3); then writes them in place. Answers the flush requests
+// once nothing is queued; hurries retirement when needed.
+void write_queued(dw_batcher_pointer self) {
+  auto& st = self->state;
+  runtime::engine& e = *st.engine;
+  st.group.clear();
+  while (!st.queued.empty() && !e.failed()) {
+    auto [chunk, source] = st.queued.front();
+    if (!write_record(self, chunk, source))
+      break;
+    st.queued.pop_front();
+  }
+  if (e.failed()) {
+    fail_group_and_queue(self);
+    return;
+  }
+  if (!st.group.empty()) {
+    st.group_chunks.clear();
+    for (const auto& [chunk, source] : st.group)
+      st.group_chunks.push_back(chunk);
+    try {
+      e.ring->sync(st.group_chunks.data(), st.group_chunks.size());
+    } catch (const std::exception& error) {
+      e.fail(std::string("doublewrite ring fsync failed: ") + error.what());
+      e.ring->fail();
+      fail_group_and_queue(self);
+      return;
+    }
+    for (const auto& [chunk, source] : st.group) {
+      trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
+      if (e.failed())
+        fail_batch(e, chunk, e.failure()); // an in-place write before it failed
+      else
+        write_in_place(self, chunk, source);
+    }
+    st.group.clear();
+  }
+  if (e.failed()) {
+    fail_queued_batches(self);
+    return;
+  }
+  if (st.queued.empty())
+    answer_flush_waiters(self);
   hurry_retirement(self, false);
-  return true;
 }
 
 dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::engine* engine,
@@ -205,15 +262,19 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::eng
         fail_batch(*self->state.engine, ready.chunk, self->state.engine->failure());
         return;
       }
-      write_batch(self, ready.chunk, static_cast<actor_role>(ready.source));
+      hand_over(self, ready.chunk, static_cast<actor_role>(ready.source));
+    },
+    [=](step_atom) {
+      self->state.drain_sent = false;
+      write_queued(self);
     },
     [=](const dw_flush_request&) -> caf::result<dw_flushed> {
-      // Every batch handed over before this request has been processed (mailbox order)
-      // once none waits for ring space. Also the hook of a writer that found no free
+      // Every batch handed over before this request is queued here (mailbox order); it
+      // is answered once they are all written. Also the hook of a writer that found no free
       // chunk: hurry retirement.
       auto& st = self->state;
       hurry_retirement(self, true);
-      if (st.awaiting_space.empty())
+      if (st.queued.empty())
         return dw_flushed{st.engine->ring->counters().batches.load()};
       st.flush_waiters.push_back(self->make_response_promise<dw_flushed>());
       return st.flush_waiters.back();
@@ -223,7 +284,7 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::eng
       auto* victims = static_cast<runtime::doublewrite_victim_writer*>(e.victims.get());
       auto [chunk, count] = victims->take(generation);
       if (count > 0 && !e.failed())
-        write_batch(self, chunk, actor_role::backend);
+        hand_over(self, chunk, actor_role::backend);
       else if (count > 0)
         fail_batch(e, chunk, e.failure());
     },

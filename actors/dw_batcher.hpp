@@ -4,8 +4,9 @@
 // Who talks to it: writers — the bgwriter, the checkpointer and sessions evicting dirty
 // victims — stage pages straight into a ring chunk and send dw_batch_ready. For each batch
 // it: makes WAL durable up to the batch's highest LSN (W1); writes the chunk to the ring
-// with one sequential write of its compressed record and fdatasyncs the ring once (D3:
-// WRITTEN, DWB_FSYNCED); only then writes the pages in place (D1: DATA_WRITTEN; the staging
+// with one sequential write of its compressed record; fdatasyncs the ring once for all
+// the batches that arrived together (D3: WRITTEN, DWB_FSYNCED; a drain message to itself,
+// behind them in the mailbox, marks the group); only then writes the pages in place (D1: DATA_WRITTEN; the staging
 // memory is free again), registers their files with the sync_worker and finishes the
 // buffers' writes (W2); and asks the sync_worker to tell it when each file has had an
 // fsync that began after those writes completed. On that answer the chunk is DATA_FSYNCED

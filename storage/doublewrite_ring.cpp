@@ -214,14 +214,16 @@ bool doublewrite_ring::write(std::uint32_t c) {
   return true;
 }
 
-void doublewrite_ring::sync(std::uint32_t c) {
-  if (state(c) != dw_state::written)
-    throw std::logic_error("doublewrite chunk " + std::to_string(c) + " synced while " +
-                           to_string(state(c)));
+void doublewrite_ring::sync(const std::uint32_t* chunks, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i)
+    if (state(chunks[i]) != dw_state::written)
+      throw std::logic_error("doublewrite chunk " + std::to_string(chunks[i]) + " synced while " +
+                             to_string(state(chunks[i])));
   io_.sync(fd_, sync_kind::data);
   counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> guard(mutex_);
-  move(c, dw_state::written, dw_state::dwb_fsynced);
+  for (std::size_t i = 0; i < count; ++i)
+    move(chunks[i], dw_state::written, dw_state::dwb_fsynced);
 }
 
 void doublewrite_ring::advance(std::uint32_t c, dw_state to) {

@@ -16,7 +16,7 @@
 //
 // Invariants:
 //  - D3: a batch is written with one sequential write and made durable with one fdatasync
-//    of the ring; never a sync per page.
+//    of the ring, shared by the batches written just before it; never a sync per page.
 //  - D4: a chunk is handed out only when a chunk is FREE and staging memory is free; when
 //    not, acquire() waits (and counts the wait).
 //  - Ring space is reused only from chunks that are FREE again: a record is placed only
@@ -92,8 +92,9 @@ public:
   /// with one sequential write. Returns false (the chunk stays ALLOCATED) when no ring
   /// space is free: retry after a release().
   bool write(std::uint32_t chunk);
-  /// WRITTEN → DWB_FSYNCED for `chunk`: one fdatasync of the ring (D3).
-  void sync(std::uint32_t chunk);
+  /// WRITTEN → DWB_FSYNCED for every chunk given: one fdatasync of the ring (D3).
+  void sync(const std::uint32_t* chunks, std::size_t count);
+  void sync(std::uint32_t chunk) { sync(&chunk, 1); }
   /// DWB_FSYNCED → DATA_WRITTEN (its staging memory is free again: wakes a waiting
   /// writer), DATA_WRITTEN → DATA_FSYNCED.
   void advance(std::uint32_t chunk, dw_state to);

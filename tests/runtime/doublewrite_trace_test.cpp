@@ -98,7 +98,8 @@ TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load
   }
   CHECK(completed_cycles >= 10); // the two-chunk ring wrapped many times
   CHECK(checked_files >= completed_cycles);
-  CHECK(run.ring_fsyncs == run.batches); // D3: one ring fsync per batch, never per page
+  CHECK(run.ring_fsyncs > 0);            // D3: one ring fsync per group of batches,
+  CHECK(run.ring_fsyncs <= run.batches); // never per page
   CHECK(run.slot_waits > 0);             // D4 happened, and the run went on
   std::size_t waits = 0;
   for (const auto& e : events)

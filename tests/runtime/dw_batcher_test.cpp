@@ -1,6 +1,7 @@
-// dw_batcher on the deterministic scheduler, with a ring that holds one batch of
-// incompressible pages: a batch that finds no room waits at the batcher, hurries the
-// retirement of the batch in the ring, and is written into the space that retirement
+// dw_batcher on the deterministic scheduler. Batches handed over together share one ring
+// fdatasync (D3), and none is written in place before it (D1). With a ring that holds one
+// batch of incompressible pages: a batch that finds no room waits at the batcher, hurries
+// the retirement of the batch in the ring, and is written into the space that retirement
 // frees (never before: D2); the checkpointer's flush request sent meanwhile is answered
 // only after the waiting batch is written.
 #include "actors/dw_batcher.hpp"
@@ -28,9 +29,9 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   messages::sync_worker_actor worker;
   messages::dw_batcher_actor batcher;
 
-  batcher_fixture()
+  explicit batcher_fixture(const char* ring_pages = "16")
     : engine_fixture({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
-                      "doublewrite_ring_pages=16"}) {
+                      std::string("doublewrite_ring_pages=") + ring_pages, "write_back_sweep=0"}) {
     worker = actors::spawn_sync_worker(system, engine, false);
     batcher = actors::spawn_dw_batcher(system, engine, worker, false);
   }
@@ -41,15 +42,22 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   }
 
   // Commits a change to each of `batch` pages from `first` (for a real LSN), fills each
-  // page past its header with random bytes (so the batch does not compress, and two
-  // records do not fit the ring), and stages them into a chunk as a writer would.
-  std::uint32_t stage_incompressible(storage::block_id first, unsigned seed) {
+  // page past its header with random bytes unless `compressible` (so the batch does not
+  // compress, and two records do not fit a 16-page ring), and stages them into a chunk as
+  // a writer would.
+  std::uint32_t stage(storage::block_id first, unsigned seed, bool compressible = false) {
     storage::buffer_pool& pool = *engine.pool;
     const std::size_t page_size = pool.page_size();
     std::uint32_t chunk = engine.ring->acquire({});
     for (std::uint32_t i = 0; i < batch; ++i) {
       storage::page_id id{rel, first + i};
       touch(rel, id.block);
+      if (compressible) {
+        storage::buffer_id buffer = pool.pin(id);
+        stage_buffer(chunk, i, buffer);
+        pool.unpin(buffer);
+        continue;
+      }
       auto noise = storage::test::random_bytes(page_size - storage::page_header_size, seed * 100 + i);
       storage::buffer_id buffer = pool.pin(id);
       pool.lock_exclusive(buffer);
@@ -58,12 +66,17 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
       pool.mark_dirty(buffer);
       pool.unlock_exclusive(buffer);
       pool.unpin(buffer);
-      storage::dw_entry entry;
-      entry.buffer = buffer;
-      REQUIRE(pool.start_write(buffer, engine.ring->slot_memory(chunk, i), &entry.id, &entry.lsn));
-      engine.ring->entries(chunk).push_back(entry);
+      stage_buffer(chunk, i, buffer);
     }
     return chunk;
+  }
+
+  void stage_buffer(std::uint32_t chunk, std::uint32_t slot, storage::buffer_id buffer) {
+    storage::dw_entry entry;
+    entry.buffer = buffer;
+    REQUIRE(engine.pool->start_write(buffer, engine.ring->slot_memory(chunk, slot), &entry.id,
+                                     &entry.lsn));
+    engine.ring->entries(chunk).push_back(entry);
   }
 
   void hand_over(std::uint32_t chunk) {
@@ -81,12 +94,38 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   }
 };
 
+TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before any in-place write") {
+  batcher_fixture f("64");
+  f.create_file(rel);
+  std::vector<std::uint32_t> chunks;
+  for (unsigned i = 0; i < 3; ++i)
+    chunks.push_back(f.stage(i * batch, i, true));
+  for (std::uint32_t chunk : chunks)
+    f.hand_over(chunk);
+  f.run();
+  const auto& counters = f.engine.ring->counters();
+  CHECK(counters.batches.load() == 3);
+  CHECK(counters.fsyncs.load() == 1);
+  std::size_t last_written = 0;
+  for (std::uint32_t chunk : chunks)
+    last_written = std::max(last_written, f.first_event("dw_written", chunk));
+  for (std::uint32_t chunk : chunks) {
+    CHECK(last_written < f.first_event("dw_fsynced", chunk)); // one sync after every record
+    CHECK(f.first_event("dw_fsynced", chunk) < f.first_event("dw_inplace_write", chunk)); // D1
+  }
+  f.hand_over(f.stage(3 * batch, 3, true)); // alone: its own fsync
+  f.run();
+  CHECK(counters.batches.load() == 4);
+  CHECK(counters.fsyncs.load() == 2);
+  CHECK_FALSE(f.engine.failed());
+}
+
 TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement frees room") {
   batcher_fixture f;
   f.create_file(rel);
   REQUIRE(f.engine.ring->capacity_bytes() < 2 * storage::max_record_bytes(batch, f.engine.pool->page_size()));
-  std::uint32_t first = f.stage_incompressible(0, 1);
-  std::uint32_t second = f.stage_incompressible(batch, 2);
+  std::uint32_t first = f.stage(0, 1);
+  std::uint32_t second = f.stage(batch, 2);
   f.hand_over(first);
   f.hand_over(second);
   std::optional<messages::dw_flushed> flushed;
