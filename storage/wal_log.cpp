@@ -2,8 +2,10 @@
 // (creation, recycling, removal). See wal_log.hpp for the contract.
 //
 // Invariants (in addition to the header's):
-//  - Lock order: insert_mutex_ before flush_mutex_. flush() and remove_segments_before()
-//    take only flush_mutex_, so an insert that waits for ring space can write out safely.
+//  - Lock order: insert_mutex_ before flush_mutex_ before create_mutex_. flush() takes
+//    only flush_mutex_, so an insert that waits for ring space can write out safely.
+//    remove_segments_before() holds flush_mutex_ only to close fds; it recycles segments
+//    and fsyncs the directory under create_mutex_ alone.
 //    fdatasync runs outside every lock (so syncs overlap); flush_mutex_ is held only to
 //    write out, to pick the fds to sync, and to publish flushed_lsn.
 //  - Ring space: inserted_lsn - written_lsn <= buffer_size. An inserter copies only into
@@ -330,11 +332,21 @@ void wal_log::close_segment(lsn_t start) {
 // ---- segment removal and recycling (C2) ---------------------------------------------------
 
 void wal_log::remove_segments_before(lsn_t lsn) {
-  std::lock_guard lock(flush_mutex_);
-  std::lock_guard creating(create_mutex_); // recycling names future segments too
-  // Never remove WAL that is not yet durable, whatever the caller says.
-  lsn_t limit = segment_start(std::min(lsn, flushed_lsn_.load(std::memory_order_relaxed)));
-  lsn_t current = segment_start(written_lsn_.load(std::memory_order_relaxed));
+  lsn_t limit;
+  {
+    // Only to read a consistent flushed LSN and close the fds: the renames, unlinks and the
+    // directory fsync below run without flush_mutex_, so commits keep flushing meanwhile.
+    std::lock_guard lock(flush_mutex_);
+    // Never remove WAL that is not yet durable, whatever the caller says.
+    limit = segment_start(std::min(lsn, flushed_lsn_.load(std::memory_order_relaxed)));
+    for (std::size_t i = segments_.size(); syncs_in_flight_.empty() && i-- > 0;)
+      if (segments_[i].start + options_.segment_size <= limit)
+        close_segment(segments_[i].start); // otherwise segment_fd() closes it later
+  }
+  // Held until the directory fsync: a writer opening a segment takes create_mutex_ first,
+  // so it never writes into a recycled name before the rename is durable.
+  std::lock_guard creating(create_mutex_);
+  lsn_t current = segment_start(written_lsn_.load(std::memory_order_acquire));
   std::vector<lsn_t> existing = list_segments(options_.dir);
   std::size_t future_count = 0;
   lsn_t highest = current;
@@ -354,10 +366,9 @@ void wal_log::remove_segments_before(lsn_t lsn) {
 }
 
 // Renames the segment to the next future segment name, or unlinks it when enough future
-// segments exist. Its stale records are harmless there: each carries its own lsn.
+// segments exist. Its stale records are harmless there: each carries its own lsn. An fd
+// a running sync still holds outlives the name.
 void wal_log::remove_segment(lsn_t start, lsn_t& highest, std::size_t& future_count) {
-  if (syncs_in_flight_.empty()) // otherwise segment_fd() closes it later; the fd outlives the name
-    close_segment(start);
   if (future_count < future_segments_max) {
     highest += options_.segment_size;
     io_.rename(segment_path(start), segment_path(highest));

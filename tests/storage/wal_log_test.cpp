@@ -8,6 +8,11 @@
 #include <cerrno>
 #include <filesystem>
 #include <memory>
+#include <thread>
+#include <future>
+#include <condition_variable>
+#include <mutex>
+#include <chrono>
 
 using namespace tidemark::storage;
 using namespace tidemark::storage::wal_test;
@@ -168,6 +173,58 @@ TEST_CASE("wal_log: remove_segments_before recycles up to four future segments, 
   insert_one(wal, builder, 1, 10);
   wal.remove_segments_before(wal.inserted_lsn() + 10 * small_segment);
   CHECK(wal_log::list_segments(dir.path()).front() == 7 * small_segment);
+}
+
+// An engine whose directory fsyncs wait while the test holds the gate closed.
+class gated_directory_engine final : public test::delegating_engine {
+public:
+  using delegating_engine::delegating_engine;
+  void sync_directory(const std::string& dir) override {
+    {
+      std::unique_lock lock(mutex_);
+      ++waiting_;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return open_; });
+    }
+    delegating_engine::sync_directory(dir);
+  }
+  bool wait_for_waiter() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(5), [&] { return waiting_ > 0; });
+  }
+  void set_gate(bool open) {
+    std::lock_guard lock(mutex_);
+    open_ = open;
+    changed_.notify_all();
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int waiting_ = 0;
+  bool open_ = true;
+};
+
+TEST_CASE("wal_log: commits flush while segment recycling waits for its directory fsync") {
+  temp_dir dir;
+  gated_directory_engine io(make_io_engine(io_method::sync));
+  wal_log wal(io, small_options(dir.path()), 0, 0);
+  record_builder builder;
+  while (wal.inserted_lsn() < 3 * small_segment + 100)
+    insert_one(wal, builder, 1, 5000);
+  wal.flush(wal.inserted_lsn());
+  io.set_gate(false);
+  std::thread recycler([&] { wal.remove_segments_before(2 * small_segment); });
+  REQUIRE(io.wait_for_waiter()); // renamed, now in the directory fsync
+  insert_one(wal, builder, 2, 100);
+  lsn_t target = wal.inserted_lsn();
+  auto flushed = std::async(std::launch::async, [&] { return wal.flush(target); });
+  bool done = flushed.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  io.set_gate(true); // (a regression would have the flush wait for this)
+  recycler.join();
+  CHECK(done); // the flush did not wait behind the directory fsync
+  CHECK(flushed.get() >= target);
+  CHECK(wal_log::list_segments(dir.path()).front() == 2 * small_segment);
 }
 
 TEST_CASE("wal_log: opening for append zeroes the rest of the segment and drops later ones") {
