@@ -6,7 +6,8 @@
 //  - D1: a batch's in-place writes start only after its ring fsync;
 //  - D2: a chunk is freed only after every file of its batch had an fsync that began after
 //    the batch's in-place writes (after its notify request);
-//  - D3 / review failure 3: one ring fsync per batch, also after many wraps;
+//  - D3 / review failure 3: at most one ring fsync per batch (batches handed over
+//    together share one), never one per page, also after many wraps;
 //  - D4: writers that found no free chunk waited and went on; nothing was skipped.
 #include "traced_tpcb_run.hpp"
 
