@@ -44,8 +44,8 @@ constexpr std::size_t truncated = ~std::size_t{0};
 // returns its length, 0 if there is none, or `truncated` if its header checks but it is
 // longer than `available`.
 std::size_t decode_record(const unsigned char* record, std::size_t available, std::size_t page_size,
-                          std::vector<unsigned char>& page,
-                          const std::function<void(const unsigned char*)>& yield) {
+                          std::vector<unsigned char>& scratch,
+                          const std::function<void(const ring_image&)>& yield) {
   record_header h;
   if (available < sizeof h)
     return 0;
@@ -77,15 +77,7 @@ std::size_t decode_record(const unsigned char* record, std::size_t available, st
     std::memcpy(&e, record + at, sizeof e);
     const unsigned char* stored = record + at + sizeof e;
     at += sizeof e + e.stored;
-    if ((e.flags & entry_lz4) == 0) {
-      yield(stored);
-      continue;
-    }
-    int restored = LZ4_decompress_safe(reinterpret_cast<const char*>(stored),
-                                       reinterpret_cast<char*>(page.data()), e.stored,
-                                       static_cast<int>(page_size));
-    if (restored == static_cast<int>(page_size))
-      yield(page.data());
+    yield(ring_image(stored, e.stored, (e.flags & entry_lz4) != 0, page_size, scratch.data()));
   }
   return h.length;
 }
@@ -124,13 +116,33 @@ std::size_t encode_batch(const unsigned char* const* images, std::uint32_t count
   return padded;
 }
 
-std::size_t for_each_ring_page(const unsigned char* ring, std::size_t length, std::size_t scan_until,
-                               std::size_t page_size,
-                               const std::function<void(const unsigned char* image)>& page) {
+const unsigned char* ring_image::prefix(std::size_t bytes) const {
+  if (!compressed_)
+    return stored_;
+  bytes = std::min(bytes, page_size_);
+  int decoded = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(stored_),
+                                            reinterpret_cast<char*>(scratch_),
+                                            static_cast<int>(stored_bytes_), static_cast<int>(bytes),
+                                            static_cast<int>(page_size_));
+  return decoded >= static_cast<int>(bytes) ? scratch_ : nullptr;
+}
+
+const unsigned char* ring_image::page() const {
+  if (!compressed_)
+    return stored_;
+  int restored = LZ4_decompress_safe(reinterpret_cast<const char*>(stored_),
+                                     reinterpret_cast<char*>(scratch_),
+                                     static_cast<int>(stored_bytes_), static_cast<int>(page_size_));
+  return restored == static_cast<int>(page_size_) ? scratch_ : nullptr;
+}
+
+std::size_t for_each_ring_image(const unsigned char* ring, std::size_t length, std::size_t scan_until,
+                                std::size_t page_size,
+                                const std::function<void(const ring_image& image)>& image) {
   std::vector<unsigned char> scratch(page_size);
   std::size_t at = 0;
   while (at < scan_until && at < length) {
-    std::size_t used = decode_record(ring + at, length - at, page_size, scratch, page);
+    std::size_t used = decode_record(ring + at, length - at, page_size, scratch, image);
     if (used == truncated)
       return at;
     at += used != 0 ? round_up(used) : ring_record_alignment;

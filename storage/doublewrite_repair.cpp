@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
+#include <unordered_map>
 
 namespace tidemark::storage {
 
@@ -24,11 +24,35 @@ repair_action decide_repair(const repair_inputs& in) {
 
 namespace {
 
-// Calls `image` with each ring image whose page checksum and identity verify, reading the
-// ring in windows (it may be large and mostly never written).
+struct page_id_hash {
+  std::size_t operator()(page_id id) const {
+    return std::hash<std::uint64_t>{}(std::uint64_t{id.rel} << 32 | id.block);
+  }
+};
+
+// A ring image's page identity and LSN, from its header alone; false if the header does
+// not decode or names no relation page.
+bool identify(const ring_image& image, page_id* id, lsn_t* lsn) {
+  const unsigned char* head = image.prefix(page_header_size);
+  if (head == nullptr)
+    return false;
+  const page_header* h = header_of(head);
+  *id = page_id{h->rel, h->block};
+  *lsn = h->lsn;
+  return id->rel != 0 && id->rel < max_relations;
+}
+
+// The image's whole page if its checksum and identity verify, else nullptr.
+const unsigned char* verified_page(const ring_image& image, page_id id, std::size_t page_size) {
+  const unsigned char* page = image.page();
+  return page != nullptr && verify_page(page, page_size, id, true) == page_verdict::ok ? page : nullptr;
+}
+
+// Calls `image` with each image of the intact records in the ring, reading the ring in
+// windows (it may be large).
 template <class Yield>
-void for_each_valid_image(io_engine& io, int fd, std::uint64_t size, std::size_t page_size,
-                          Yield&& image) {
+void for_each_image(io_engine& io, int fd, std::uint64_t size, std::size_t page_size,
+                    Yield&& image) {
   std::size_t window = std::size_t{4} << 20;
   std::vector<unsigned char> buffer;
   std::uint64_t at = 0;
@@ -36,14 +60,7 @@ void for_each_valid_image(io_engine& io, int fd, std::uint64_t size, std::size_t
     std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(window, size - at));
     buffer.resize(length);
     io.read(fd, buffer.data(), length, at);
-    std::size_t stopped =
-      for_each_ring_page(buffer.data(), length, length, page_size, [&](const unsigned char* candidate) {
-        const page_header* h = header_of(candidate);
-        page_id id{h->rel, h->block};
-        if (id.rel != 0 && id.rel < max_relations &&
-            verify_page(candidate, page_size, id, true) == page_verdict::ok)
-          image(id, candidate);
-      });
+    std::size_t stopped = for_each_ring_image(buffer.data(), length, length, page_size, image);
     if (stopped == 0)
       window *= 2; // a record longer than the window starts here
     at += stopped;
@@ -53,8 +70,10 @@ void for_each_valid_image(io_engine& io, int fd, std::uint64_t size, std::size_t
 } // namespace
 
 // Two passes over the ring, so that memory holds one LSN per page, not one image: the
-// first finds each page's newest LSN (D5), the second repairs from the first image that
-// has it.
+// first finds each page's newest valid LSN (D5), the second repairs from the first valid
+// image that has it. Both read page headers first and decompress and verify a whole page
+// only when its LSN would matter: an image older than the newest valid one seen is never
+// decoded.
 repair_report repair_from_ring(io_engine& io, const std::string& ring_path, relation_files& files) {
   repair_report report;
   struct stat st;
@@ -63,29 +82,42 @@ repair_report repair_from_ring(io_engine& io, const std::string& ring_path, rela
   const std::size_t page_size = files.page_size();
   int fd = io.open_file(ring_path, false);
   const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-  std::map<page_id, lsn_t> newest;
-  for_each_valid_image(io, fd, size, page_size, [&](page_id id, const unsigned char* image) {
-    ++report.slots_valid;
-    auto [it, inserted] = newest.try_emplace(id, page_lsn(image));
-    it->second = std::max(it->second, page_lsn(image));
+  std::unordered_map<page_id, lsn_t, page_id_hash> newest;
+  for_each_image(io, fd, size, page_size, [&](const ring_image& image) {
+    ++report.images_read;
+    page_id id;
+    lsn_t lsn;
+    if (!identify(image, &id, &lsn))
+      return;
+    auto it = newest.find(id);
+    if ((it != newest.end() && it->second >= lsn) || verified_page(image, id, page_size) == nullptr)
+      return;
+    newest[id] = lsn;
   });
   report.pages_considered = newest.size();
   std::vector<unsigned char> disk(page_size);
   std::vector<segment_id> touched;
-  for_each_valid_image(io, fd, size, page_size, [&](page_id id, const unsigned char* image) {
-    auto it = newest.find(id);
-    if (it == newest.end() || page_lsn(image) != it->second)
+  for_each_image(io, fd, size, page_size, [&](const ring_image& image) {
+    page_id id;
+    lsn_t slot_lsn;
+    if (!identify(image, &id, &slot_lsn))
       return;
+    auto it = newest.find(id);
+    if (it == newest.end() || slot_lsn != it->second)
+      return;
+    const unsigned char* slot = verified_page(image, id, page_size);
+    if (slot == nullptr)
+      return; // a broken image with the same LSN: the valid one is still to come
     newest.erase(it); // decided
     files.read_page(id, disk.data());
     repair_inputs in;
     in.disk = verify_page(disk.data(), page_size, id, true);
     in.disk_lsn = in.disk == page_verdict::ok ? page_lsn(disk.data()) : 0;
-    in.slot_lsn = page_lsn(image);
-    in.same_bytes = std::memcmp(disk.data(), image, page_size) == 0;
+    in.slot_lsn = slot_lsn;
+    in.same_bytes = std::memcmp(disk.data(), slot, page_size) == 0;
     if (decide_repair(in) == repair_action::keep)
       return;
-    files.write_page(id, image);
+    files.write_page(id, slot);
     ++report.pages_repaired;
     if (in.disk != page_verdict::ok)
       ++report.repaired_checksum;

@@ -38,8 +38,8 @@ struct repair_inputs {
 repair_action decide_repair(const repair_inputs& in);
 
 struct repair_report {
-  std::uint64_t slots_valid = 0;     // ring images that verify
-  std::uint64_t pages_considered = 0; // distinct pages among them
+  std::uint64_t images_read = 0;      // images of intact ring records
+  std::uint64_t pages_considered = 0; // distinct pages with a valid image
   std::uint64_t pages_repaired = 0;
   std::uint64_t repaired_checksum = 0; // on-disk page failed verification or was zero
   std::uint64_t repaired_lsn = 0;      // on-disk page valid but older

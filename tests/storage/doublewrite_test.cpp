@@ -114,7 +114,8 @@ TEST_CASE("doublewrite repair: pages are restored whether or not a checksum noti
                    f.encoded({f.page(equal_lsn, 200, 'B'), f.page(newer_on_disk, 800, 'C')}),
                    f.encoded({slot_torn, broken_image}), torn_record});
   repair_report report = repair_from_ring(*f.io, f.ring_path, f.files);
-  CHECK(report.slots_valid == 5);
+  CHECK(report.images_read == 6);
+  CHECK(report.pages_considered == 4); // the broken image's page has no valid image
   CHECK(report.pages_repaired == 3);
   CHECK(report.repaired_lsn == 1);
   CHECK(report.repaired_bytes == 1);
@@ -125,13 +126,36 @@ TEST_CASE("doublewrite repair: pages are restored whether or not a checksum noti
   CHECK(f.disk(torn) == slot_torn);
   CHECK(page_is_all_zero(f.disk({1, 4}).data(), page_size)); // the broken image restored nothing
   CHECK(page_is_all_zero(f.disk({1, 5}).data(), page_size)); // nor the torn record
-  CHECK(report.slots_valid == 5); // all but the broken image
+}
+
+TEST_CASE("doublewrite repair: a newer image that fails its checksum hides no older valid one") {
+  for (bool broken_first : {true, false}) {
+    CAPTURE(broken_first);
+    repair_fixture f;
+    page_id id{1, 0};
+    auto valid = f.page(id, 100, 'v');
+    auto broken = f.page(id, 200, 'w');
+    broken[5000] ^= 1;
+    auto twin = f.page(id, 100, 'v'); // the same LSN again, broken: skipped for the valid one
+    twin[6000] ^= 1;
+    if (broken_first)
+      f.write_records({f.encoded({broken, twin}), f.encoded({valid})});
+    else
+      f.write_records({f.encoded({valid}), f.encoded({broken, twin})});
+    repair_report report = repair_from_ring(*f.io, f.ring_path, f.files);
+    CHECK(report.images_read == 3);
+    CHECK(report.pages_repaired == 1);
+    CHECK(f.disk(id) == valid);
+  }
 }
 
 std::vector<std::vector<unsigned char>> ring_images(const std::vector<unsigned char>& ring) {
   std::vector<std::vector<unsigned char>> images;
-  for_each_ring_page(ring.data(), ring.size(), ring.size(), page_size,
-                     [&](const unsigned char* image) { images.emplace_back(image, image + page_size); });
+  for_each_ring_image(ring.data(), ring.size(), ring.size(), page_size, [&](const ring_image& image) {
+    const unsigned char* page = image.page();
+    REQUIRE(page != nullptr);
+    images.emplace_back(page, page + page_size);
+  });
   return images;
 }
 
@@ -168,7 +192,7 @@ TEST_CASE("doublewrite record: a torn record, or one partly overwritten by a lat
   std::vector<unsigned char> two = newer;
   two.insert(two.end(), older.begin(), older.end());
   const std::size_t cut = newer.size() + 3 * page_size; // inside the older record
-  CHECK(for_each_ring_page(two.data(), cut, cut, page_size, [&](const unsigned char*) { ++seen; }) ==
+  CHECK(for_each_ring_image(two.data(), cut, cut, page_size, [&](const ring_image&) { ++seen; }) ==
         newer.size());
   CHECK(seen == 1);
   for (std::size_t at : {std::size_t(40), older.size() / 2, std::size_t(4 * page_size)}) {
@@ -243,8 +267,8 @@ TEST_CASE("doublewrite ring: a record is never placed over one whose chunk is no
   io->read(fd, file.data(), file.size(), 0);
   io->close_file(fd);
   std::size_t images = 0;
-  for_each_ring_page(file.data(), file.size(), file.size(), page_size,
-                     [&](const unsigned char*) { ++images; });
+  for_each_ring_image(file.data(), file.size(), file.size(), page_size,
+                      [&](const ring_image&) { ++images; });
   CHECK(images == 16);
 }
 
