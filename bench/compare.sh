@@ -235,7 +235,7 @@ run_tidemark() {  # fpw | dw | off
   log "run: tidemark $protection"
   sync  # the previous run's dirty page cache is written back before this run, not during it
   "$work/tidemark" bench -D "$work/tm-$mode" -c "$clients" -T "$seconds" --json "$work/res/tm-$mode.json" \
-    "${tm_settings[@]}" --set torn_page_protection=$protection > "$work/logs/tm-$mode.log" 2>&1
+    --timeline "$work/res/tm-$mode.csv" "${tm_settings[@]}" --set torn_page_protection=$protection > "$work/logs/tm-$mode.log" 2>&1
   "$work/tidemark" verify -D "$work/tm-$mode" --json "$work/res/tm-$mode.verify.json" \
     >> "$work/logs/tm-$mode.log" 2>&1 || true
   printf 'tidemark %s\ttidemark\t%s\t%s\n' "$protection" "$work/res/tm-$mode.json" "$work/res/tm-$mode.verify.json" >> "$manifest"
