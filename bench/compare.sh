@@ -20,7 +20,8 @@
 # run pays for the writeback of the previous run's dirty page cache. Each system's balance
 # invariant is checked after its run. Prints one table (Tidemark-to-peer ratios, the
 # doublewrite / off tps ratio, each Tidemark mode's share of buffer writes made by
-# sessions) and writes it as JSON.
+# sessions) and writes it as JSON. Each Tidemark run also writes its per-second timeline
+# (res/tm-MODE.csv in the work directory; --keep keeps it, for bench/plot_timeline.sh).
 # Numbers depend on the machine; reported, not asserted.
 #
 #   usage: bench/compare.sh [-s SCALE] [-c CLIENTS] [-T SECONDS] [--checkpoint-timeout 30s]
