@@ -177,7 +177,7 @@ void sync_step(sync_worker_pointer self) {
     st.phase.reset();
     return;
   }
-  if (e.failed()) { // a failed write-back of the sweep
+  if (e.failed()) { // meanwhile (a write-back of the sweep, or elsewhere): no checkpoint
     fail_phase(self);
     return;
   }
