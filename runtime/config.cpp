@@ -262,9 +262,10 @@ const std::vector<setting_entry>& setting_table() {
     {"write_back_sweep", false,
      [](settings& s, const std::string& v) {
        s.write_back_sweep = parse_time("write_back_sweep", v, milliseconds(1000));
-       if (s.write_back_sweep.count() != 0)
-         check_time("write_back_sweep", s.write_back_sweep, milliseconds(1'000),
-                    milliseconds(3'600'000));
+       auto ms = s.write_back_sweep.count();
+       if (ms != 0 && (ms < 1'000 || ms > 3'600'000))
+         throw config_error("write_back_sweep is out of range: valid values are 0 (off) or "
+                            "1s .. 1h, got " + v);
      },
      [](const settings& s) { return show_ms(s.write_back_sweep); },
      "one paced write-back pass over the data files written since their fsync (0: off)"},

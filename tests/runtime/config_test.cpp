@@ -55,7 +55,7 @@ TEST_CASE("config: errors name the key and the valid range") {
   CHECK(range.find("0 .. 1") != std::string::npos);
   CHECK(error_of("shared_buffers=8").find("shared_buffers") != std::string::npos);
   CHECK(error_of("checkpoint_timeout=500ms").find("checkpoint_timeout") != std::string::npos);
-  CHECK(error_of("write_back_sweep=500ms").find("write_back_sweep") != std::string::npos);
+  CHECK(error_of("write_back_sweep=500ms").find("0 (off) or 1s .. 1h") != std::string::npos);
   CHECK(error_of("bgwriter_lru_maxpages=-1").find("bgwriter_lru_maxpages") != std::string::npos);
   CHECK(error_of("io_method=aio").find("io_uring, sync") != std::string::npos);
   CHECK(error_of("log_checkpoints=maybe").find("log_checkpoints") != std::string::npos);
