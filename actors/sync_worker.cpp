@@ -30,30 +30,41 @@ std::uint64_t pieces_of(std::uint64_t bytes) {
   return (bytes + write_back_piece - 1) / write_back_piece;
 }
 
+// A paced walk over files, a write-back piece at a time, the steps spread evenly over a
+// span from `started`: what a sync phase (which adds one fsync step per file) and the
+// write-back sweep share.
+struct file_walk {
+  std::vector<storage::file_tag> files;
+  std::vector<std::uint64_t> bytes; // of each file when the walk began
+  std::size_t next = 0;             // the file being walked
+  std::uint64_t offset = 0;         // its next piece
+  std::uint64_t steps = 0;          // planned, all files
+  std::uint64_t steps_done = 0;
+  caf::actor_clock::time_point started; // the actor clock: tests advance it by hand
+
+  void add(const storage::file_tag& tag, std::uint64_t file_bytes, std::uint64_t extra_steps) {
+    files.push_back(tag);
+    bytes.push_back(file_bytes);
+    steps += pieces_of(file_bytes) + extra_steps;
+  }
+  bool done() const { return next == files.size(); }
+  bool piece_left() const { return offset < bytes[next]; }
+  void next_file() {
+    ++next;
+    offset = 0;
+  }
+  /// When the next step is due.
+  caf::actor_clock::time_point due(std::chrono::milliseconds span) const {
+    return started + span * steps_done / steps;
+  }
+};
+
 struct sync_phase {
   std::uint64_t cycle = 0;
-  std::vector<storage::file_tag> due;
-  std::vector<std::uint64_t> bytes;  // of each due file when the phase began
-  std::size_t next = 0;              // due file being written back or fsynced
-  std::uint64_t written_back = 0;    // of due[next]
-  std::uint64_t steps = 0;           // write-back pieces and fsyncs, all files
-  std::uint64_t steps_done = 0;
-  steady_clock::time_point started;
+  file_walk walk; // the due files: their pieces, then each one's fsync
   std::chrono::milliseconds pace{0};
   caf::typed_response_promise<sync_phase_done> promise;
   sync_phase_done result;
-};
-
-// The continuous write-back sweep (settings::write_back_sweep): one pass over the files
-// pending at its start, a piece at a time, the pieces spread evenly over the pass.
-struct write_back_sweep {
-  std::vector<storage::file_tag> files;
-  std::vector<std::uint64_t> bytes;
-  std::size_t next = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t pieces = 0;
-  std::uint64_t pieces_done = 0;
-  steady_clock::time_point started;
 };
 
 // A doublewrite chunk waiting for fsyncs of its files that begin after its request (D2).
@@ -66,7 +77,8 @@ struct sync_worker_state {
   runtime::engine* engine = nullptr;
   storage::sync_table table;
   std::optional<sync_phase> phase;
-  write_back_sweep sweep;
+  file_walk sweep; // the write-back sweep (settings::write_back_sweep): one pass over the
+                   // files pending at its start
   std::map<storage::file_tag, std::vector<std::uint32_t>> waiting; // file -> chunks
   std::map<std::uint32_t, notification> notifications;             // chunk -> what is left
   static inline const char* name = "sync_worker";
@@ -163,15 +175,16 @@ void sync_step(sync_worker_pointer self) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
   sync_phase& phase = *st.phase;
-  if (phase.steps_done < phase.steps && phase.pace.count() > 0) {
-    auto due_at = phase.started + phase.pace * phase.steps_done / phase.steps;
+  file_walk& walk = phase.walk;
+  if (walk.steps_done < walk.steps && phase.pace.count() > 0) {
+    auto due_at = walk.due(phase.pace);
     auto now = self->clock().now();
     if (now < due_at) {
       self->delayed_send(self, due_at - now, step_atom::value);
       return;
     }
   }
-  if (phase.next == phase.due.size()) {
+  if (walk.done()) {
     trace(e, role::sync_worker, role::checkpointer, "sync_phase_done", phase.result.files);
     phase.promise.deliver(phase.result);
     st.phase.reset();
@@ -181,11 +194,11 @@ void sync_step(sync_worker_pointer self) {
     fail_phase(self);
     return;
   }
-  const storage::file_tag tag = phase.due[phase.next];
-  ++phase.steps_done;
-  if (phase.written_back < phase.bytes[phase.next]) {
-    std::uint64_t offset = phase.written_back;
-    phase.written_back += write_back_piece;
+  const storage::file_tag tag = walk.files[walk.next];
+  ++walk.steps_done;
+  if (walk.piece_left()) {
+    std::uint64_t offset = walk.offset;
+    walk.offset += write_back_piece;
     if (!write_back_piece_of(self, tag, offset)) {
       fail_phase(self);
       return;
@@ -193,8 +206,7 @@ void sync_step(sync_worker_pointer self) {
     self->send(self, step_atom::value);
     return;
   }
-  ++phase.next;
-  phase.written_back = 0;
+  walk.next_file();
   std::uint64_t us = 0;
   if (!fsync_file(self, tag, &us)) {
     fail_phase(self);
@@ -213,22 +225,17 @@ void sync_step(sync_worker_pointer self) {
 void sweep_step(sync_worker_pointer self) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
-  write_back_sweep& sweep = st.sweep;
+  file_walk& sweep = st.sweep;
   auto period = e.config.write_back_sweep;
   if (e.failed() || period.count() == 0)
     return;
-  if (sweep.next == sweep.files.size()) {
-    sweep = write_back_sweep{};
+  if (sweep.done()) {
+    sweep = file_walk{};
     sweep.started = self->clock().now();
-    for (const storage::file_tag& tag : st.table.pending()) {
-      std::uint64_t bytes = e.write_back_bytes(tag);
-      if (bytes == 0)
-        continue;
-      sweep.files.push_back(tag);
-      sweep.bytes.push_back(bytes);
-      sweep.pieces += pieces_of(bytes);
-    }
-    if (sweep.files.empty()) {
+    for (const storage::file_tag& tag : st.table.pending())
+      if (std::uint64_t bytes = e.write_back_bytes(tag); bytes > 0)
+        sweep.add(tag, bytes, 0);
+    if (sweep.done()) {
       self->delayed_send(self, period / 10, tick_atom::value);
       return;
     }
@@ -236,12 +243,10 @@ void sweep_step(sync_worker_pointer self) {
   if (!write_back_piece_of(self, sweep.files[sweep.next], sweep.offset))
     return;
   sweep.offset += write_back_piece;
-  if (sweep.offset >= sweep.bytes[sweep.next]) {
-    ++sweep.next;
-    sweep.offset = 0;
-  }
-  ++sweep.pieces_done;
-  auto due_at = sweep.started + period * sweep.pieces_done / sweep.pieces;
+  ++sweep.steps_done;
+  if (!sweep.piece_left())
+    sweep.next_file();
+  auto due_at = sweep.due(period);
   auto now = self->clock().now();
   if (due_at > now)
     self->delayed_send(self, due_at - now, tick_atom::value);
@@ -271,17 +276,14 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::
         return caf::make_error(caf::sec::runtime_error, "a sync phase is already running");
       sync_phase phase;
       phase.cycle = st.table.begin_cycle();
-      phase.due = st.table.due(phase.cycle);
-      for (const storage::file_tag& tag : phase.due) {
-        phase.bytes.push_back(st.engine->write_back_bytes(tag));
-        phase.steps += pieces_of(phase.bytes.back()) + 1;
-      }
-      phase.started = self->clock().now(); // the actor clock: tests advance it by hand
+      for (const storage::file_tag& tag : st.table.due(phase.cycle))
+        phase.walk.add(tag, st.engine->write_back_bytes(tag), 1); // its pieces, its fsync
+      phase.walk.started = self->clock().now();
       phase.pace = std::chrono::milliseconds(request.pace_ms);
       phase.promise = self->make_response_promise<sync_phase_done>();
       auto promise = phase.promise;
       trace(*st.engine, role::sync_worker, role::sync_worker, "sync_phase_begin", phase.cycle,
-            phase.due.size());
+            phase.walk.files.size());
       st.phase = std::move(phase);
       sync_step(self);
       return promise;
