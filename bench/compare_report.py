@@ -65,6 +65,7 @@ def tidemark(name, path, verify_path):
         "details": {"torn_page_protection": r.get("torn_page_protection"),
                     "checkpoints_timed": c["timed"], "checkpoints_requested": c["requested"],
                     "wal_fsyncs_per_commit": w.get("fsyncs_per_commit"),
+                    "wal_fsync_us": {k: w.get("fsync_" + k + "_us") for k in ("avg", "p50", "p99", "max")},
                     "doublewrite": r.get("doublewrite"), "io_method": r.get("io_method")},
     }
 
@@ -265,7 +266,10 @@ def main():
             share = c["backend_write_share"]
             notes.append(f"{c['name']}: checkpoints timed {d['checkpoints_timed']} requested "
                          f"{d['checkpoints_requested']}, WAL fsyncs/commit "
-                         f"{fmt(d['wal_fsyncs_per_commit'], '.3f')}, session writes "
+                         f"{fmt(d['wal_fsyncs_per_commit'], '.3f')}, WAL fdatasync µs p50 "
+                         f"{fmt(d['wal_fsync_us']['p50'], '.0f')} p99 {fmt(d['wal_fsync_us']['p99'], '.0f')} "
+                         f"max {fmt(d['wal_fsync_us']['max'], '.0f')} (a commit waits for at least one), "
+                         f"session writes "
                          f"{'-' if share is None else format(100 * share, '.1f') + ' %'} of buffer writes "
                          f"({c['buffers']['backend']} of "
                          f"{sum(c['buffers'][k] for k in ('checkpoint', 'bgwriter', 'backend'))})")

@@ -9,7 +9,9 @@
 #include <fstream>
 #include <optional>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace tidemark::runtime {
 
@@ -24,12 +26,13 @@ struct counter_sample {
   std::uint64_t timed, requested, write_ms, sync_ms;
   std::uint64_t sync_requests, sync_fsyncs, maxwritten_clean;
   std::uint64_t dw_batches, dw_pages, dw_bytes, dw_fsyncs, dw_slot_waits, dw_ring_full;
+  std::vector<std::uint64_t> wal_fsync_buckets;
 
   static counter_sample take(engine& e) {
     const auto& w = e.wal->counters();
     const auto& c = e.checkpoints;
     using storage::write_source;
-    return {w.bytes.load(),
+    counter_sample s{w.bytes.load(),
             w.records.load(),
             w.fpi.load(),
             w.fsyncs.load(),
@@ -50,7 +53,41 @@ struct counter_sample {
             e.ring ? e.ring->counters().bytes.load() : 0,
             e.ring ? e.ring->counters().fsyncs.load() : 0,
             e.ring ? e.ring->counters().slot_waits.load() : 0,
-            e.ring ? e.ring->counters().ring_full.load() : 0};
+            e.ring ? e.ring->counters().ring_full.load() : 0,
+            w.fsync_latency.snapshot()};
+    return s;
+  }
+};
+
+/// The WAL fdatasyncs' latency between two samples.
+latency_histogram fsync_latency_between(const counter_sample& a, const counter_sample& b) {
+  std::vector<std::uint64_t> counts = b.wal_fsync_buckets;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    counts[i] -= a.wal_fsync_buckets[i];
+  return latency_histogram::of_buckets(std::move(counts));
+}
+
+// The machine's CPU time from /proc/stat, to show steal (time the hypervisor gave this
+// VM's CPUs to someone else) beside the latencies it can explain.
+struct cpu_times {
+  std::uint64_t steal = 0, total = 0;
+  bool known = false;
+
+  static cpu_times read() {
+    cpu_times t;
+    std::ifstream stat("/proc/stat");
+    std::string label;
+    if (!(stat >> label) || label != "cpu")
+      return t;
+    std::uint64_t field = 0;
+    for (int i = 0; i < 8 && stat >> field; ++i) { // user nice system idle iowait irq softirq steal
+      t.total += field;
+      if (i == 7) {
+        t.steal = field;
+        t.known = true;
+      }
+    }
+    return t;
   }
 };
 
@@ -98,8 +135,9 @@ public:
     if (!out_)
       throw std::runtime_error("cannot write timeline " + path);
     out_ << "time_s,tps,p99_ms,wal_bytes,checkpoint_phase,dirty_buffers,written_checkpoint,"
-            "written_bgwriter,written_backend,max_ms\n";
+            "written_bgwriter,written_backend,max_ms,wal_fsync_max_ms,steal_pct\n";
     last_ = counter_sample::take(e);
+    last_cpu_ = cpu_times::read();
   }
   /// Called every ~100 ms: remembers which checkpoint phases this second saw.
   void observe() { seen_ |= 1u << static_cast<unsigned>(engine_.checkpoints.phase.load()); }
@@ -114,9 +152,15 @@ public:
          << ',' << c.written_checkpoint - last_.written_checkpoint << ','
          << c.written_bgwriter - last_.written_bgwriter << ','
          << c.written_backend - last_.written_backend << ','
-         << window.quantile_ms(1.0) << '\n'; // the top bucket's bound: within 5 %
+         << window.quantile_ms(1.0) << ',' // the top bucket's bound: within 5 %
+         << fsync_latency_between(last_, c).quantile_ms(1.0) << ',';
+    cpu_times cpu = cpu_times::read();
+    if (cpu.known && last_cpu_.known && cpu.total > last_cpu_.total)
+      out_ << 100.0 * double(cpu.steal - last_cpu_.steal) / double(cpu.total - last_cpu_.total);
+    out_ << '\n'; // steal stays empty where /proc/stat does not show it
     out_.flush();
     last_ = c;
+    last_cpu_ = cpu;
     seen_ = 0;
   }
 
@@ -135,6 +179,7 @@ private:
   std::ofstream out_;
   engine& engine_;
   counter_sample last_;
+  cpu_times last_cpu_;
   unsigned seen_ = 0;
 };
 
@@ -209,6 +254,10 @@ void fill_report(json_object& r, engine& e, const bench_options& options, double
   r.set("wal.fsyncs_per_commit", double(b.wal_fsyncs - a.wal_fsyncs) / txns);
   std::uint64_t fsyncs = b.wal_fsyncs - a.wal_fsyncs;
   r.set("wal.fsync_avg_us", fsyncs ? double(b.wal_fsync_micros - a.wal_fsync_micros) / double(fsyncs) : 0.0);
+  latency_histogram fsync_latency = fsync_latency_between(a, b);
+  r.set("wal.fsync_p50_us", fsync_latency.quantile_ms(0.50) * 1000.0);
+  r.set("wal.fsync_p99_us", fsync_latency.quantile_ms(0.99) * 1000.0);
+  r.set("wal.fsync_max_us", fsync_latency.quantile_ms(1.0) * 1000.0);
   r.set("buffers.allocated", b.allocated - a.allocated);
   r.set("buffers.written_checkpoint", b.written_checkpoint - a.written_checkpoint);
   r.set("buffers.written_bgwriter", b.written_bgwriter - a.written_bgwriter);

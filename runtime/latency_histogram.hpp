@@ -1,6 +1,9 @@
-// Latency histogram with logarithmic buckets (5 % wide), exact count, sum and maximum.
-// Backends keep one each and ship it to the stats actor in batches; merging is addition.
+// Latency histogram with logarithmic buckets (5 % wide, storage::latency_buckets), exact
+// count, sum and maximum. Backends keep one each and ship it to the stats actor in batches;
+// merging is addition.
 #pragma once
+
+#include "storage/latency_buckets.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -9,22 +12,29 @@
 namespace tidemark::runtime {
 
 struct latency_histogram {
-  static constexpr std::size_t bucket_count = 400; // 5 % buckets reach ~ 2.7e8 us
+  static constexpr std::size_t bucket_count = storage::latency_buckets::count;
 
   std::vector<std::uint64_t> buckets = std::vector<std::uint64_t>(bucket_count, 0);
   std::uint64_t count = 0;
   std::uint64_t sum_us = 0;
   std::uint64_t max_us = 0;
 
-  static std::size_t bucket_of(std::uint64_t us) {
-    std::size_t b = static_cast<std::size_t>(std::log1p(double(us)) / std::log(1.05));
-    return b < bucket_count ? b : bucket_count - 1;
+  /// The histogram of bucket counts alone (from an atomic_latency_histogram snapshot): the
+  /// sum is unknown and the maximum is taken as the top non-empty bucket's upper edge.
+  static latency_histogram of_buckets(std::vector<std::uint64_t> counts) {
+    latency_histogram h;
+    h.buckets = std::move(counts);
+    h.buckets.resize(bucket_count);
+    for (std::size_t b = 0; b < bucket_count; ++b) {
+      h.count += h.buckets[b];
+      if (h.buckets[b] > 0)
+        h.max_us = static_cast<std::uint64_t>(storage::latency_buckets::upper_us(b));
+    }
+    return h;
   }
-  /// Upper edge of bucket b in microseconds.
-  static double bucket_upper_us(std::size_t b) { return std::expm1(double(b + 1) * std::log(1.05)); }
 
   void record(std::uint64_t us) {
-    ++buckets[bucket_of(us)];
+    ++buckets[storage::latency_buckets::bucket_of(us)];
     ++count;
     sum_us += us;
     if (us > max_us)
@@ -51,7 +61,7 @@ struct latency_histogram {
     for (std::size_t b = 0; b < bucket_count; ++b) {
       seen += buckets[b];
       if (seen >= rank && seen > 0)
-        return std::fmin(bucket_upper_us(b), double(max_us)) / 1000.0;
+        return std::fmin(storage::latency_buckets::upper_us(b), double(max_us)) / 1000.0;
     }
     return double(max_us) / 1000.0;
   }

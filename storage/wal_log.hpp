@@ -17,6 +17,7 @@
 #pragma once
 
 #include "storage/io_engine.hpp"
+#include "storage/latency_buckets.hpp"
 #include "storage/sync_failure_latch.hpp"
 #include "storage/wal_record.hpp"
 
@@ -47,6 +48,7 @@ struct wal_counters {
   std::atomic<std::uint64_t> fpi{0};
   std::atomic<std::uint64_t> fsyncs{0};
   std::atomic<std::uint64_t> fsync_micros{0}; // time spent in those fdatasyncs
+  atomic_latency_histogram fsync_latency;     // and how it was spread
   std::atomic<std::uint64_t> writes{0};
 };
 

@@ -227,6 +227,37 @@ TEST_CASE("wal_log: commits flush while segment recycling waits for its director
   CHECK(wal_log::list_segments(dir.path()).front() == 2 * small_segment);
 }
 
+// An engine whose data fdatasyncs take at least 3 ms.
+class slow_sync_engine final : public test::delegating_engine {
+public:
+  using delegating_engine::delegating_engine;
+  void sync(int fd, sync_kind kind) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3)); // the latency to be measured
+    delegating_engine::sync(fd, kind);
+  }
+};
+
+TEST_CASE("wal_log: each fdatasync's duration is recorded in the fsync latency histogram") {
+  temp_dir dir;
+  slow_sync_engine io(make_io_engine(io_method::sync));
+  wal_log wal(io, small_options(dir.path()), 0, 0);
+  record_builder builder;
+  for (int flush = 0; flush < 3; ++flush) {
+    insert_one(wal, builder, 1, 100);
+    wal.flush(wal.inserted_lsn());
+  }
+  std::vector<std::uint64_t> counts = wal.counters().fsync_latency.snapshot();
+  std::uint64_t recorded = 0, below_3ms = 0;
+  for (std::size_t b = 0; b < counts.size(); ++b) {
+    recorded += counts[b];
+    if (latency_buckets::upper_us(b) < 3000)
+      below_3ms += counts[b];
+  }
+  CHECK(wal.counters().fsyncs == 3);
+  CHECK(recorded == 3);
+  CHECK(below_3ms == 0);
+}
+
 TEST_CASE("wal_log: opening for append zeroes the rest of the segment and drops later ones") {
   temp_dir dir;
   auto io = make_io_engine(io_method::sync);

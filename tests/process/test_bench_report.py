@@ -1,0 +1,64 @@
+"""`tidemark bench --json --timeline` reports what bench/compare.sh and plot_timeline.sh
+read: the WAL fdatasync latency spread (p50 <= p99 <= max, its average inside it), and one
+timeline row per second whose columns are all present and numeric, whose commit and fsync
+maxima are positive while transactions commit, and whose steal share is a percentage."""
+import csv
+import json
+import os
+import tempfile
+
+from harness import Tidemark, check, finish, parse_args, remove, scratch
+
+TIMELINE_COLUMNS = ["time_s", "tps", "p99_ms", "wal_bytes", "checkpoint_phase", "dirty_buffers",
+                    "written_checkpoint", "written_bgwriter", "written_backend", "max_ms",
+                    "wal_fsync_max_ms", "steal_pct"]
+
+
+def main():
+    args = parse_args()
+    tm = Tidemark(args.tidemark)
+    directory = scratch()
+    report_path = tempfile.mktemp(suffix=".json")
+    timeline_path = tempfile.mktemp(suffix=".csv")
+    try:
+        result = tm.run("init", "-D", directory, "-s", "1")
+        check(result.returncode == 0, f"init failed: {result.stderr[-2000:]}")
+        result = tm.run("bench", "-D", directory, "-c", "4", "-T", "3", "--json", report_path,
+                        "--timeline", timeline_path, timeout=120)
+        check(result.returncode == 0, f"bench exited {result.returncode}: {result.stderr[-2000:]}")
+        with open(report_path) as f:
+            wal = json.load(f)["wal"]
+        print(f"wal: {wal}", flush=True)
+        check(wal["fsyncs"] > 0, "no WAL fsyncs under synchronous commit")
+        check(0 < wal["fsync_p50_us"] <= wal["fsync_p99_us"] <= wal["fsync_max_us"],
+              f"fsync quantiles out of order: {wal}")
+        # The average lies between the smallest and largest fsync; the quantiles are bucket
+        # edges (5 % wide), so allow that much.
+        check(wal["fsync_avg_us"] <= wal["fsync_max_us"] * 1.05, f"average above the maximum: {wal}")
+
+        with open(timeline_path) as f:
+            rows = list(csv.reader(f))
+        check(rows and rows[0] == TIMELINE_COLUMNS, f"timeline header: {rows[:1]}")
+        body = rows[1:]
+        check(len(body) >= 2, f"expected a row per second of a 3 s run, got {len(body)}")
+        for row in body:
+            if not check(len(row) == len(TIMELINE_COLUMNS), f"row has {len(row)} fields: {row}"):
+                continue
+            values = dict(zip(TIMELINE_COLUMNS, row))
+            numbers = {k: float(v) for k, v in values.items() if v != ""}
+            check(set(values) - set(numbers) <= {"steal_pct"}, f"empty fields: {row}")
+            if numbers["tps"] > 0:
+                check(numbers["max_ms"] > 0, f"commits but no commit latency: {row}")
+                check(numbers["wal_fsync_max_ms"] > 0, f"commits but no WAL fsync latency: {row}")
+            if "steal_pct" in numbers:
+                check(0 <= numbers["steal_pct"] <= 100, f"steal share not a percentage: {row}")
+        print(f"timeline: {len(body)} rows, last {body[-1] if body else None}", flush=True)
+    finally:
+        remove(directory)
+        remove(report_path)
+        remove(timeline_path)
+    finish("bench report")
+
+
+if __name__ == "__main__":
+    main()
