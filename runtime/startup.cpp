@@ -106,7 +106,8 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
                                                              : storage::default_ring_pages(s.page_size);
     e.ring = std::make_unique<storage::doublewrite_ring>(
       *e.io, e.data_dir + "/doublewrite", s.page_size, ring_pages, s.doublewrite_batch_pages,
-      std::min(storage::default_staging_chunks(), ring_pages / s.doublewrite_batch_pages));
+      std::min(storage::default_staging_chunks(s.bgwriter_lru_maxpages, s.doublewrite_batch_pages),
+               ring_pages / s.doublewrite_batch_pages));
     e.victims = std::make_unique<doublewrite_victim_writer>(e);
   } else {
     e.victims = std::make_unique<direct_victim_writer>(*e.writer);

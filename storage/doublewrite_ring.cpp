@@ -29,11 +29,12 @@ const char* to_string(dw_state state) {
   return "?";
 }
 
-std::uint32_t default_staging_chunks() {
-  constexpr std::uint32_t writers = 3;   // bgwriter, checkpointer, sessions' shared batch
-  constexpr std::uint32_t in_flight = 2; // per writer: one being filled, one being written
-  constexpr std::uint32_t batcher = 10;  // batches queued at the batcher or being written
-  return writers * in_flight + batcher;
+std::uint32_t default_staging_chunks(std::uint32_t bgwriter_round_pages, std::uint32_t batch_pages) {
+  std::uint32_t round = (bgwriter_round_pages + batch_pages - 1) / batch_pages;
+  constexpr std::uint32_t other_writers = 2; // checkpointer, sessions' shared batch
+  constexpr std::uint32_t in_flight = 2;     // per writer: one being filled, one being written
+  constexpr std::uint32_t batcher = 10;      // further batches queued at the batcher
+  return 2 * round + other_writers * in_flight + batcher;
 }
 
 std::uint32_t default_ring_pages(std::size_t page_size) {

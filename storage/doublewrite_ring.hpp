@@ -156,11 +156,13 @@ private:
   dw_counters counters_;
 };
 
-/// D6: staging memory for the writers that can hold a batch at once (bgwriter,
-/// checkpointer, the sessions' shared batch), two each, plus two batches the batcher is
-/// writing — independent of shared_buffers and checkpoint_timeout (8 batches, 4 MB at
-/// 64-page batches of 8 kB pages).
-std::uint32_t default_staging_chunks();
+/// D6: staging memory, in batches, for the writers: two bgwriter rounds (one being written
+/// while the next is staged: the batcher holds a round's staging through its ring write,
+/// one ring fsync and its in-place writes), two batches each for the checkpointer and the
+/// sessions' shared batch, and ten more queued at the batcher. Independent of
+/// shared_buffers and checkpoint_timeout: 46 batches, 23 MB, at bgwriter_lru_maxpages 1000
+/// and 64-page batches of 8 kB pages.
+std::uint32_t default_staging_chunks(std::uint32_t bgwriter_round_pages, std::uint32_t batch_pages);
 
 /// The default ring file size in pages, 512 MB: room for the records of the batches that
 /// wait for the fsyncs that free them, and for their in-place writes to coalesce first.

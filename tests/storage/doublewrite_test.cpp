@@ -202,6 +202,15 @@ TEST_CASE("doublewrite record: a torn record, or one partly overwritten by a lat
   }
 }
 
+TEST_CASE("doublewrite ring: default staging holds two bgwriter rounds beside the other writers") {
+  constexpr std::uint32_t others = 2 * 2 + 10; // checkpointer and sessions, two each; batcher queue
+  CHECK(default_staging_chunks(1000, 64) == 2 * 16 + others); // a 1000-page round is 16 batches
+  CHECK(default_staging_chunks(1024, 64) == 2 * 16 + others);
+  CHECK(default_staging_chunks(1025, 64) == 2 * 17 + others);
+  CHECK(default_staging_chunks(0, 64) == others); // bgwriter off
+  CHECK(default_staging_chunks(1000, 16) == 2 * 63 + others);
+}
+
 TEST_CASE("doublewrite ring: chunks follow the state machine; illegal transitions are refused") {
   test::temp_dir dir;
   auto io = make_io_engine(io_method::sync);
