@@ -141,6 +141,14 @@ def rocksdb(name, path):
     }
 
 
+def ring_fsyncs(doublewrite):
+    """The doublewrite ring's fdatasync count and spread, or nothing outside doublewrite mode."""
+    if not doublewrite or not doublewrite.get("fsyncs"):
+        return ""
+    return (f"{doublewrite['fsyncs']} ring fdatasyncs µs p50 {fmt(doublewrite.get('fsync_p50_us'), '.0f')} "
+            f"p99 {fmt(doublewrite.get('fsync_p99_us'), '.0f')}, ")
+
+
 def fmt(v, spec):
     """format(v, spec), or a right-aligned '-' of the same width when there is no value."""
     if v is None:
@@ -269,6 +277,7 @@ def main():
                          f"{fmt(d['wal_fsyncs_per_commit'], '.3f')}, WAL fdatasync µs p50 "
                          f"{fmt(d['wal_fsync_us']['p50'], '.0f')} p99 {fmt(d['wal_fsync_us']['p99'], '.0f')} "
                          f"max {fmt(d['wal_fsync_us']['max'], '.0f')} (a commit waits for at least one), "
+                         f"{ring_fsyncs(d['doublewrite'])}"
                          f"session writes "
                          f"{'-' if share is None else format(100 * share, '.1f') + ' %'} of buffer writes "
                          f"({c['buffers']['backend']} of "

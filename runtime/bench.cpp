@@ -26,7 +26,7 @@ struct counter_sample {
   std::uint64_t timed, requested, write_ms, sync_ms;
   std::uint64_t sync_requests, sync_fsyncs, maxwritten_clean;
   std::uint64_t dw_batches, dw_pages, dw_bytes, dw_fsyncs, dw_slot_waits, dw_ring_full;
-  std::vector<std::uint64_t> wal_fsync_buckets;
+  std::vector<std::uint64_t> wal_fsync_buckets, dw_fsync_buckets;
 
   static counter_sample take(engine& e) {
     const auto& w = e.wal->counters();
@@ -54,16 +54,19 @@ struct counter_sample {
             e.ring ? e.ring->counters().fsyncs.load() : 0,
             e.ring ? e.ring->counters().slot_waits.load() : 0,
             e.ring ? e.ring->counters().ring_full.load() : 0,
-            w.fsync_latency.snapshot()};
+            w.fsync_latency.snapshot(),
+            e.ring ? e.ring->counters().fsync_latency.snapshot()
+                   : std::vector<std::uint64_t>(storage::latency_buckets::count)};
     return s;
   }
 };
 
-/// The WAL fdatasyncs' latency between two samples.
-latency_histogram fsync_latency_between(const counter_sample& a, const counter_sample& b) {
-  std::vector<std::uint64_t> counts = b.wal_fsync_buckets;
+/// The fdatasyncs' latency between two samples of one of their histograms.
+latency_histogram latency_between(const std::vector<std::uint64_t>& before,
+                                  const std::vector<std::uint64_t>& after) {
+  std::vector<std::uint64_t> counts = after;
   for (std::size_t i = 0; i < counts.size(); ++i)
-    counts[i] -= a.wal_fsync_buckets[i];
+    counts[i] -= before[i];
   return latency_histogram::of_buckets(std::move(counts));
 }
 
@@ -153,7 +156,7 @@ public:
          << c.written_bgwriter - last_.written_bgwriter << ','
          << c.written_backend - last_.written_backend << ','
          << window.quantile_ms(1.0) << ',' // the top bucket's bound: within 5 %
-         << fsync_latency_between(last_, c).quantile_ms(1.0) << ',';
+         << latency_between(last_.wal_fsync_buckets, c.wal_fsync_buckets).quantile_ms(1.0) << ',';
     cpu_times cpu = cpu_times::read();
     if (cpu.known && last_cpu_.known && cpu.total > last_cpu_.total)
       out_ << 100.0 * double(cpu.steal - last_cpu_.steal) / double(cpu.total - last_cpu_.total);
@@ -231,6 +234,13 @@ void wait_and_report(database& db, const bench_options& options, std::FILE* prog
   }
 }
 
+// PREFIX_p50_us, PREFIX_p99_us and PREFIX_max_us (the top bucket's bound: within 5 %).
+void set_spread(json_object& r, const std::string& prefix, const latency_histogram& h) {
+  r.set(prefix + "_p50_us", h.quantile_ms(0.50) * 1000.0);
+  r.set(prefix + "_p99_us", h.quantile_ms(0.99) * 1000.0);
+  r.set(prefix + "_max_us", h.quantile_ms(1.0) * 1000.0);
+}
+
 void fill_report(json_object& r, engine& e, const bench_options& options, double seconds,
                  const messages::stats_snapshot& stats, const counter_sample& a,
                  const counter_sample& b) {
@@ -254,10 +264,7 @@ void fill_report(json_object& r, engine& e, const bench_options& options, double
   r.set("wal.fsyncs_per_commit", double(b.wal_fsyncs - a.wal_fsyncs) / txns);
   std::uint64_t fsyncs = b.wal_fsyncs - a.wal_fsyncs;
   r.set("wal.fsync_avg_us", fsyncs ? double(b.wal_fsync_micros - a.wal_fsync_micros) / double(fsyncs) : 0.0);
-  latency_histogram fsync_latency = fsync_latency_between(a, b);
-  r.set("wal.fsync_p50_us", fsync_latency.quantile_ms(0.50) * 1000.0);
-  r.set("wal.fsync_p99_us", fsync_latency.quantile_ms(0.99) * 1000.0);
-  r.set("wal.fsync_max_us", fsync_latency.quantile_ms(1.0) * 1000.0);
+  set_spread(r, "wal.fsync", latency_between(a.wal_fsync_buckets, b.wal_fsync_buckets));
   r.set("buffers.allocated", b.allocated - a.allocated);
   r.set("buffers.written_checkpoint", b.written_checkpoint - a.written_checkpoint);
   r.set("buffers.written_bgwriter", b.written_bgwriter - a.written_bgwriter);
@@ -278,6 +285,7 @@ void fill_report(json_object& r, engine& e, const bench_options& options, double
                                                                   double(b.dw_pages - a.dw_pages)
                                                               : 0.0);
   r.set("doublewrite.fsyncs", b.dw_fsyncs - a.dw_fsyncs);
+  set_spread(r, "doublewrite.fsync", latency_between(a.dw_fsync_buckets, b.dw_fsync_buckets));
   r.set("doublewrite.slot_waits", b.dw_slot_waits - a.dw_slot_waits);
   r.set("doublewrite.ring_full_waits", b.dw_ring_full - a.dw_ring_full);
   r.set("doublewrite.ring_pages", std::uint64_t(e.ring ? e.ring->ring_pages() : 0));

@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -220,8 +221,12 @@ void doublewrite_ring::sync(const std::uint32_t* chunks, std::size_t count) {
     if (state(chunks[i]) != dw_state::written)
       throw std::logic_error("doublewrite chunk " + std::to_string(chunks[i]) + " synced while " +
                              to_string(state(chunks[i])));
+  auto started = std::chrono::steady_clock::now();
   io_.sync(fd_, sync_kind::data);
   counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  counters_.fsync_latency.record(static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
+      .count()));
   std::lock_guard<std::mutex> guard(mutex_);
   for (std::size_t i = 0; i < count; ++i)
     move(chunks[i], dw_state::written, dw_state::dwb_fsynced);

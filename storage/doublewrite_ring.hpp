@@ -28,6 +28,7 @@
 
 #include "storage/buffer_pool.hpp"
 #include "storage/io_engine.hpp"
+#include "storage/latency_buckets.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -61,6 +62,7 @@ struct dw_counters {
   std::atomic<std::uint64_t> pages{0};
   std::atomic<std::uint64_t> bytes{0}; // written to the ring file (records, padded)
   std::atomic<std::uint64_t> fsyncs{0};
+  atomic_latency_histogram fsync_latency; // of those ring fdatasyncs
   std::atomic<std::uint64_t> slot_waits{0};
   std::atomic<std::uint64_t> ring_full{0}; // batches that waited for ring space
 };

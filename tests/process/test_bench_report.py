@@ -1,7 +1,8 @@
 """`tidemark bench --json --timeline` reports what bench/compare.sh and plot_timeline.sh
 read: the WAL fdatasync latency spread (p50 <= p99 <= max, its average inside it), and one
 timeline row per second whose columns are all present and numeric, whose commit and fsync
-maxima are positive while transactions commit, and whose steal share is a percentage."""
+maxima are positive while transactions commit, and whose steal share is a percentage; in
+doublewrite mode, the ring fdatasyncs' spread the same way."""
 import csv
 import json
 import os
@@ -53,6 +54,19 @@ def main():
             if "steal_pct" in numbers:
                 check(0 <= numbers["steal_pct"] <= 100, f"steal share not a percentage: {row}")
         print(f"timeline: {len(body)} rows, last {body[-1] if body else None}", flush=True)
+
+        # Doublewrite: the ring's fdatasyncs have their own spread.
+        result = tm.run("bench", "-D", directory, "-c", "4", "-T", "2", "--json", report_path,
+                        "--set", "torn_page_protection=doublewrite", "--set", "shared_buffers=1MB",
+                        timeout=120)
+        check(result.returncode == 0, f"doublewrite bench exited {result.returncode}: "
+                                      f"{result.stderr[-2000:]}")
+        with open(report_path) as f:
+            dw = json.load(f)["doublewrite"]
+        print(f"doublewrite: {dw}", flush=True)
+        check(dw["fsyncs"] > 0, "no ring fsyncs with a 1 MB pool under doublewrite")
+        check(0 < dw["fsync_p50_us"] <= dw["fsync_p99_us"] <= dw["fsync_max_us"],
+              f"ring fsync quantiles out of order: {dw}")
     finally:
         remove(directory)
         remove(report_path)

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <numeric>
 #include <thread>
 
 namespace tidemark::storage {
@@ -231,6 +232,8 @@ TEST_CASE("doublewrite ring: chunks follow the state machine; illegal transition
   ring.release(c);
   CHECK(ring.state(c) == dw_state::free);
   CHECK(ring.counters().fsyncs.load() == 1);
+  std::vector<std::uint64_t> latency = ring.counters().fsync_latency.snapshot();
+  CHECK(std::accumulate(latency.begin(), latency.end(), std::uint64_t{0}) == 1); // its duration
   CHECK(ring.used_bytes() == 0);
 }
 
