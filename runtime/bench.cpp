@@ -32,7 +32,7 @@ struct counter_sample {
     const auto& w = e.wal->counters();
     const auto& c = e.checkpoints;
     using storage::write_source;
-    counter_sample s{w.bytes.load(),
+    return {w.bytes.load(),
             w.records.load(),
             w.fpi.load(),
             w.fsyncs.load(),
@@ -57,7 +57,6 @@ struct counter_sample {
             w.fsync_latency.snapshot(),
             e.ring ? e.ring->counters().fsync_latency.snapshot()
                    : std::vector<std::uint64_t>(storage::latency_buckets::count)};
-    return s;
   }
 };
 

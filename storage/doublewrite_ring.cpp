@@ -224,9 +224,7 @@ void doublewrite_ring::sync(const std::uint32_t* chunks, std::size_t count) {
   auto started = std::chrono::steady_clock::now();
   io_.sync(fd_, sync_kind::data);
   counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
-  counters_.fsync_latency.record(static_cast<std::uint64_t>(
-    std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
-      .count()));
+  counters_.fsync_latency.record_since(started);
   std::lock_guard<std::mutex> guard(mutex_);
   for (std::size_t i = 0; i < count; ++i)
     move(chunks[i], dw_state::written, dw_state::dwb_fsynced);

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,13 @@ class atomic_latency_histogram {
 public:
   void record(std::uint64_t us) {
     buckets_[latency_buckets::bucket_of(us)].fetch_add(1, std::memory_order_relaxed);
+  }
+  /// Records the time since `started` (a call just timed); returns it in microseconds.
+  std::uint64_t record_since(std::chrono::steady_clock::time_point started) {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - started).count();
+    record(static_cast<std::uint64_t>(us));
+    return static_cast<std::uint64_t>(us);
   }
   /// The count in each bucket, as of some moment during the call.
   std::vector<std::uint64_t> snapshot() const {

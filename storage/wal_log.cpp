@@ -211,11 +211,9 @@ lsn_t wal_log::sync_through(lsn_t target) {
       for (int fd : fds) {
         auto started = std::chrono::steady_clock::now();
         io_.sync(fd, sync_kind::data);
-        auto took = std::chrono::duration_cast<std::chrono::microseconds>(
-                      std::chrono::steady_clock::now() - started).count();
+        std::uint64_t took = counters_.fsync_latency.record_since(started);
         counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
         counters_.fsync_micros.fetch_add(took, std::memory_order_relaxed);
-        counters_.fsync_latency.record(took);
       }
     });
   } catch (...) {
