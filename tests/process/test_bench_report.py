@@ -15,6 +15,24 @@ TIMELINE_COLUMNS = ["time_s", "tps", "p99_ms", "wal_bytes", "checkpoint_phase", 
                     "wal_fsync_max_ms", "steal_pct"]
 
 
+def bench_report(tm, directory, report_path, label, *args):
+    """Runs a bench of 4 clients writing its JSON report to report_path; returns the report
+    (empty when the bench failed)."""
+    result = tm.run("bench", "-D", directory, "-c", "4", "--json", report_path, *args, timeout=120)
+    if not check(result.returncode == 0, f"{label}: bench exited {result.returncode}: "
+                                         f"{result.stderr[-2000:]}"):
+        return {}
+    with open(report_path) as f:
+        return json.load(f)
+
+
+def spread_in_order(section, label):
+    """fsyncs were counted, and their p50 <= p99 <= max."""
+    check(section.get("fsyncs", 0) > 0, f"{label}: no fsyncs counted: {section}")
+    check(0 < section.get("fsync_p50_us", 0) <= section.get("fsync_p99_us", 0)
+          <= section.get("fsync_max_us", 0), f"{label}: fsync quantiles out of order: {section}")
+
+
 def main():
     args = parse_args()
     tm = Tidemark(args.tidemark)
@@ -24,18 +42,14 @@ def main():
     try:
         result = tm.run("init", "-D", directory, "-s", "1")
         check(result.returncode == 0, f"init failed: {result.stderr[-2000:]}")
-        result = tm.run("bench", "-D", directory, "-c", "4", "-T", "3", "--json", report_path,
-                        "--timeline", timeline_path, timeout=120)
-        check(result.returncode == 0, f"bench exited {result.returncode}: {result.stderr[-2000:]}")
-        with open(report_path) as f:
-            wal = json.load(f)["wal"]
+        wal = bench_report(tm, directory, report_path, "WAL", "-T", "3",
+                           "--timeline", timeline_path).get("wal", {})
         print(f"wal: {wal}", flush=True)
-        check(wal["fsyncs"] > 0, "no WAL fsyncs under synchronous commit")
-        check(0 < wal["fsync_p50_us"] <= wal["fsync_p99_us"] <= wal["fsync_max_us"],
-              f"fsync quantiles out of order: {wal}")
+        spread_in_order(wal, "WAL under synchronous commit")
         # The average lies between the smallest and largest fsync; the quantiles are bucket
         # edges (5 % wide), so allow that much.
-        check(wal["fsync_avg_us"] <= wal["fsync_max_us"] * 1.05, f"average above the maximum: {wal}")
+        check(wal.get("fsync_avg_us", 0) <= wal.get("fsync_max_us", 0) * 1.05,
+              f"average above the maximum: {wal}")
 
         with open(timeline_path) as f:
             rows = list(csv.reader(f))
@@ -56,17 +70,11 @@ def main():
         print(f"timeline: {len(body)} rows, last {body[-1] if body else None}", flush=True)
 
         # Doublewrite: the ring's fdatasyncs have their own spread.
-        result = tm.run("bench", "-D", directory, "-c", "4", "-T", "2", "--json", report_path,
-                        "--set", "torn_page_protection=doublewrite", "--set", "shared_buffers=1MB",
-                        timeout=120)
-        check(result.returncode == 0, f"doublewrite bench exited {result.returncode}: "
-                                      f"{result.stderr[-2000:]}")
-        with open(report_path) as f:
-            dw = json.load(f)["doublewrite"]
+        dw = bench_report(tm, directory, report_path, "doublewrite", "-T", "2",
+                          "--set", "torn_page_protection=doublewrite",
+                          "--set", "shared_buffers=1MB").get("doublewrite", {})
         print(f"doublewrite: {dw}", flush=True)
-        check(dw["fsyncs"] > 0, "no ring fsyncs with a 1 MB pool under doublewrite")
-        check(0 < dw["fsync_p50_us"] <= dw["fsync_p99_us"] <= dw["fsync_max_us"],
-              f"ring fsync quantiles out of order: {dw}")
+        spread_in_order(dw, "doublewrite ring with a 1 MB pool")
     finally:
         remove(directory)
         remove(report_path)
