@@ -24,6 +24,7 @@ struct dw_batcher_state {
   // Batches handed over and not yet written to the ring, in order: those that arrived
   // since the last drain, and those waiting for ring space.
   std::deque<std::pair<std::uint32_t, actor_role>> queued;
+  bool waiting_for_ring_space = false;       // the front of `queued` found the ring full
   bool drain_sent = false;                   // a step_atom to ourselves is in the mailbox
   std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until queued is empty
   std::vector<std::pair<std::uint32_t, actor_role>> group; // written, awaiting the ring fsync
@@ -73,11 +74,14 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
 // When the ring is half full (or a batch waits for ring space, or a writer for a FREE
 // chunk), asks for the waiting batches' files to be fsynced now — one request at a time,
 // so the batches that pile up while an fsync runs share the next one. Until then their
-// in-place writes coalesce in the page cache, as they would without doublewrite.
+// in-place writes coalesce in the page cache, as they would without doublewrite. A writer
+// that waits for staging memory hurries nothing: the next drain frees staging, and an
+// fsync of the data files would not.
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
-  bool needed = !st.queued.empty() || e.ring->used_bytes() > e.ring->capacity_bytes() / 2 ||
+  bool needed = st.waiting_for_ring_space ||
+                e.ring->used_bytes() > e.ring->capacity_bytes() / 2 ||
                 (writer_waiting && e.ring->free_chunks() == 0);
   if (!st.hurried.empty() || !needed)
     return;
@@ -116,6 +120,7 @@ void fail_queued_batches(dw_batcher_pointer self) {
   for (const auto& [chunk, source] : st.queued)
     fail_batch(*st.engine, chunk, st.engine->failure());
   st.queued.clear();
+  st.waiting_for_ring_space = false;
   answer_flush_waiters(self);
 }
 
@@ -212,10 +217,13 @@ void write_queued(dw_batcher_pointer self) {
   auto& st = self->state;
   runtime::engine& e = *st.engine;
   st.group.clear();
+  st.waiting_for_ring_space = false;
   while (!st.queued.empty() && !e.failed()) {
     auto [chunk, source] = st.queued.front();
-    if (!write_record(self, chunk, source))
+    if (!write_record(self, chunk, source)) {
+      st.waiting_for_ring_space = true;
       break;
+    }
     st.queued.pop_front();
   }
   if (e.failed()) {

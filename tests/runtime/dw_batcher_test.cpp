@@ -3,7 +3,8 @@
 // batch of incompressible pages: a batch that finds no room waits at the batcher, hurries
 // the retirement of the batch in the ring, and is written into the space that retirement
 // frees (never before: D2); the checkpointer's flush request sent meanwhile is answered
-// only after the waiting batch is written.
+// only after the waiting batch is written. A writer's flush request while batches merely
+// wait for the next drain (the ring has room) hurries no retirement fsync.
 #include "actors/dw_batcher.hpp"
 #include "actors/sync_worker.hpp"
 
@@ -84,6 +85,13 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
                               chunk, batch, static_cast<std::uint8_t>(messages::actor_role::bgwriter)});
   }
 
+  // Trace events of `type`.
+  std::size_t events(const std::string& type) const {
+    const auto& all = engine.trace->events();
+    return static_cast<std::size_t>(
+      std::count_if(all.begin(), all.end(), [&](const auto& event) { return type == event.type; }));
+  }
+
   // Index of the first trace event of `type` for `chunk`, or the event count if none.
   std::size_t first_event(const std::string& type, std::uint32_t chunk) const {
     const auto& all = engine.trace->events();
@@ -143,6 +151,27 @@ TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement
   REQUIRE(flushed.has_value());
   CHECK(flushed->batches == 2); // answered after the waiting batch was written
   CHECK(ring.used_bytes() == 0); // and both retired in the end
+  CHECK_FALSE(f.engine.failed());
+}
+
+TEST_CASE("dw_batcher: a writer waiting for staging while batches are queued hurries no fsync") {
+  batcher_fixture f("64");
+  f.create_file(rel);
+  std::uint32_t written = f.stage(0, 1, true);
+  f.hand_over(written);
+  f.run(); // written in place: DATA_WRITTEN, waiting for an fsync of its file
+  REQUIRE(f.engine.ring->state(written) == storage::dw_state::data_written);
+  // Two more batches queued for the next drain, and the flush request a writer sends when it
+  // finds no staging memory. The ring has room: retiring the first batch would free
+  // nothing anyone waits for, and would cost an fsync of the data file.
+  f.hand_over(f.stage(batch, 2, true));
+  f.hand_over(f.stage(2 * batch, 3, true));
+  caf::anon_send(f.batcher, messages::dw_flush_request{});
+  f.run();
+  CHECK(f.engine.ring->counters().batches.load() == 3);
+  CHECK(f.events("sync_now") == 0);
+  CHECK(f.engine.syncs.fsyncs.load() == 0);
+  CHECK(f.engine.ring->state(written) == storage::dw_state::data_written);
   CHECK_FALSE(f.engine.failed());
 }
 
