@@ -6,8 +6,9 @@
 // it: makes WAL durable up to the batch's highest LSN (W1); writes the chunk to the ring
 // with one sequential write of its compressed record; fdatasyncs the ring once for all
 // the batches that arrived together (D3: WRITTEN, DWB_FSYNCED; a drain message to itself,
-// behind them in the mailbox, marks the group); only then writes the pages in place (D1: DATA_WRITTEN; the staging
-// memory is free again), registers their files with the sync_worker and finishes the
+// behind them in the mailbox, marks the group); only then writes the pages in place (D1:
+// DATA_WRITTEN; the staging memory is free again), registers their files with the
+// sync_worker and finishes the
 // buffers' writes (W2); and asks the sync_worker to tell it when each file has had an
 // fsync that began after those writes completed. On that answer the chunk is DATA_FSYNCED
 // and FREE again, and its ring space with it (D2). When the ring is half full, or a batch

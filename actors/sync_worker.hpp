@@ -7,8 +7,11 @@
 // that request has been fsynced (C1), the fsyncs spread over the requested time. Before a
 // relation segment's fsync it writes the segment's dirty pages back a megabyte at a time,
 // waiting for each piece, so the fsync never queues the whole checkpoint cycle's writes in
-// front of commits at once. The worker keeps absorbing registrations between steps. sync_forget cancels a file's entry
-// (truncated or dropped files).
+// front of commits at once. Between checkpoints the same piece-by-piece write-back sweeps
+// every file registered since its last fsync once per write_back_sweep (tick_atom), so the
+// kernel's 30 s writeback never finds a whole file dirty. The worker keeps absorbing
+// registrations between steps. sync_forget cancels a file's entry (truncated or dropped
+// files).
 //
 // Failure: an fsync error is never retried and never forgotten (W3): the engine is marked
 // failed, the checkpoint is answered with an error (so no checkpoint record is written and
