@@ -342,6 +342,14 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
     promise.deliver(caf::make_error(caf::sec::runtime_error, "engine failed: " + e.failure()));
     return;
   }
+  if (e.recovering.load() && reason != checkpoint_reason::end_of_recovery) {
+    // Until recovery has finished, a checkpoint would move the redo point past WAL that
+    // redo has not applied yet (DESIGN §6).
+    promise.deliver(caf::make_error(caf::sec::runtime_error,
+                                    "recovery has not finished: only the end-of-recovery "
+                                    "checkpoint may run"));
+    return;
+  }
   if (st.run) { // merged into the next checkpoint (C3)
     if (st.queued.empty() || reason != checkpoint_reason::time)
       st.queued_reason = reason;

@@ -302,6 +302,22 @@ const std::vector<setting_entry>& setting_table() {
        return std::string(s.io == storage::io_method::io_uring ? "io_uring" : "sync");
      },
      "io_uring | sync"},
+    {"recovery_init_sync_method", false,
+     [](settings& s, const std::string& v) {
+       std::string m = lower(v);
+       if (m == "fsync")
+         s.recovery_init_sync_method = storage::directory_sync_method::fsync;
+       else if (m == "syncfs")
+         s.recovery_init_sync_method = storage::directory_sync_method::syncfs;
+       else
+         throw config_error("invalid value for recovery_init_sync_method: \"" + v +
+                            "\" (valid values: fsync, syncfs)");
+     },
+     [](const settings& s) {
+       return std::string(s.recovery_init_sync_method == storage::directory_sync_method::fsync
+                            ? "fsync" : "syncfs");
+     },
+     "after a crash, make the data directory durable first: fsync every file | syncfs"},
     {"doublewrite_batch_pages", false,
      [](settings& s, const std::string& v) {
        s.doublewrite_batch_pages = parse_count("doublewrite_batch_pages", v, 1, 1024);
@@ -403,6 +419,7 @@ void apply_config_file(settings& s, const std::string& path) {
   if (!in)
     throw config_error("cannot read configuration file " + path);
   std::string line;
+  int assignments = 0;
   for (int number = 1; std::getline(in, line); ++number) {
     auto hash = line.find('#');
     if (hash != std::string::npos)
@@ -411,10 +428,16 @@ void apply_config_file(settings& s, const std::string& path) {
       continue;
     try {
       apply_assignment(s, line);
+      ++assignments;
     } catch (const config_error& e) {
       throw config_error(path + " line " + std::to_string(number) + ": " + e.what());
     }
   }
+  if (in.bad())
+    throw config_error("cannot read configuration file " + path);
+  if (assignments == 0)
+    throw config_error("configuration file " + path + " sets nothing (was it lost in a crash?); "
+                       "restore it, or set at least torn_page_protection there");
 }
 
 void validate(const settings& s) {

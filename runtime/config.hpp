@@ -9,6 +9,7 @@
 //    control file records them and a later run may not change them.
 #pragma once
 
+#include "storage/directory_sync.hpp"
 #include "storage/io_engine.hpp"
 
 #include <chrono>
@@ -59,6 +60,10 @@ struct settings {
   // Spin on otherwise idle CPUs at SCHED_IDLE while commits are in flight (idle_poller.hpp).
   bool idle_poll = true;
   storage::io_method io = storage::io_method::io_uring;
+  // How a start after anything but a clean shutdown makes the data directory durable
+  // before recovery writes (PostgreSQL's recovery_init_sync_method): every file fsynced,
+  // or one syncfs per file system.
+  storage::directory_sync_method recovery_init_sync_method = storage::directory_sync_method::fsync;
   std::uint32_t doublewrite_batch_pages = 64;
   std::uint32_t doublewrite_ring_pages = 0; // 0: derived
   bool log_checkpoints = true;
@@ -79,7 +84,9 @@ void apply_setting(settings& s, const std::string& key, const std::string& value
 void apply_assignment(settings& s, const std::string& assignment);
 
 /// Reads a postgresql.conf-style file ('#' comments, `key = value`, optional quotes).
-/// Errors name the file and line.
+/// Errors name the file and line. A file that is missing, unreadable or sets nothing is an
+/// error: after a power loss right after it was written it may come back empty, and "all
+/// defaults" would silently change settings such as torn_page_protection.
 void apply_config_file(settings& s, const std::string& path);
 
 /// Cross-setting rules. Throws config_error.

@@ -8,6 +8,7 @@
 #include "actors/sync_worker.hpp"
 #include "actors/wal_writer.hpp"
 #include "runtime/startup.hpp"
+#include "storage/directory_sync.hpp"
 #include "storage/wal_reader.hpp"
 
 #include <caf/all.hpp>
@@ -18,7 +19,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <random>
 #include <thread>
 
@@ -99,7 +99,8 @@ void write_initial_wal(storage::io_engine& io, const settings& s, const std::str
 // ---- create ------------------------------------------------------------------------------
 
 void database::create(const std::string& dir, const std::vector<std::string>& overrides,
-                      const std::function<void(storage::relation_files&, const settings&)>& populate) {
+                      const std::function<void(storage::relation_files&, const settings&)>& populate,
+                      const std::optional<storage::fault_config>& faults) {
   settings s;
   for (const std::string& o : overrides)
     apply_assignment(s, o);
@@ -109,13 +110,11 @@ void database::create(const std::string& dir, const std::vector<std::string>& ov
   make_directory(dir);
   for (const char* sub : {"/base", "/wal", "/global", "/xact", "/doublewrite"})
     make_directory(dir + sub);
-  {
-    std::ofstream conf(config_file_path(dir));
-    conf << render_config_file(s);
-    if (!conf)
-      throw config_error("cannot write " + config_file_path(dir));
-  }
-  std::unique_ptr<storage::io_engine> io = storage::make_io_engine(s.io);
+  open_options engine_options;
+  engine_options.faults = faults;
+  storage::fault_engine* unused = nullptr;
+  std::unique_ptr<storage::io_engine> io = make_engine(s, engine_options, &unused);
+  storage::write_whole_file(*io, config_file_path(dir), render_config_file(s));
   {
     storage::relation_files files(*io, dir + "/base", s.page_size, s.segment_size);
     populate(files, s);
@@ -127,16 +126,57 @@ void database::create(const std::string& dir, const std::vector<std::string>& ov
   control.segment_size = s.segment_size;
   control.wal_segment_size = s.wal_segment_size;
   control.state = static_cast<std::uint32_t>(storage::cluster_state::shut_down);
+  control.protection = static_cast<std::uint32_t>(record_of(s.protection));
   write_initial_wal(*io, s, dir, control);
-  io->sync_directory(dir + "/base");
+  // Everything written so far (configuration, pages, WAL, directory entries) is durable
+  // before the control file makes this a data directory.
+  storage::sync_directory_tree(*io, dir, storage::directory_sync_method::fsync);
   storage::write_control_file(*io, dir, control);
   io->sync_directory(dir);
 }
 
 // ---- open ----------------------------------------------------------------------------------
 
+namespace {
+
+// The mode a start must recover in when it differs from the configured one: the mode the
+// crashed run recorded. Pages it wrote since the redo point rely on that mode's protection
+// (images in the WAL, or copies in the ring), and so do pages recovery writes.
+std::optional<torn_page_protection> mode_to_recover_in(const std::string& dir,
+                                                       const open_options& options) {
+  std::unique_ptr<storage::io_engine> reader = storage::make_io_engine(storage::io_method::sync);
+  storage::control_data control = storage::read_control_file(*reader, dir);
+  if (!needs_recovery(control))
+    return std::nullopt;
+  settings configured = resolve_settings(dir, options.overrides, control);
+  auto recorded = protection_of(static_cast<storage::recorded_protection>(control.protection));
+  if (!recorded || *recorded == configured.protection)
+    return std::nullopt;
+  return recorded;
+}
+
+} // namespace
+
 std::unique_ptr<database> database::open(const std::string& dir, const open_options& options) {
   check_data_directory(dir);
+  std::optional<recovery_report> earlier;
+  if (auto crashed_mode = mode_to_recover_in(dir, options)) {
+    // Recover and stop cleanly in the crashed run's mode, then start in the new one.
+    open_options recover_options = options;
+    recover_options.overrides.push_back(std::string("torn_page_protection=") +
+                                        to_string(*crashed_mode));
+    std::unique_ptr<database> recovering = open_once(dir, recover_options);
+    recovering->close();
+    earlier = recovering->recovery_;
+    earlier->protection_switched = true;
+  }
+  std::unique_ptr<database> db = open_once(dir, options);
+  if (earlier)
+    db->recovery_ = *earlier;
+  return db;
+}
+
+std::unique_ptr<database> database::open_once(const std::string& dir, const open_options& options) {
   std::unique_ptr<database> db(new database());
   db->lock_fd_ = lock_data_directory(dir);
   db->detach_io_actors_ = options.detach_io_actors;
@@ -152,19 +192,28 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
   if (options.trace)
     e->trace = std::make_unique<messages::trace_sink>();
   db->recovery_ = prepare_storage(*e);
+  // Every control file written from now on records the mode this run writes pages in.
+  e->control.protection = static_cast<std::uint32_t>(record_of(e->config.protection));
   e->recovering.store(db->recovery_.needed);
   db->engine_ = std::move(e);
   db->start_actors();
-  replay(*db->engine_, db->recovery_);
-  db->engine_->recovering.store(false);
-  if (db->recovery_.needed) {
-    db->request_checkpoint(messages::checkpoint_reason::end_of_recovery);
-  } else {
-    storage::control_data control = db->engine_->control;
-    control.state = static_cast<std::uint32_t>(storage::cluster_state::in_production);
-    storage::write_control_file(*db->engine_->io, dir, control);
-    db->engine_->control = control;
+  try {
+    replay(*db->engine_, db->recovery_);
+    if (db->recovery_.needed) {
+      db->request_checkpoint(messages::checkpoint_reason::end_of_recovery);
+    } else {
+      storage::control_data control = db->engine_->control;
+      control.state = static_cast<std::uint32_t>(storage::cluster_state::in_production);
+      storage::write_control_file(*db->engine_->io, dir, control);
+      db->engine_->control = control;
+    }
+  } catch (const std::exception& error) {
+    // The directory must still need recovery: no checkpoint, no control file change, no
+    // WAL recycled. A failed engine's close() writes nothing (engine.hpp).
+    db->engine_->fail(std::string("recovery did not complete: ") + error.what());
+    throw; // ~database stops the actors
   }
+  db->engine_->recovering.store(false);
   return db;
 }
 

@@ -41,6 +41,10 @@ struct open_options {
 struct recovery_report {
   bool needed = false;
   std::string previous_state;
+  std::string protection;              // the torn-page protection recovery ran in
+  bool protection_switched = false;    // recovered in the crashed run's mode, then restarted
+  std::uint64_t startup_sync_files = 0; // fsynced before recovery wrote (0 with syncfs)
+  double startup_sync_seconds = 0;
   storage::lsn_t redo_lsn = 0;
   storage::lsn_t end_lsn = 0;
   std::string end_reason;
@@ -59,12 +63,20 @@ class session;
 class database {
 public:
   /// Creates an empty data directory: configuration, control file, WAL with a first
-  /// checkpoint. `populate` may write initial pages through the relation files before the
-  /// first checkpoint (they are fsynced first). Throws config_error if `dir` exists and is
-  /// not empty.
+  /// checkpoint. `populate` may write initial pages, and files of its own in `dir`,
+  /// through the relation files (and their io()). When it returns, every file and
+  /// directory entry is made durable, and only then the control file is written: a
+  /// directory without one was not completely created. Throws config_error if `dir`
+  /// exists and is not empty. `faults` runs it on the fault-injecting engine (tests).
   static void create(const std::string& dir, const std::vector<std::string>& overrides,
-                     const std::function<void(storage::relation_files&, const settings&)>& populate);
+                     const std::function<void(storage::relation_files&, const settings&)>& populate,
+                     const std::optional<storage::fault_config>& faults = std::nullopt);
 
+  /// Opens a data directory, running crash recovery when the last stop was not clean.
+  /// Recovery runs in the torn-page protection the crashed run recorded; when the settings
+  /// ask for another, the directory is recovered and shut down cleanly in the recorded
+  /// mode first, then opened in the new one. If recovery fails, nothing marks the
+  /// directory clean: the next open retries it.
   static std::unique_ptr<database> open(const std::string& dir, const open_options& options);
 
   ~database();
@@ -90,6 +102,7 @@ public:
 
 private:
   database() = default;
+  static std::unique_ptr<database> open_once(const std::string& dir, const open_options& options);
   void request_checkpoint(messages::checkpoint_reason reason);
   void start_actors();
   void stop_actors();

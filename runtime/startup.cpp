@@ -2,6 +2,7 @@
 #include "runtime/startup.hpp"
 
 #include "runtime/page_sinks.hpp"
+#include "storage/directory_sync.hpp"
 #include "storage/doublewrite_repair.hpp"
 #include "storage/redo.hpp"
 #include "storage/wal_reader.hpp"
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <chrono>
 #include <cstdio>
@@ -62,20 +64,24 @@ void validate_wal(engine& e, recovery_report& report, storage::lsn_t* prev) {
   *prev = scan.last_record_lsn();
 }
 
-// WAL recovery reads may be only in the page cache (after a kill): make it durable first.
-void sync_wal_from(engine& e, storage::lsn_t from, storage::lsn_t to) {
-  std::uint64_t segment = e.control.wal_segment_size;
-  for (storage::lsn_t start = from - from % segment; start < to; start += segment) {
-    std::string path = wal_dir(e.data_dir) + "/" + storage::wal_log::segment_name(start);
-    int fd = e.io->open_file(path, false);
-    e.io->sync(fd, storage::sync_kind::data);
-    e.io->close_file(fd);
-  }
+// After a process crash the files may hold writes that reached only the page cache. Make
+// them all durable before recovery overwrites anything: the ring before it is reused, the
+// pages redo skips as already newer (they are never written again, and the WAL that would
+// rebuild them is recycled once the redo point moves), the commit-status log, the WAL.
+void sync_data_directory(engine& e, recovery_report& report) {
+  storage::directory_sync_report synced =
+    storage::sync_directory_tree(*e.io, e.data_dir, e.config.recovery_init_sync_method);
+  report.startup_sync_files = synced.files;
+  report.startup_sync_seconds = synced.seconds;
 }
 
-// DESIGN §6 step 3: eager repair from the doublewrite ring, whatever the current mode (a
-// directory may have crashed in doublewrite mode and be reopened in another).
+// DESIGN §6 step 3: eager repair from the doublewrite ring. It runs whatever the current
+// setting says when the crashed run wrote through the ring (or did not record its mode).
 void repair_torn_pages(engine& e, recovery_report& report) {
+  auto recorded = static_cast<storage::recorded_protection>(e.control.protection);
+  if (recorded != storage::recorded_protection::doublewrite &&
+      recorded != storage::recorded_protection::unknown)
+    return; // a clean start since the ring was last used made every page it protects durable
   std::string ring = e.data_dir + "/doublewrite/ring";
   storage::relation_files files(*e.io, e.data_dir + "/base", e.config.page_size,
                                 e.config.segment_size);
@@ -126,12 +132,41 @@ void check_data_directory(const std::string& dir) {
     throw config_error("\"" + dir + "\" is not a Tidemark data directory (no global/tidemark.control)");
 }
 
+storage::recorded_protection record_of(torn_page_protection mode) {
+  switch (mode) {
+    case torn_page_protection::full_page_writes:
+      return storage::recorded_protection::full_page_writes;
+    case torn_page_protection::doublewrite:
+      return storage::recorded_protection::doublewrite;
+    case torn_page_protection::off:
+      return storage::recorded_protection::off;
+  }
+  throw std::logic_error("record_of: unknown torn_page_protection");
+}
+
+std::optional<torn_page_protection> protection_of(storage::recorded_protection recorded) {
+  switch (recorded) {
+    case storage::recorded_protection::full_page_writes:
+      return torn_page_protection::full_page_writes;
+    case storage::recorded_protection::doublewrite:
+      return torn_page_protection::doublewrite;
+    case storage::recorded_protection::off:
+      return torn_page_protection::off;
+    case storage::recorded_protection::unknown:
+      break;
+  }
+  return std::nullopt;
+}
+
+bool needs_recovery(const storage::control_data& control) {
+  return control.state != static_cast<std::uint32_t>(storage::cluster_state::shut_down);
+}
+
 settings resolve_settings(const std::string& data_dir, const std::vector<std::string>& overrides,
                           const storage::control_data& control) {
   settings s;
   s.page_size = control.page_size;
-  if (exists(config_file_path(data_dir)))
-    apply_config_file(s, config_file_path(data_dir));
+  apply_config_file(s, config_file_path(data_dir));
   for (const std::string& o : overrides)
     apply_assignment(s, o);
   check_init_setting("page_size", s.page_size, control.page_size, format_bytes(control.page_size));
@@ -151,9 +186,10 @@ recovery_report prepare_storage(engine& e) {
   report.redo_lsn = e.control.redo_lsn;
   storage::lsn_t prev = 0;
   validate_wal(e, report, &prev);
-  report.needed = e.control.state != static_cast<std::uint32_t>(storage::cluster_state::shut_down);
+  report.needed = needs_recovery(e.control);
+  report.protection = to_string(e.config.protection);
   if (report.needed) {
-    sync_wal_from(e, e.control.redo_lsn, report.end_lsn);
+    sync_data_directory(e, report);
     repair_torn_pages(e, report);
   }
   build_storage(e, report.end_lsn, prev);

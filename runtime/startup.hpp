@@ -7,16 +7,20 @@
 //  - Nothing on disk is modified until the WAL from the redo point has been read to its
 //    end and checked for corruption of durable WAL; a corrupt control file or WAL leaves
 //    the directory exactly as it was.
-//  - WAL that recovery reads is fsynced before any page it replays is written (W1 for
-//    pages written during recovery: what was only in the page cache after a process kill
-//    must not be lost by a later power loss while data pages depending on it survive).
+//  - After anything but a clean shutdown, the whole data directory (WAL, data files,
+//    commit-status log, doublewrite ring) is made durable before anything is overwritten
+//    (recovery_init_sync_method): what a killed process left only in the page cache must
+//    not be lost by a later power loss once the ring is reused, redo skipped the page as
+//    already newer, or the redo point moved past the WAL that could rebuild it.
 //  - Doublewrite repair (step 3) runs after the WAL is validated and before redo reads any
-//    page, whatever the current protection mode.
+//    page whenever the crashed run wrote through the ring, whatever the current setting.
 //  - The redo point does not move until the end-of-recovery checkpoint completes.
 #pragma once
 
 #include "runtime/database.hpp"
 #include "runtime/engine.hpp"
+
+#include <optional>
 
 namespace tidemark::runtime {
 
@@ -26,6 +30,13 @@ std::string config_file_path(const std::string& data_dir);
 /// init-time settings the control file recorded. Throws config_error.
 settings resolve_settings(const std::string& data_dir, const std::vector<std::string>& overrides,
                           const storage::control_data& control);
+
+storage::recorded_protection record_of(torn_page_protection mode);
+/// The mode a control file recorded; nothing for directories from before it was recorded.
+std::optional<torn_page_protection> protection_of(storage::recorded_protection recorded);
+
+/// True unless the last stop was clean.
+bool needs_recovery(const storage::control_data& control);
 
 /// Throws config_error when `dir` is missing or not a Tidemark data directory.
 void check_data_directory(const std::string& dir);

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 
 using namespace tidemark;
@@ -28,11 +29,15 @@ const char* usage_text =
   "  tidemark init    -D DIR [-s SCALE] [--set KEY=VALUE]...\n"
   "  tidemark bench   -D DIR [-c CLIENTS] [-T SECONDS | -t TXNS] [-P SECONDS] [--json FILE]\n"
   "                   [--ack-log FILE] [--set KEY=VALUE]...\n"
-  "                   [--crash-after-writes N [--crash-mode lose-unsynced|torn] [--seed N]]\n"
-  "                   [--fail-fsync-after N [--fail-fsync-match PATH-PART]] [--trace FILE]\n"
-  "                   [--timeline FILE.csv]\n"
-  "  tidemark verify  -D DIR [--ack-log FILE] [--json FILE] [--set KEY=VALUE]...\n"
-  "  tidemark recover -D DIR [--json FILE] [--set KEY=VALUE]...\n";
+  "                   [FAULTS] [--trace FILE] [--timeline FILE.csv]\n"
+  "  tidemark verify  -D DIR [--ack-log FILE] [--json FILE] [--set KEY=VALUE]... [FAULTS]\n"
+  "  tidemark recover -D DIR [--json FILE] [--set KEY=VALUE]... [FAULTS]\n"
+  "FAULTS (run on the fault-injecting I/O engine, for crash tests):\n"
+  "  [--crash-after-writes N [--crash-mode lose-unsynced|torn|process] [--seed N]]\n"
+  "  [--fail-fsync-after N [--fail-fsync-match PATH-PART]] [--fault-journal FILE]\n"
+  "  process: the N-th write ends the process with every write in place (as kill -9);\n"
+  "  --fault-journal keeps the writes not yet fsynced across runs, so that a later\n"
+  "  simulated power loss loses or tears them too.\n";
 
 std::string workload_file(const std::string& dir) { return dir + "/workload.conf"; }
 
@@ -47,8 +52,49 @@ std::uint32_t read_scale(const std::string& dir) {
   return scale;
 }
 
+// The fault flags every command that writes a data directory accepts.
+const std::set<std::string> fault_flags = {"--crash-after-writes", "--crash-mode", "--seed",
+                                              "--fail-fsync-after", "--fail-fsync-match",
+                                              "--fault-journal"};
+
+std::set<std::string> with_fault_flags(std::set<std::string> flags) {
+  flags.insert(fault_flags.begin(), fault_flags.end());
+  return flags;
+}
+
+open_options options_with_faults(const cli_args& args) {
+  open_options options;
+  options.overrides = args.sets();
+  if (args.has("--crash-mode") && !args.has("--crash-after-writes"))
+    throw config_error("--crash-mode goes with --crash-after-writes");
+  if (args.has("--fail-fsync-match") && !args.has("--fail-fsync-after"))
+    throw config_error("--fail-fsync-match goes with --fail-fsync-after");
+  if (args.has("--crash-after-writes") || args.has("--fail-fsync-after") ||
+      args.has("--fault-journal")) {
+    storage::fault_config faults;
+    faults.crash_after_writes = args.count("--crash-after-writes", 0, 1, 1ull << 50);
+    faults.fail_sync_after = args.count("--fail-fsync-after", 0, 1, 1ull << 50);
+    faults.fail_sync_match = args.text("--fail-fsync-match");
+    std::string mode = args.text("--crash-mode", "lose-unsynced");
+    if (mode == "lose-unsynced")
+      faults.mode = storage::crash_mode::lose_unsynced;
+    else if (mode == "torn")
+      faults.mode = storage::crash_mode::torn;
+    else if (mode == "process")
+      faults.mode = storage::crash_mode::process;
+    else
+      throw config_error("--crash-mode must be lose-unsynced, torn or process, got \"" + mode +
+                         "\"");
+    faults.seed = args.count("--seed", 1, 0, ~0ull >> 12);
+    faults.journal_path = args.text("--fault-journal");
+    options.faults = faults;
+  }
+  options.trace = args.has("--trace");
+  return options;
+}
+
 int cmd_init(int argc, char** argv) {
-  cli_args args(argc, argv, 2, {"-D", "-s", "--set"});
+  cli_args args(argc, argv, 2, with_fault_flags({"-D", "-s", "--set"}));
   std::string dir = args.required("-D");
   auto scale = static_cast<std::uint32_t>(args.count("-s", 1, 1, 100000));
   auto last_report = std::chrono::steady_clock::now();
@@ -63,41 +109,17 @@ int cmd_init(int argc, char** argv) {
         last_report = now;
       }
     });
-    std::ofstream(workload_file(dir)) << "tpcb_scale = " << scale << "\n";
-  });
+    storage::write_whole_file(files.io(), workload_file(dir),
+                              "tpcb_scale = " + std::to_string(scale) + "\n");
+  }, options_with_faults(args).faults);
   std::fprintf(stderr, "init: data directory %s ready (scale %u)\n", dir.c_str(), scale);
   return exit_ok;
 }
 
-open_options options_with_faults(const cli_args& args) {
-  open_options options;
-  options.overrides = args.sets();
-  if (args.has("--crash-after-writes") || args.has("--fail-fsync-after")) {
-    storage::fault_config faults;
-    faults.crash_after_writes = args.count("--crash-after-writes", 0, 1, 1ull << 50);
-    faults.fail_sync_after = args.count("--fail-fsync-after", 0, 1, 1ull << 50);
-    faults.fail_sync_match = args.text("--fail-fsync-match");
-    std::string mode = args.text("--crash-mode", "lose-unsynced");
-    if (mode == "lose-unsynced")
-      faults.mode = storage::crash_mode::lose_unsynced;
-    else if (mode == "torn")
-      faults.mode = storage::crash_mode::torn;
-    else
-      throw config_error("--crash-mode must be lose-unsynced or torn, got \"" + mode + "\"");
-    faults.seed = args.count("--seed", 1, 0, ~0ull >> 12);
-    options.faults = faults;
-  } else if (args.has("--crash-mode")) {
-    throw config_error("--crash-mode goes with --crash-after-writes");
-  }
-  options.trace = args.has("--trace");
-  return options;
-}
-
 int cmd_bench(int argc, char** argv) {
   cli_args args(argc, argv, 2,
-                {"-D", "-c", "-T", "-t", "-P", "--json", "--ack-log", "--set",
-                 "--crash-after-writes", "--crash-mode", "--seed", "--fail-fsync-after", "--fail-fsync-match",
-                 "--trace", "--timeline"});
+                with_fault_flags({"-D", "-c", "-T", "-t", "-P", "--json", "--ack-log", "--set",
+                                  "--trace", "--timeline"}));
   std::string dir = args.required("-D");
   if (args.has("-T") && args.has("-t"))
     throw config_error("-T and -t are exclusive");
@@ -114,7 +136,13 @@ int cmd_bench(int argc, char** argv) {
   auto db = database::open(dir, open);
   tpcb::layout shape(db->internals().config.page_size, scale);
   if (db->recovery().needed)
-    std::fprintf(stderr, "recovery: replayed %llu records in %.3f s (WAL ended: %s)\n",
+    std::fprintf(stderr,
+                 "recovery (%s%s): data directory made durable in %.3f s (%llu files), "
+                 "replayed %llu records in %.3f s (WAL ended: %s)\n",
+                 db->recovery().protection.c_str(),
+                 db->recovery().protection_switched ? ", the crashed run's mode" : "",
+                 db->recovery().startup_sync_seconds,
+                 static_cast<unsigned long long>(db->recovery().startup_sync_files),
                  static_cast<unsigned long long>(db->recovery().records), db->recovery().seconds,
                  db->recovery().end_reason.c_str());
   bench_result result = run_bench(*db, shape, options, stderr);
@@ -141,6 +169,10 @@ int cmd_bench(int argc, char** argv) {
 void fill_recovery(json_object& r, const recovery_report& rec) {
   r.set("recovery.needed", rec.needed);
   r.set("recovery.previous_state", rec.previous_state);
+  r.set("recovery.protection", rec.protection);
+  r.set("recovery.protection_switched", rec.protection_switched);
+  r.set("recovery.startup_sync_files", rec.startup_sync_files);
+  r.set("recovery.startup_sync_seconds", rec.startup_sync_seconds);
   r.set("recovery.records", rec.records);
   r.set("recovery.blocks_applied", rec.blocks_applied);
   r.set("recovery.images_restored", rec.images_restored);
@@ -153,8 +185,14 @@ void fill_recovery(json_object& r, const recovery_report& rec) {
   r.set("repair.same_lsn_other_bytes", rec.repaired_bytes);
 }
 
+// Writes the fault-injecting engine issued (crash tests pick crash points from it).
+void fill_faults(json_object& r, database& db) {
+  if (db.internals().faults != nullptr)
+    r.set("faults.writes_issued", db.internals().faults->writes_issued());
+}
+
 int cmd_verify(int argc, char** argv) {
-  cli_args args(argc, argv, 2, {"-D", "--ack-log", "--json", "--set"});
+  cli_args args(argc, argv, 2, with_fault_flags({"-D", "--ack-log", "--json", "--set"}));
   std::string dir = args.required("-D");
   std::uint32_t scale = read_scale(dir);
   std::vector<storage::xid_t> acknowledged;
@@ -168,15 +206,14 @@ int cmd_verify(int argc, char** argv) {
   settings config;
   std::vector<storage::xid_t> not_committed; // acknowledged, but not in the commit-status log
   try {
-    open_options open;
-    open.overrides = args.sets();
-    auto db = database::open(dir, open);
+    auto db = database::open(dir, options_with_faults(args));
     config = db->internals().config;
     fill_recovery(r, db->recovery());
     for (storage::xid_t xid : acknowledged)
       if (db->internals().commit_log->get(xid) != storage::xact_status::committed)
         not_committed.push_back(xid);
     db->close();
+    fill_faults(r, *db);
   } catch (const storage::page_corrupt_error& e) {
     ok = false;
     error = e.what();
@@ -228,14 +265,13 @@ int cmd_verify(int argc, char** argv) {
 }
 
 int cmd_recover(int argc, char** argv) {
-  cli_args args(argc, argv, 2, {"-D", "--json", "--set"});
+  cli_args args(argc, argv, 2, with_fault_flags({"-D", "--json", "--set"}));
   std::string dir = args.required("-D");
-  open_options open;
-  open.overrides = args.sets();
-  auto db = database::open(dir, open);
+  auto db = database::open(dir, options_with_faults(args));
   json_object r;
   fill_recovery(r, db->recovery());
   db->close();
+  fill_faults(r, *db);
   std::printf("%s\n", r.render().c_str());
   if (args.has("--json"))
     r.write_file(args.text("--json"));

@@ -8,6 +8,9 @@
 //  - redo_lsn only moves forward, and only after the checkpoint it belongs to completed (C1).
 //  - page_size, segment sizes and data_checksums are fixed at init; the runtime refuses a
 //    configuration that disagrees with them.
+//  - protection names the torn-page protection every page write since the redo point
+//    was made under (the runtime records it before its first write), so that a restart
+//    after a crash can repair and redo in that mode whatever the new setting says.
 #pragma once
 
 #include "storage/io_engine.hpp"
@@ -37,13 +40,23 @@ struct control_data {
   std::uint64_t segment_size = 0;     // relation segment bytes
   std::uint64_t wal_segment_size = 0; // WAL segment bytes
   std::uint32_t state = 0;            // cluster_state
-  std::uint32_t reserved = 0;
+  // The torn-page protection of the run that last wrote this file (recorded_protection);
+  // 0 in directories from before it was recorded. Recovery after a crash runs in it.
+  std::uint32_t protection = 0;
   std::uint64_t checkpoint_lsn = 0;
   std::uint64_t redo_lsn = 0;
   std::uint64_t next_xid = 0;
   std::uint64_t checkpoint_time_unix_ms = 0;
   std::uint32_t crc = 0; // crc32c of every byte before this field
   std::uint32_t padding = 0;
+};
+
+/// The values of control_data::protection.
+enum class recorded_protection : std::uint32_t {
+  unknown = 0,
+  full_page_writes = 1,
+  doublewrite = 2,
+  off = 3,
 };
 
 std::string control_file_path(const std::string& data_dir);

@@ -32,6 +32,12 @@ constexpr std::uint64_t sector_size = 512;
 constexpr std::uint64_t tear_page_size = 4096;
 
 void exit_after_simulated_crash(const power_loss_report& report) {
+  if (report.process_crash) {
+    std::fprintf(stderr, "tidemark: simulated process crash: %llu unsynced writes left in place\n",
+                 static_cast<unsigned long long>(report.unsynced_writes));
+    std::fflush(stderr);
+    _exit(3);
+  }
   std::fprintf(stderr,
                "tidemark: simulated power loss: %llu unsynced writes, %llu survived, %llu lost, "
                "%llu torn\n",
@@ -134,11 +140,102 @@ write_fate choose_fate(std::mt19937_64& random, crash_mode mode, bool tear_every
   return pick(random, 2) == 0 ? write_fate{0, tear} : write_fate{tear, length};
 }
 
+// The journal: "TMFJ" and a version, then per write its path length, path, offset, length,
+// before image and after image (little-endian, as the machine writes them).
+constexpr char journal_magic[8] = {'T', 'M', 'F', 'J', '0', '0', '0', '1'};
+
+template <typename T> void put(std::FILE* out, const T& value) {
+  std::fwrite(&value, sizeof value, 1, out);
+}
+
+template <typename T> bool get(std::FILE* in, T& value) {
+  return std::fread(&value, sizeof value, 1, in) == 1;
+}
+
+bool get_bytes(std::FILE* in, void* data, std::size_t length) {
+  return length == 0 || std::fread(data, 1, length, in) == length;
+}
+
 } // namespace
 
 fault_engine::fault_engine(std::unique_ptr<io_engine> inner, fault_config config)
   : inner_(std::move(inner)), config_(config), random_(config.seed),
-    crash_handler_(exit_after_simulated_crash) {}
+    crash_handler_(exit_after_simulated_crash) {
+  if (!config_.journal_path.empty())
+    load_journal();
+}
+
+fault_engine::~fault_engine() {
+  std::lock_guard lock(mutex_);
+  if (!config_.journal_path.empty() && !crashed_) {
+    try {
+      save_journal();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "tidemark: %s\n", error.what());
+    }
+  }
+}
+
+void fault_engine::load_journal() {
+  std::FILE* in = std::fopen(config_.journal_path.c_str(), "rb");
+  if (in == nullptr) {
+    if (errno == ENOENT)
+      return;
+    throw io_error("cannot open fault journal '" + config_.journal_path + "'", errno);
+  }
+  char magic[sizeof journal_magic];
+  bool ok = get_bytes(in, magic, sizeof magic) &&
+            std::equal(magic, magic + sizeof magic, journal_magic);
+  std::uint64_t count = 0;
+  ok = ok && get(in, count);
+  for (std::uint64_t i = 0; ok && i < count; ++i) {
+    unsynced_write w;
+    std::uint32_t path_length = 0;
+    std::uint64_t length = 0;
+    ok = get(in, path_length) && path_length < 4096;
+    if (ok) {
+      w.path.resize(path_length);
+      ok = get_bytes(in, w.path.data(), path_length) && get(in, w.offset) && get(in, length) &&
+           length <= (1ull << 32);
+    }
+    if (ok) {
+      w.before.resize(length);
+      w.after.resize(length);
+      ok = get_bytes(in, w.before.data(), length) && get_bytes(in, w.after.data(), length);
+    }
+    if (ok)
+      unsynced_.push_back(std::move(w));
+  }
+  std::fclose(in);
+  if (!ok)
+    throw io_error("fault journal '" + config_.journal_path + "' is malformed", EINVAL);
+}
+
+void fault_engine::save_journal() const {
+  if (unsynced_.empty()) {
+    if (std::remove(config_.journal_path.c_str()) != 0 && errno != ENOENT)
+      throw io_error("cannot remove fault journal '" + config_.journal_path + "'", errno);
+    return;
+  }
+  std::string temporary = config_.journal_path + ".tmp";
+  std::FILE* out = std::fopen(temporary.c_str(), "wb");
+  if (out == nullptr)
+    throw io_error("cannot write fault journal '" + temporary + "'", errno);
+  std::fwrite(journal_magic, 1, sizeof journal_magic, out);
+  put(out, static_cast<std::uint64_t>(unsynced_.size()));
+  for (const unsynced_write& w : unsynced_) {
+    put(out, static_cast<std::uint32_t>(w.path.size()));
+    std::fwrite(w.path.data(), 1, w.path.size(), out);
+    put(out, w.offset);
+    put(out, static_cast<std::uint64_t>(w.after.size()));
+    std::fwrite(w.before.data(), 1, w.before.size(), out);
+    std::fwrite(w.after.data(), 1, w.after.size(), out);
+  }
+  bool ok = std::fflush(out) == 0 && !std::ferror(out);
+  ok = std::fclose(out) == 0 && ok;
+  if (!ok || std::rename(temporary.c_str(), config_.journal_path.c_str()) != 0)
+    throw io_error("cannot write fault journal '" + config_.journal_path + "'", errno);
+}
 
 std::string fault_engine::name() const {
   std::lock_guard lock(mutex_);
@@ -194,7 +291,7 @@ void fault_engine::write_locked(int fd, const void* data, std::size_t length,
   }
   ++writes_issued_;
   if (config_.crash_after_writes != 0 && writes_issued_ == config_.crash_after_writes)
-    crash_handler_(power_loss_locked());
+    crash_handler_(crash_locked());
 }
 
 void fault_engine::sync(int fd, sync_kind) {
@@ -272,6 +369,12 @@ void fault_engine::sync_directory(const std::string&) {
   throw_if_crashed("sync_directory", true); // directory operations are already durable
 }
 
+void fault_engine::sync_file_system(const std::string&) {
+  std::lock_guard lock(mutex_);
+  throw_if_crashed("sync_file_system", true);
+  unsynced_.clear();
+}
+
 std::string fault_engine::path_of(int fd) const {
   std::lock_guard lock(mutex_);
   const std::string& path = tracked_path(fd);
@@ -291,6 +394,18 @@ void fault_engine::on_crash(std::function<void(const power_loss_report&)> handle
 std::uint64_t fault_engine::writes_issued() const {
   std::lock_guard lock(mutex_);
   return writes_issued_;
+}
+
+power_loss_report fault_engine::crash_locked() {
+  if (config_.mode != crash_mode::process)
+    return power_loss_locked();
+  power_loss_report report;
+  report.process_crash = true;
+  report.unsynced_writes = report.survived = unsynced_.size();
+  if (!config_.journal_path.empty())
+    save_journal();
+  crashed_ = true;
+  return report;
 }
 
 power_loss_report fault_engine::power_loss_locked() {
@@ -317,6 +432,8 @@ power_loss_report fault_engine::power_loss_locked() {
   for (const auto& [path, fd] : fds) inner_->close_file(fd);
   unsynced_.clear();
   crashed_ = true;
+  if (!config_.journal_path.empty())
+    save_journal(); // empty now: removes it
   return report;
 }
 

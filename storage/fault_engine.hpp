@@ -16,6 +16,14 @@
 //    losses and tears are applied to the files and the crash handler runs (default:
 //    _exit(3), the command-line contract's "simulated crash"). All engine calls are
 //    serialised by one mutex, so no other thread's write slips in after the crash.
+//  - With mode process, the N-th write completes and the process "crashes" with every
+//    write in place, synced or not, as kill -9 leaves them in the page cache.
+//  - The record of unsynced writes can outlive the process (journal_path): it is loaded
+//    when the engine is made, saved at a process crash and when the engine is destroyed,
+//    and emptied by a power loss. So a later run can crash a process, restart, and then
+//    lose power: the writes the killed process never synced are lost or torn too. Paths
+//    are recorded as the runs spell them; runs sharing a journal name files alike.
+//  - sync_file_system() covers every unsynced write (syncfs of the one file system).
 //  - With fail_sync_after = N, the N-th sync fails with EIO (and every later one too), and
 //    the file's unsynced writes are lost at once, as the kernel may drop dirty pages it
 //    failed to write back (fsyncgate): the W3 test double. From then on every read
@@ -35,7 +43,7 @@
 
 namespace tidemark::storage {
 
-enum class crash_mode { lose_unsynced, torn };
+enum class crash_mode { lose_unsynced, torn, process };
 
 struct fault_config {
   std::uint64_t crash_after_writes = 0; // 0: never crash
@@ -44,6 +52,7 @@ struct fault_config {
   std::uint64_t fail_sync_after = 0; // 0: syncs never fail
   std::string fail_sync_match;       // if set, only syncs of paths containing it count and fail
   bool tear_every_write = false;     // torn mode: every unsynced write that can tear does
+  std::string journal_path;          // if set, unsynced writes are kept there across runs
 };
 
 /// What a simulated power loss did, for tests and the crash report.
@@ -52,11 +61,15 @@ struct power_loss_report {
   std::uint64_t survived = 0;
   std::uint64_t lost = 0;
   std::uint64_t torn = 0;
+  bool process_crash = false; // crash_mode::process: every write was left in place
 };
 
 class fault_engine final : public io_engine {
 public:
+  /// Loads config.journal_path when it exists (throws io_error if it is malformed).
   fault_engine(std::unique_ptr<io_engine> inner, fault_config config);
+  /// Saves the unsynced writes to config.journal_path unless the power was lost.
+  ~fault_engine() override;
 
   std::string name() const override;
   int open_file(const std::string& path, bool create) override;
@@ -71,12 +84,14 @@ public:
   void rename(const std::string& from, const std::string& to) override;
   void unlink(const std::string& path) override;
   void sync_directory(const std::string& dir) override;
+  void sync_file_system(const std::string& dir) override;
   std::string path_of(int fd) const override;
 
   /// Applies a power loss to the files now (without running the crash handler).
   power_loss_report simulate_power_loss();
 
-  /// Replaces the default crash handler (which calls _exit(3)). Runs under the engine lock.
+  /// Replaces the default crash handler (which calls _exit(3)). Runs under the engine lock,
+  /// after the power loss (or, in process mode, after the journal was saved).
   void on_crash(std::function<void(const power_loss_report&)> handler);
 
   std::uint64_t writes_issued() const;
@@ -94,6 +109,9 @@ private:
 
   void write_locked(int fd, const void* data, std::size_t length, std::uint64_t offset);
   power_loss_report power_loss_locked();
+  power_loss_report crash_locked();
+  void load_journal();
+  void save_journal() const;
   void drop_unsynced_locked(const std::string& path);
   void throw_if_crashed(const char* operation, bool is_sync = false) const;
   const std::string& tracked_path(int fd) const;

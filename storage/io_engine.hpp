@@ -64,12 +64,17 @@ public:
   virtual void rename(const std::string& from, const std::string& to) = 0;
   virtual void unlink(const std::string& path) = 0;
   virtual void sync_directory(const std::string& dir) = 0;
+  /// syncfs(2) of the file system holding `dir`: every file on it becomes durable.
+  virtual void sync_file_system(const std::string& dir) = 0;
 
   /// The path open_file() was given for `fd` (for messages).
   virtual std::string path_of(int fd) const = 0;
 };
 
 enum class io_method { io_uring, sync };
+
+/// Creates (or truncates) `path` and writes `contents` through `io`. Not durable by itself.
+void write_whole_file(io_engine& io, const std::string& path, const std::string& contents);
 
 /// Creates a real engine. io_uring falls back to nothing: if the kernel refuses a ring the
 /// constructor throws io_error and the caller reports it (choose io_method=sync then).

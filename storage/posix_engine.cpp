@@ -169,6 +169,15 @@ void posix_engine::sync_directory(const std::string& dir) {
   if (result != 0) throw_sync_failure("fsync of directory", dir, error_number);
 }
 
+void posix_engine::sync_file_system(const std::string& dir) {
+  const int fd = open_retrying(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (fd < 0) throw_path_error("open directory", dir, errno);
+  const int result = ::syncfs(fd);
+  const int error_number = errno;
+  ::close(fd);
+  if (result != 0) throw_sync_failure("syncfs of the file system holding", dir, error_number);
+}
+
 std::string posix_engine::path_of(int fd) const {
   std::shared_lock lock(registry_mutex_);
   const auto found = paths_.find(fd);
@@ -192,6 +201,18 @@ void posix_engine::throw_sync_failure(const std::string& operation, const std::s
                  error_number, true);
   sync_failure_.record(error.what());
   throw error;
+}
+
+void write_whole_file(io_engine& io, const std::string& path, const std::string& contents) {
+  const int fd = io.open_file(path, true);
+  try {
+    io.truncate(fd, 0);
+    io.write(fd, contents.data(), contents.size(), 0);
+  } catch (...) {
+    io.close_file(fd);
+    throw;
+  }
+  io.close_file(fd);
 }
 
 std::unique_ptr<io_engine> make_io_engine(io_method method) {

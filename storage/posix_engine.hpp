@@ -34,6 +34,7 @@ public:
   void rename(const std::string& from, const std::string& to) override;
   void unlink(const std::string& path) override;
   void sync_directory(const std::string& dir) override;
+  void sync_file_system(const std::string& dir) override;
   std::string path_of(int fd) const override;
 
 protected:

@@ -77,6 +77,24 @@ def main():
         result, _ = tm.verify(directory, settings=run_settings())
         check(result.returncode == 0, "directory not usable again after restoring the control file")
 
+        conf = os.path.join(directory, "tidemark.conf")
+        with open(conf) as f:
+            saved_conf = f.read()
+        open(conf, "w").close()  # as a power loss right after an unsynced write leaves it
+        expect(tm, "empty tidemark.conf", ["verify", "-D", directory], 2, "tidemark.conf",
+               "sets nothing", directory=directory)
+        os.remove(conf)
+        expect(tm, "missing tidemark.conf", ["verify", "-D", directory], 2, "tidemark.conf",
+               directory=directory)
+        with open(conf, "w") as f:
+            f.write(saved_conf)
+        expect(tm, "bad fault flag", ["recover", "-D", directory, "--crash-after-writes", "5",
+                                      "--crash-mode", "sideways"], 2, "--crash-mode",
+               directory=directory)
+        expect(tm, "crash mode without a crash point", ["verify", "-D", directory,
+                                                        "--crash-mode", "process"], 2,
+               "--crash-after-writes", directory=directory)
+
         crashed = crashed_directory(tm)
         corrupt_byte(os.path.join(crashed, "wal", "0000000000000000"), 20000)
         expect(tm, "corrupt WAL record followed by valid ones",

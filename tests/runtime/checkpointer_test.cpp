@@ -1,7 +1,8 @@
 // checkpointer and sync_worker together on the deterministic scheduler, checked from the
 // message trace: requests during a checkpoint merge into one next checkpoint (C3), every
 // file registered before a checkpoint began is fsynced before its record is written (C1),
-// phases reach subscribers in order, and a failed fsync stops the checkpoint (W3).
+// phases reach subscribers in order, a failed fsync stops the checkpoint (W3), and while
+// recovery replays WAL no checkpoint but the end-of-recovery one runs.
 #include "actors/checkpointer.hpp"
 #include "actors/sync_worker.hpp"
 
@@ -177,6 +178,28 @@ TEST_CASE("checkpointer: no automatic checkpoint starts while crash recovery rep
   auto begins = f.events("checkpoint_begin");
   REQUIRE(begins.size() == 1);
   CHECK(begins[0].c == std::uint64_t(checkpoint_reason::wal));
+}
+
+TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint may run") {
+  checkpoint_fixture f;
+  for (storage::block_id b = 0; b < 5; ++b)
+    f.touch(3, b);
+  const storage::lsn_t previous = f.engine.control.checkpoint_lsn;
+  f.engine.recovering.store(true);
+  checkpoint_fixture::answer requested, shutdown, end_of_recovery;
+  f.request(requested, checkpoint_reason::requested);
+  f.request(shutdown, checkpoint_reason::shutdown);
+  f.run();
+  CHECK(requested.error);
+  CHECK(shutdown.error);
+  CHECK(f.events("checkpoint_begin").empty());
+  CHECK(f.engine.control.checkpoint_lsn == previous); // redo point and WAL left alone
+  CHECK_FALSE(f.engine.failed()); // refused, not a failure: recovery goes on
+  f.request(end_of_recovery, checkpoint_reason::end_of_recovery);
+  f.run();
+  REQUIRE(end_of_recovery.done);
+  CHECK(end_of_recovery.done->buffers_written == 5);
+  CHECK(f.engine.control.checkpoint_lsn != previous);
 }
 
 } // namespace

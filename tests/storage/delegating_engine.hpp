@@ -35,6 +35,7 @@ public:
   void rename(const std::string& from, const std::string& to) override { inner_->rename(from, to); }
   void unlink(const std::string& path) override { inner_->unlink(path); }
   void sync_directory(const std::string& dir) override { inner_->sync_directory(dir); }
+  void sync_file_system(const std::string& dir) override { inner_->sync_file_system(dir); }
   std::string path_of(int fd) const override { return inner_->path_of(fd); }
 
 protected:

@@ -386,3 +386,96 @@ TEST_CASE("fault_engine: no I/O is accepted after a power loss") {
   CHECK_THROWS_AS(io->open_file(dir.file("other"), true), io_error);
   io->close_file(fd);
 }
+
+// Writes `old_bytes` durably, then lets a process crash after writing `new_bytes` over
+// them in two page-sized writes (neither synced), with the journal at `journal`.
+void kill_after_unsynced_overwrite(const test::temp_dir& dir, const std::string& journal,
+                                   const byte_vector& old_bytes, const byte_vector& new_bytes,
+                                   std::vector<power_loss_report>& crashes) {
+  auto setup = make_fault_engine({});
+  int fd = setup->open_file(dir.file("data"), true);
+  setup->write(fd, old_bytes.data(), old_bytes.size(), 0);
+  setup->sync(fd, sync_kind::data);
+  setup->close_file(fd);
+  fault_config killed = config_for(crash_mode::process, 1);
+  killed.crash_after_writes = 2;
+  killed.journal_path = journal;
+  auto io = make_fault_engine(killed);
+  io->on_crash([&](const power_loss_report& report) { crashes.push_back(report); });
+  fd = io->open_file(dir.file("data"), false);
+  io->write(fd, new_bytes.data(), page, 0);
+  io->write(fd, new_bytes.data() + page, page, page);
+  io->close_file(fd);
+}
+
+fault_config restart_with(const std::string& journal, std::uint64_t seed) {
+  fault_config config = config_for(crash_mode::lose_unsynced, seed);
+  config.journal_path = journal;
+  return config;
+}
+
+TEST_CASE("fault_engine: a process crash keeps every write; the journal lets a later power loss lose them") {
+  test::temp_dir dir;
+  const std::string journal = dir.file("journal");
+  const auto old_bytes = test::random_bytes(2 * page, 50);
+  const auto new_bytes = test::random_bytes(2 * page, 51);
+  std::vector<power_loss_report> crashes;
+  kill_after_unsynced_overwrite(dir, journal, old_bytes, new_bytes, crashes);
+  REQUIRE(crashes.size() == 1);
+  CHECK(crashes[0].process_crash);
+  CHECK(crashes[0].unsynced_writes == 2);
+  CHECK(disk_contents(dir.file("data")) == new_bytes); // nothing reverted
+
+  auto restarted = make_fault_engine(restart_with(journal, 7));
+  const power_loss_report report = restarted->simulate_power_loss();
+  CHECK(report.unsynced_writes == 2); // the killed run's writes, never synced
+  CHECK(report.survived + report.lost == 2);
+  const byte_vector disk = disk_contents(dir.file("data"));
+  std::uint64_t old_pages = 0;
+  for (std::size_t index = 0; index < 2; ++index) {
+    const page_state state = classify(disk, old_bytes, new_bytes, index);
+    CHECK(state != page_state::mixed);
+    old_pages += state == page_state::old_version;
+  }
+  CHECK(old_pages == report.lost);
+  restarted.reset();
+  auto after = make_fault_engine(restart_with(journal, 7)); // emptied by the power loss
+  CHECK(after->simulate_power_loss().unsynced_writes == 0);
+}
+
+TEST_CASE("fault_engine: an fsync or a syncfs in a later run covers the journal's writes") {
+  for (bool whole_file_system : {false, true}) {
+    test::temp_dir dir;
+    const std::string journal = dir.file("journal");
+    const auto old_bytes = test::random_bytes(2 * page, 52);
+    const auto new_bytes = test::random_bytes(2 * page, 53);
+    std::vector<power_loss_report> crashes;
+    kill_after_unsynced_overwrite(dir, journal, old_bytes, new_bytes, crashes);
+    {
+      auto restarted = make_fault_engine(restart_with(journal, 3));
+      if (whole_file_system) {
+        restarted->sync_file_system(dir.path());
+      } else {
+        const int fd = restarted->open_file(dir.file("data"), false);
+        restarted->sync(fd, sync_kind::data);
+        restarted->close_file(fd);
+      }
+    } // saves what is still unsynced: nothing
+    auto later = make_fault_engine(restart_with(journal, 3));
+    CHECK(later->simulate_power_loss().unsynced_writes == 0);
+    CHECK(disk_contents(dir.file("data")) == new_bytes);
+  }
+}
+
+TEST_CASE("fault_engine: a malformed journal is refused, naming it") {
+  test::temp_dir dir;
+  const std::string journal = dir.file("journal");
+  {
+    auto io = make_io_engine(io_method::sync);
+    const int fd = io->open_file(journal, true);
+    io->write(fd, "not a journal", 13, 0);
+    io->close_file(fd);
+  }
+  CHECK_THROWS_WITH_AS(make_fault_engine(restart_with(journal, 1)),
+                       doctest::Contains("journal"), io_error);
+}
