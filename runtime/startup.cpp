@@ -201,10 +201,16 @@ void replay(engine& e, recovery_report& report) {
   if (!report.needed)
     return;
   auto started = std::chrono::steady_clock::now();
+  if (e.trace) // redo's bounds, so a trace tells writes during redo from later ones
+    e.trace->record(messages::actor_role::startup, messages::actor_role::startup, "redo_begin",
+                    e.control.redo_lsn);
   storage::wal_reader reader(*e.io, wal_dir(e.data_dir), e.control.wal_segment_size,
                              e.control.page_size, e.control.redo_lsn);
   storage::redo_summary summary =
     storage::replay(reader, *e.pool, e.control.next_xid, e.commit_log.get());
+  if (e.trace)
+    e.trace->record(messages::actor_role::startup, messages::actor_role::startup, "redo_end",
+                    summary.records);
   report.records = summary.records;
   report.blocks_applied = summary.blocks_applied;
   report.images_restored = summary.images_restored;
