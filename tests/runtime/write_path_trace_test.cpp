@@ -11,7 +11,7 @@ namespace {
 
 using test::is;
 
-TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its write phase; C1 holds") {
+TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its write phase, and C1 holds") {
   std::vector<messages::trace_event> events;
   test::traced_tpcb_run({"shared_buffers=64", "checkpoint_timeout=1s", "segment_size=1MB",
                          "wal_segment_size=256kB", "max_wal_size=64MB", "log_checkpoints=off",

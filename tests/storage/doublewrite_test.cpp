@@ -212,7 +212,7 @@ TEST_CASE("doublewrite ring: default staging holds two bgwriter rounds beside th
   CHECK(default_staging_chunks(1000, 16) == 2 * 63 + others);
 }
 
-TEST_CASE("doublewrite ring: chunks follow the state machine; illegal transitions are refused") {
+TEST_CASE("doublewrite ring: chunks follow the state machine, and illegal transitions are refused") {
   test::temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   doublewrite_ring ring(*io, dir.path(), page_size, 16, 8, 2);

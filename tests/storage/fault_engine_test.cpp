@@ -414,7 +414,7 @@ fault_config restart_with(const std::string& journal, std::uint64_t seed) {
   return config;
 }
 
-TEST_CASE("fault_engine: a process crash keeps every write; the journal lets a later power loss lose them") {
+TEST_CASE("fault_engine: a process crash keeps every write, and the journal lets a later power loss lose them") {
   test::temp_dir dir;
   const std::string journal = dir.file("journal");
   const auto old_bytes = test::random_bytes(2 * page, 50);
