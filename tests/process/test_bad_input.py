@@ -77,17 +77,18 @@ def main():
         result, _ = tm.verify(directory, settings=run_settings())
         check(result.returncode == 0, "directory not usable again after restoring the control file")
 
-        conf = os.path.join(directory, "tidemark.conf")
-        with open(conf) as f:
-            saved_conf = f.read()
+        # Init-time settings at their defaults, so that nothing but the configuration file
+        # itself can notice it is gone: "all defaults" would silently turn doublewrite off.
+        defaults = os.path.join(foreign, "defaults")
+        tm.init(defaults, settings=["torn_page_protection=doublewrite", "shared_buffers=2MB"])
+        conf = os.path.join(defaults, "tidemark.conf")
         open(conf, "w").close()  # as a power loss right after an unsynced write leaves it
-        expect(tm, "empty tidemark.conf", ["verify", "-D", directory], 2, "tidemark.conf",
-               "sets nothing", directory=directory)
+        expect(tm, "empty tidemark.conf", ["verify", "-D", defaults], 2, "tidemark.conf",
+               "sets nothing", directory=defaults)
         os.remove(conf)
-        expect(tm, "missing tidemark.conf", ["verify", "-D", directory], 2, "tidemark.conf",
-               directory=directory)
-        with open(conf, "w") as f:
-            f.write(saved_conf)
+        expect(tm, "missing tidemark.conf", ["verify", "-D", defaults], 2, "tidemark.conf",
+               directory=defaults)
+        remove(defaults)
         expect(tm, "bad fault flag", ["recover", "-D", directory, "--crash-after-writes", "5",
                                       "--crash-mode", "sideways"], 2, "--crash-mode",
                directory=directory)
