@@ -54,8 +54,8 @@ std::uint32_t read_scale(const std::string& dir) {
 
 // The fault flags every command that writes a data directory accepts.
 const std::set<std::string> fault_flags = {"--crash-after-writes", "--crash-mode", "--seed",
-                                              "--fail-fsync-after", "--fail-fsync-match",
-                                              "--fault-journal"};
+                                           "--fail-fsync-after", "--fail-fsync-match",
+                                           "--fault-journal"};
 
 std::set<std::string> with_fault_flags(std::set<std::string> flags) {
   flags.insert(fault_flags.begin(), fault_flags.end());
