@@ -1,5 +1,6 @@
 # make run  : install what is missing, build, run a short demo workload
 # make test : install what is missing, build, run every test
+# make test-unit : the unit tests alone (ctest -L unit), well under a minute
 # make test-sanitize : the same tests under AddressSanitizer + UBSan (shorter crash loops)
 
 BUILD ?= build
@@ -8,7 +9,7 @@ JOBS ?= $(shell nproc)
 PACKAGES = libcaf-dev liburing-dev liblz4-dev libboost-dev doctest-dev cmake g++ python3 pkg-config make
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test test-sanitize clean
+.PHONY: all deps build run test test-unit test-sanitize clean
 
 all: build
 
@@ -30,6 +31,9 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
 test-sanitize: deps
 	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_SANITIZE=ON -DTIDEMARK_CRASH_LOOPS=12 >/dev/null

@@ -1,4 +1,4 @@
-// stats: collects backends' progress reports (committed transactions and their latency
+// stats: collects benchmark clients' progress reports (committed transactions and their latency
 // histograms, sent in batches about every 100 ms) and answers snapshots for progress lines
 // and the final report. It holds no durable state; if it dies only reporting is lost.
 #pragma once

@@ -1,10 +1,17 @@
 // wal_writer: group commit with several fdatasyncs in flight. See wal_writer.hpp for its role.
 //
 // Invariants:
-//  - A waiter is answered only with a flushed LSN at or past its request (W4).
+//  - A waiter is answered only with a flushed LSN at or past its request (W4); sessions
+//    that sent flush_wanted are woken by the WAL itself when a syncer's sync completes.
 //  - synced_target is the largest LSN handed to a syncer; a sync is started only for WAL
 //    past it, so two syncers never cover the same waiters, and at most
 //    wal_sync_concurrency syncs are in flight.
+//  - A sync starts beside those in flight only when more waits arrived since the last sync
+//    began than that sync covered; fewer waiters wait for the sync in flight to end, whose
+//    completion starts theirs. Starting one for every lone arrival made fdatasyncs overlap
+//    for one or two commits each (2.9 commits per fsync instead of 4.8, fdatasyncs slower,
+//    tps 0.8 × with 8 clients); no waiter is starved, since the last sync in flight to end
+//    always starts the next.
 //  - After a failure every waiter, present and future, gets an error; nothing is synced.
 #include "actors/wal_writer.hpp"
 
@@ -29,6 +36,9 @@ struct wal_writer_state {
   std::uint64_t highest_waited = 0; // largest LSN any waiter asked for
   std::uint64_t synced_target = 0;  // largest LSN handed to a syncer
   std::vector<wal_syncer_actor> idle_syncers;
+  std::size_t syncers = 0;          // idle or busy
+  std::uint64_t uncovered_waits = 0; // waits past synced_target since the last sync began
+  std::uint64_t last_group = 0;      // the waits the last sync started covered
   bool flush_queued = false;
   static inline const char* name = "wal_writer";
 };
@@ -70,6 +80,10 @@ void start_sync(wal_writer_pointer self, std::uint64_t needed) {
   }
   if (needed <= st.synced_target || st.idle_syncers.empty())
     return;
+  if (st.idle_syncers.size() < st.syncers && st.uncovered_waits <= st.last_group)
+    return; // the sync in flight ends soon enough for these few: it starts the next
+  st.last_group = st.uncovered_waits;
+  st.uncovered_waits = 0;
   std::uint64_t target;
   try {
     target = engine.wal->write_out();
@@ -95,6 +109,20 @@ void start_sync(wal_writer_pointer self, std::uint64_t needed) {
       });
 }
 
+// Someone needs WAL durable through `lsn`: a sync covering it starts once the requests
+// already in the mailbox are read, so that they share it.
+void want_flush(wal_writer_pointer self, std::uint64_t lsn) {
+  auto& st = self->state;
+  st.engine->idle_poll.note_activity();
+  st.highest_waited = std::max(st.highest_waited, lsn);
+  if (lsn > st.synced_target)
+    ++st.uncovered_waits;
+  if (!st.flush_queued) {
+    st.flush_queued = true;
+    self->send(self, flush_atom::value);
+  }
+}
+
 wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, runtime::engine* engine) {
   return {
     [=](wal_sync_request request) -> caf::result<flush_done> {
@@ -117,6 +145,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::eng
                                        : self->spawn<caf::linked>(wal_syncer, engine);
     self->state.idle_syncers.push_back(syncer);
   }
+  self->state.syncers = self->state.idle_syncers.size();
   if (!engine->config.synchronous_commit)
     self->delayed_send(self, async_flush_interval, tick_atom::value);
   return {
@@ -128,16 +157,15 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::eng
       std::uint64_t flushed = e.wal->flushed_lsn();
       if (request.lsn <= flushed)
         return flush_done{flushed};
-      e.idle_poll.note_activity();
       auto promise = self->make_response_promise<flush_done>();
       st.waiters.emplace_back(request.lsn, promise);
-      st.highest_waited = std::max(st.highest_waited, request.lsn);
-      if (!st.flush_queued) {
-        // Queued behind the requests already in the mailbox, so they share this sync.
-        st.flush_queued = true;
-        self->send(self, flush_atom::value);
-      }
+      want_flush(self, request.lsn);
       return promise;
+    },
+    [=](flush_wanted wanted) {
+      runtime::engine& e = *self->state.engine;
+      if (!e.failed() && wanted.lsn > e.wal->flushed_lsn())
+        want_flush(self, wanted.lsn);
     },
     [=](flush_atom) {
       self->state.flush_queued = false;

@@ -1,7 +1,8 @@
 // wal_writer: group commit.
 //
-// Who talks to it: backends send flush_request{lsn} after inserting their commit record and
-// get flush_done once WAL is durable past it (W4). The writer writes out everything
+// Who talks to it: a committing session sends flush_wanted{lsn} after inserting its
+// commit record and sleeps in wal_log::wait_for_flush() until a sync covers it (W4); other
+// callers send flush_request{lsn} and get flush_done once WAL is durable past it. The writer writes out everything
 // inserted and hands it to one of its wal_sync_concurrency syncers (wal_sync_request),
 // which fdatasyncs and answers; requests that arrive meanwhile start the next sync on an
 // idle syncer at once instead of waiting for the running one to end. One sync answers

@@ -11,8 +11,10 @@
 
 namespace tidemark::messages {
 
-/// Group commit: answers flush requests once WAL is durable past them.
+/// Group commit: answers flush requests once WAL is durable past them, and starts syncs
+/// for the flushes sessions want (they wait on the WAL itself).
 using wal_writer_actor = caf::typed_actor<caf::replies_to<flush_request>::with<flush_done>,
+                                          caf::reacts_to<flush_wanted>,
                                           caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>>;
 
 /// One of the wal_writer's syncers: makes written-out WAL durable (one fdatasync per
@@ -53,12 +55,8 @@ using checkpointer_actor =
 using bgwriter_actor =
   caf::typed_actor<caf::reacts_to<tick_atom, std::uint64_t>, caf::reacts_to<wake_atom>>;
 
-/// Collects backends' progress; answers snapshots.
+/// Collects benchmark clients' progress; answers snapshots.
 using stats_actor = caf::typed_actor<caf::reacts_to<progress_report>,
                                      caf::replies_to<get_atom>::with<stats_snapshot>>;
-
-/// A benchmark session: runs transactions until stopped.
-using backend_actor = caf::typed_actor<caf::reacts_to<run_atom>,
-                                       caf::replies_to<stop_atom>::with<backend_summary>>;
 
 } // namespace tidemark::messages

@@ -17,8 +17,15 @@ namespace tidemark::messages {
 
 // ---- wal_writer ----------------------------------------------------------------------------
 
-/// A backend asks for WAL to be durable up to `lsn` (the end of its commit record).
+/// Someone asks for WAL to be durable up to `lsn` and is answered with flush_done.
 struct flush_request {
+  std::uint64_t lsn = 0;
+};
+
+/// A committing session wants WAL durable up to `lsn` (the end of its commit record). No
+/// answer: the session waits on the WAL itself (wal_log::wait_for_flush), which every
+/// completed sync wakes; this message only makes sure a sync covering `lsn` starts.
+struct flush_wanted {
   std::uint64_t lsn = 0;
 };
 
@@ -135,18 +142,12 @@ struct checkpoint_event {
   bool napping = false;               // ahead of schedule: sleeping
 };
 
-// ---- backends and stats --------------------------------------------------------------------
+// ---- benchmark clients and stats ----------------------------------------------------------
 
-/// A backend's work since its last report: committed transactions and their latencies.
+/// A benchmark client's work since its last report: committed transactions and their latencies.
 struct progress_report {
   std::uint64_t transactions = 0;
   runtime::latency_histogram latency;
-};
-
-/// What a backend did over its whole life, sent when it stops.
-struct backend_summary {
-  std::uint64_t transactions = 0;
-  std::string error; // empty unless the backend stopped on an error
 };
 
 /// Totals the stats actor holds.
@@ -158,6 +159,10 @@ struct stats_snapshot {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, flush_request& x) {
   return f(caf::meta::type_name("flush_request"), x.lsn);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, flush_wanted& x) {
+  return f(caf::meta::type_name("flush_wanted"), x.lsn);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, flush_done& x) {
@@ -230,10 +235,6 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_report& x) {
   return f(caf::meta::type_name("progress_report"), x.transactions, x.latency.buckets,
            x.latency.count, x.latency.sum_us, x.latency.max_us);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, backend_summary& x) {
-  return f(caf::meta::type_name("backend_summary"), x.transactions, x.error);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stats_snapshot& x) {

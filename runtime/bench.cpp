@@ -1,10 +1,11 @@
 // The benchmark driver: see bench.hpp.
 #include "runtime/bench.hpp"
 
-#include "actors/backend.hpp"
+#include "runtime/ack_log.hpp"
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <optional>
@@ -18,6 +19,9 @@ namespace tidemark::runtime {
 namespace {
 
 using std::chrono::steady_clock;
+
+// How often a client hands its latencies to the stats actor.
+constexpr auto report_interval = std::chrono::milliseconds(100);
 
 // Counters read at the start and end of the run; the report holds their differences.
 struct counter_sample {
@@ -290,6 +294,51 @@ void fill_report(json_object& r, engine& e, const bench_options& options, double
   r.set("doublewrite.ring_pages", std::uint64_t(e.ring ? e.ring->ring_pages() : 0));
 }
 
+// One client: a thread of its own running transactions through a public session, as an
+// embedding application does; latencies go to the stats actor in batches.
+struct client {
+  std::uint64_t transactions = 0;
+  std::string error;
+};
+
+void run_client(database& db, const tpcb::layout& shape, const bench_options& options,
+                std::uint32_t index, ack_log* acks, const std::atomic<bool>& stop, client& out) {
+  engine& e = db.internals();
+  std::mt19937_64 random(options.seed * 1000003 + index);
+  messages::progress_report unreported;
+  auto last_report = steady_clock::now();
+  auto report = [&] {
+    if (unreported.transactions == 0)
+      return;
+    caf::anon_send(db.stats(), std::move(unreported));
+    unreported = messages::progress_report{};
+    last_report = steady_clock::now();
+  };
+  try {
+    session s = db.open_session();
+    std::uint64_t quota = options.transactions_per_client;
+    while (!stop.load(std::memory_order_relaxed) && !e.failed() &&
+           (quota == 0 || out.transactions < quota)) {
+      auto started = steady_clock::now();
+      storage::xid_t xid = tpcb::run_transaction(s, shape, tpcb::random_input(shape, random));
+      auto now = steady_clock::now();
+      unreported.latency.record(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(now - started).count()));
+      ++unreported.transactions;
+      ++out.transactions;
+      if (acks != nullptr)
+        acks->append(xid); // only after the commit was acknowledged
+      if (now - last_report >= report_interval)
+        report();
+    }
+    if (e.failed())
+      out.error = e.failure();
+  } catch (const std::exception& error) {
+    out.error = error.what();
+  }
+  report();
+}
+
 } // namespace
 
 bench_result run_bench(database& db, const tpcb::layout& shape, const bench_options& options,
@@ -300,34 +349,23 @@ bench_result run_bench(database& db, const tpcb::layout& shape, const bench_opti
     acks = std::make_unique<ack_log>(options.ack_log_path);
   counter_sample before = counter_sample::take(e);
   messages::stats_snapshot stats_before = query_stats(db.system(), db.stats());
-  std::vector<messages::backend_actor> backends;
+  std::vector<client> clients(options.clients);
+  std::vector<std::thread> threads;
+  std::atomic<bool> stop{false};
   auto started = steady_clock::now();
-  for (std::uint32_t i = 0; i < options.clients; ++i) {
-    actors::backend_params params;
-    params.engine = &e;
-    params.shape = &shape;
-    params.wal_writer = db.wal_writer();
-    params.stats = db.stats();
-    params.acks = acks.get();
-    params.transaction_quota = options.transactions_per_client;
-    params.seed = options.seed * 1000003 + i;
-    backends.push_back(actors::spawn_backend(db.system(), std::move(params)));
-    caf::anon_send(backends.back(), messages::run_atom::value);
-  }
-  if (options.transactions_per_client == 0)
+  for (std::uint32_t i = 0; i < options.clients; ++i)
+    threads.emplace_back(run_client, std::ref(db), std::cref(shape), std::cref(options), i,
+                         acks.get(), std::cref(stop), std::ref(clients[i]));
+  if (options.transactions_per_client == 0) {
     wait_and_report(db, options, progress, started);
-  bench_result result;
-  caf::scoped_actor self{db.system()};
-  for (auto& backend : backends) {
-    self->request(backend, caf::infinite, messages::stop_atom::value)
-      .receive(
-        [&](const messages::backend_summary& summary) {
-          if (!summary.error.empty())
-            result.errors.push_back(summary.error);
-        },
-        [&](const caf::error& error) { result.errors.push_back(db.system().render(error)); });
-    caf::anon_send_exit(backend, caf::exit_reason::user_shutdown);
+    stop.store(true);
   }
+  for (std::thread& thread : threads)
+    thread.join();
+  bench_result result;
+  for (const client& c : clients)
+    if (!c.error.empty())
+      result.errors.push_back(c.error);
   double seconds = std::chrono::duration<double>(steady_clock::now() - started).count();
   messages::stats_snapshot stats = query_stats(db.system(), db.stats());
   stats.transactions -= stats_before.transactions;

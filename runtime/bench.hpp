@@ -1,5 +1,6 @@
-// The benchmark driver behind `tidemark bench`: spawns one backend actor per client,
-// prints progress lines, stops them, and gathers the figures of DESIGN §9's JSON report.
+// The benchmark driver behind `tidemark bench`: one application thread per client, each
+// running the TPC-B-like transaction through its own session (the embedding API, as any
+// application would), progress lines, and the figures of DESIGN §9's JSON report.
 // Counters are reported as differences over the run (recovery and the final shutdown
 // checkpoint are not counted).
 #pragma once
@@ -25,7 +26,7 @@ struct bench_options {
 
 struct bench_result {
   json_object report;
-  std::vector<std::string> errors; // one per backend that stopped on an error
+  std::vector<std::string> errors; // one per client that stopped on an error
   std::uint64_t transactions = 0;
 };
 

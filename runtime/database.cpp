@@ -364,6 +364,8 @@ void session::append_row(storage::rel_id rel, const void* row, std::uint16_t row
   txn_->append_row(rel, row, row_size);
 }
 
+storage::xid_t session::transaction_id() const { return txn_->xid(); }
+
 void session::rollback() {
   txn_->abort();
   open_ = false;
@@ -375,15 +377,17 @@ storage::xid_t session::commit() {
   open_ = false;
   storage::xid_t xid = txn_->xid();
   storage::lsn_range position = txn_->commit();
-  if (!db_->internals().config.synchronous_commit)
+  engine& e = db_->internals();
+  if (!e.config.synchronous_commit)
     return xid;
-  caf::scoped_actor self{db_->system()};
-  std::string error;
-  self->request(db_->wal_writer(), caf::infinite, messages::flush_request{position.end})
-    .receive([](const messages::flush_done&) {},
-             [&](const caf::error& e) { error = db_->system().render(e); });
-  if (!error.empty())
-    throw storage::data_error("commit not durable: " + error);
+  // Group commit: the wal_writer starts a sync covering this record (together with every
+  // other commit waiting), and the sync's completion wakes this thread.
+  caf::anon_send(db_->wal_writer(), messages::flush_wanted{position.end});
+  try {
+    e.wal->wait_for_flush(position.end);
+  } catch (const storage::wal_not_durable& error) {
+    throw storage::data_error(std::string("commit not durable: ") + error.what());
+  }
   return xid;
 }
 

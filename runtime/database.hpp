@@ -131,8 +131,12 @@ public:
   void add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta);
   void write_bytes(storage::page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
   void append_row(storage::rel_id rel, const void* row, std::uint16_t row_size);
-  /// Applies, logs and (synchronous_commit=on) waits until the commit is durable.
+  /// Applies, logs and (synchronous_commit=on) waits until the commit is durable: the
+  /// thread sleeps until a group-commit sync covers its record, without a message round
+  /// trip of its own. Returns the transaction's id.
   storage::xid_t commit();
+  /// The id of the transaction begun last (valid between begin() and commit()).
+  storage::xid_t transaction_id() const;
   void rollback();
 
 private:

@@ -139,6 +139,8 @@ struct engine {
     }
     if (ring)
       ring->fail(); // writers waiting for a free chunk stop
+    if (wal) // commits waiting for WAL no sync will cover any more
+      wal->stop_waiters("the engine stopped after a failure: " + why);
   }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   std::string failure() const {

@@ -91,15 +91,15 @@ transaction_input random_input(const layout& shape, std::mt19937_64& random) {
   return in;
 }
 
-storage::lsn_range run_transaction(storage::page_transaction& txn, const layout& shape,
-                                   const transaction_input& in) {
+storage::xid_t run_transaction(session& s, const layout& shape, const transaction_input& in) {
+  s.begin();
   storage::page_id account = shape.page_of(accounts, in.aid);
-  txn.add_i64(account, shape.balance_offset(in.aid), in.delta);
-  (void)txn.read_i64(account, shape.balance_offset(in.aid)); // "read it back", as pgbench does
-  txn.add_i64(shape.page_of(tellers, in.tid), shape.balance_offset(in.tid), in.delta);
-  txn.add_i64(shape.page_of(branches, in.bid), shape.balance_offset(in.bid), in.delta);
+  s.add_i64(account, shape.balance_offset(in.aid), in.delta);
+  (void)s.read_i64(account, shape.balance_offset(in.aid)); // "read it back", as pgbench does
+  s.add_i64(shape.page_of(tellers, in.tid), shape.balance_offset(in.tid), in.delta);
+  s.add_i64(shape.page_of(branches, in.bid), shape.balance_offset(in.bid), in.delta);
   history_row row{};
-  row.xid = txn.xid();
+  row.xid = s.transaction_id();
   row.delta = in.delta;
   row.aid = static_cast<std::uint32_t>(in.aid);
   row.tid = static_cast<std::uint32_t>(in.tid);
@@ -107,8 +107,8 @@ storage::lsn_range run_transaction(storage::page_transaction& txn, const layout&
   row.time_us = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                              std::chrono::system_clock::now().time_since_epoch())
                                              .count());
-  txn.append_row(history, &row, history_row_size);
-  return txn.commit();
+  s.append_row(history, &row, history_row_size);
+  return s.commit();
 }
 
 namespace {

@@ -10,6 +10,7 @@
 // in history exactly once.
 #pragma once
 
+#include "runtime/database.hpp"
 #include "storage/page_transaction.hpp"
 #include "storage/relation_files.hpp"
 
@@ -68,9 +69,9 @@ struct transaction_input {
 /// pgbench's choice: uniform random branch, teller, account, delta in [-5000, 5000].
 transaction_input random_input(const layout& shape, std::mt19937_64& random);
 
-/// Runs one transaction on `txn` (begun with its xid by the caller) and commits it.
-storage::lsn_range run_transaction(storage::page_transaction& txn, const layout& shape,
-                                   const transaction_input& input);
+/// Runs one transaction in `s` (begin, the changes, commit) and returns its id once the
+/// commit was acknowledged.
+storage::xid_t run_transaction(session& s, const layout& shape, const transaction_input& input);
 
 struct verify_report {
   std::uint64_t pages_checked = 0;

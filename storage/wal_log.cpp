@@ -217,20 +217,62 @@ lsn_t wal_log::sync_through(lsn_t target) {
       }
     });
   } catch (...) {
-    std::lock_guard lock(flush_mutex_);
-    finish_sync_locked(ticket);
+    {
+      std::lock_guard lock(flush_mutex_);
+      finish_sync_locked(ticket);
+    }
+    wake_waiters(true); // the failure is latched: waiters must not sleep on
     throw;
   }
-  std::unique_lock lock(flush_mutex_);
-  sync_settled_.wait(lock, [&] {
-    return failure_.failed() || syncs_in_flight_.front() == ticket; // tickets are in start order
-  });
-  finish_sync_locked(ticket);
-  check_usable(); // an earlier sync failed: this one's success proves nothing (W3)
-  lsn_t flushed = flushed_lsn_.load(std::memory_order_relaxed);
-  if (target > flushed)
-    flushed_lsn_.store(target, std::memory_order_release);
+  lsn_t flushed;
+  {
+    std::unique_lock lock(flush_mutex_);
+    sync_settled_.wait(lock, [&] {
+      return failure_.failed() || syncs_in_flight_.front() == ticket; // tickets are in start order
+    });
+    finish_sync_locked(ticket);
+    check_usable(); // an earlier sync failed: this one's success proves nothing (W3)
+    flushed = flushed_lsn_.load(std::memory_order_relaxed);
+    if (target > flushed)
+      flushed_lsn_.store(target, std::memory_order_release);
+  }
+  wake_waiters(false);
   return std::max(target, flushed);
+}
+
+// Wakes the waiters the flushed LSN satisfies (all of them after a failure or a stop).
+void wal_log::wake_waiters(bool everyone) {
+  std::lock_guard lock(waiters_mutex_);
+  lsn_t flushed = flushed_lsn_.load(std::memory_order_acquire);
+  for (flush_waiter* waiter : flush_waiters_)
+    if (everyone || waiter->lsn <= flushed)
+      waiter->wake.notify_one();
+}
+
+void wal_log::wait_for_flush(lsn_t lsn) {
+  if (flushed_lsn_.load(std::memory_order_acquire) >= lsn)
+    return;
+  flush_waiter self{lsn, {}};
+  std::unique_lock lock(waiters_mutex_);
+  flush_waiters_.push_back(&self);
+  self.wake.wait(lock, [&] {
+    return flushed_lsn_.load(std::memory_order_acquire) >= lsn || failure_.failed() ||
+           !stopped_because_.empty();
+  });
+  flush_waiters_.erase(std::find(flush_waiters_.begin(), flush_waiters_.end(), &self));
+  if (flushed_lsn_.load(std::memory_order_acquire) >= lsn)
+    return;
+  throw wal_not_durable(!stopped_because_.empty() ? stopped_because_
+                                                  : "WAL sync failed: " + failure_.first_failure());
+}
+
+void wal_log::stop_waiters(const std::string& why) {
+  {
+    std::lock_guard lock(waiters_mutex_);
+    if (stopped_because_.empty())
+      stopped_because_ = why.empty() ? "the WAL was stopped" : why;
+  }
+  wake_waiters(true);
 }
 
 // Writes [written_lsn, upto) with one write per contiguous piece (split at the ring's wrap

@@ -1,6 +1,6 @@
-// The WAL write mechanism: a shared insert buffer, segment files, write-out and fdatasync.
-// Policy (when to flush, who waits) lives in the wal_writer actor; this class only does
-// what it is told, safely from any thread.
+// The WAL write mechanism: a shared insert buffer, segment files, write-out and fdatasync,
+// and waiting for durability. Policy (when to flush, which syncs run) lives in the
+// wal_writer actor; this class only does what it is told, safely from any thread.
 //
 // Invariants:
 //  - inserted_lsn >= written_lsn >= flushed_lsn, each monotonic.
@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,13 @@ struct wal_options {
 struct lsn_range {
   lsn_t start = 0;
   lsn_t end = 0; // end of the record (its page LSN)
+};
+
+/// A commit's WAL could not be made durable: its outcome is unknown to the caller (the
+/// record may or may not survive a crash), and the log accepts no more work.
+class wal_not_durable : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
 };
 
 struct wal_counters {
@@ -96,6 +104,14 @@ public:
   /// sync failure; the log is then unusable.
   lsn_t sync_through(lsn_t target);
 
+  /// Blocks until WAL is durable through `lsn`, whoever syncs it (a syncer's
+  /// sync_through() wakes the waiters), without polling. Throws wal_not_durable when a
+  /// sync failed or stop_waiters() was called before `lsn` became durable.
+  void wait_for_flush(lsn_t lsn);
+  /// Wakes every waiter: those whose WAL is not yet durable get wal_not_durable(`why`),
+  /// and so does every later wait that is not already satisfied.
+  void stop_waiters(const std::string& why);
+
   /// Removes (or recycles as future segments) every segment wholly before `lsn`'s segment.
   void remove_segments_before(lsn_t lsn);
 
@@ -120,6 +136,7 @@ private:
   // ---- write side (flush_mutex_ held) ----
   void write_out_locked(lsn_t upto);
   void finish_sync_locked(std::uint64_t ticket);
+  void wake_waiters(bool everyone);
   int segment_fd(lsn_t segment_start);
   void create_segment_file(lsn_t segment_start);
   void write_zeros(int fd, std::uint64_t offset, std::uint64_t length);
@@ -157,6 +174,17 @@ private:
   std::uint64_t next_sync_ticket_ = 0;
   std::condition_variable sync_settled_;
   std::vector<io_write> pieces_;        // guarded by flush_mutex_; reused by every write-out
+  // wait_for_flush(): each waiter sleeps on a condition variable of its own, listed with
+  // its LSN in flush_waiters_ (guarded by waiters_mutex_). A publication of flushed_lsn_
+  // wakes exactly the waiters it satisfies; a failure or stop wakes all. Waiters check
+  // and publishers notify under waiters_mutex_, so no wakeup is lost.
+  struct flush_waiter {
+    lsn_t lsn;
+    std::condition_variable wake;
+  };
+  std::mutex waiters_mutex_;
+  std::vector<flush_waiter*> flush_waiters_;
+  std::string stopped_because_; // guarded by waiters_mutex_; set by stop_waiters()
   wal_counters counters_;
 };
 

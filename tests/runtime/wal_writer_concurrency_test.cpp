@@ -1,6 +1,7 @@
 // wal_writer with several syncers (wal_sync_concurrency, commit c91b9ef): every flush
 // request is answered with a flushed LSN at or past it (W4) whatever order the actors run
-// in; at most wal_sync_concurrency syncs are handed out at once, and that many are used;
+// in; at most wal_sync_concurrency syncs are handed out at once, and a sync starts beside
+// those in flight only when more commits wait for it than the last sync covered;
 // a failed fsync with several syncs in flight fails every waiter (W3). The detached test
 // runs the writer on real threads with slow fdatasyncs and counts the overlap. The last
 // case is the regression test of a bug the first version had: a commit acknowledged
@@ -80,7 +81,8 @@ void check_answers(const std::vector<flush_answer>& answers, std::size_t asked, 
   CHECK(not_durable == 0);
 }
 
-TEST_CASE("wal_writer: hands out at most wal_sync_concurrency syncs at once, and uses them") {
+TEST_CASE("wal_writer: a sync starts beside those in flight only for more waiters than the last "
+          "one covered, and at most wal_sync_concurrency at once") {
   for (std::uint32_t concurrency : {1u, 3u}) {
     CAPTURE(concurrency);
     writer_fixture f(concurrency);
@@ -89,21 +91,27 @@ TEST_CASE("wal_writer: hands out at most wal_sync_concurrency syncs at once, and
     int errors = 0;
     f.run_without_syncers(writer);
     std::uint64_t fsyncs_before = f.engine.wal->counters().fsyncs.load();
-    std::size_t handed_out = 0;
-    constexpr std::size_t asks = 5;
-    for (storage::xid_t xid = 1; xid <= asks; ++xid) {
-      storage::lsn_t lsn = f.insert_record(xid);
+    // Waiters arrive in batches while no sync completes. Waits not covered so far, and the
+    // group the last started sync covered: 1 (start, group 1) | 1 (1 <= 1: wait) | 3 (3 > 1:
+    // start, group 3) | 3 (3 <= 3: wait) | 4 (4 > 3: start, group 4) | 5 (no syncer left).
+    const std::vector<std::size_t> batches = {1, 1, 2, 3, 1, 5};
+    const std::vector<bool> starts = {true, false, true, false, true, false};
+    std::size_t asked = 0;
+    storage::xid_t xid = 1;
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      CAPTURE(b);
       std::uint64_t writes_before = f.engine.wal->counters().writes.load();
-      f.ask(writer, lsn, answers, errors);
+      for (std::size_t i = 0; i < batches[b]; ++i, ++asked)
+        f.ask(writer, f.insert_record(xid++), answers, errors);
       f.run_without_syncers(writer);
       // A sync is handed out right after its write_out(): writes moved.
-      handed_out += f.engine.wal->counters().writes.load() != writes_before;
+      bool started = f.engine.wal->counters().writes.load() != writes_before;
+      CHECK(started == (starts[b] && (b == 0 || concurrency > 1)));
     }
     CHECK(f.engine.wal->counters().fsyncs.load() == fsyncs_before); // no syncer ran yet
     CHECK(answers.empty());
-    CHECK(handed_out == std::min<std::size_t>(concurrency, asks));
-    f.run();
-    check_answers(answers, asks, errors);
+    f.run(); // the syncs complete; each completion starts the next for those left waiting
+    check_answers(answers, asked, errors);
     CHECK(f.engine.wal->flushed_lsn() == f.engine.wal->inserted_lsn());
     caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
     f.run();
@@ -305,7 +313,7 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
           "failed (W3)") {
   char pattern[] = "/tmp/tidemark-walwriter-gated-XXXXXX";
   std::string dir = mkdtemp(pattern);
-  std::vector<std::string> outcomes(2); // per client: "ok <lsn>" or "error"
+  std::vector<std::string> outcomes(3); // per client: "ok <lsn>" or "error"
   {
     runtime::engine engine;
     auto io = std::make_unique<storage::test::gated_sync_engine>(
@@ -339,20 +347,23 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
     };
     std::thread first(commit, 0);
     bool first_in_flight = gate.wait_entered(1); // syncer A's fdatasync covers commit 0
+    // Two more commits: more waiters than A covers, so B starts beside A.
     std::thread second(commit, 1);
-    bool both_in_flight = gate.wait_entered(2); // syncer B's covers commits 0 and 1
+    std::thread third(commit, 2);
+    bool both_in_flight = gate.wait_entered(2); // syncer B's covers commits 0, 1 and 2
     CHECK(first_in_flight);
     CHECK(both_in_flight);
     gate.release_one(); // A's fdatasync fails (the throw is held back) ...
     gate.release_one(); // ... B's returns 0
     {
       std::unique_lock lock(outcome_mutex);
-      answered.wait_for(lock, std::chrono::seconds(2), [&] { return answers == 2; });
+      answered.wait_for(lock, std::chrono::seconds(2), [&] { return answers == 3; });
     }
     gate.release_failures(); // A's error reaches the writer last
     gate.release_all();
     first.join();
     second.join();
+    third.join();
     caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
     system.await_all_actors_done(); // syncer A has thrown by now
     CHECK(engine.failed());
@@ -360,6 +371,7 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
   std::filesystem::remove_all(dir);
   CHECK_MESSAGE(outcomes[0] == "error", "commit 0: " << outcomes[0]);
   CHECK_MESSAGE(outcomes[1] == "error", "commit 1: " << outcomes[1]);
+  CHECK_MESSAGE(outcomes[2] == "error", "commit 2: " << outcomes[2]);
 }
 
 } // namespace
