@@ -22,6 +22,16 @@ SMALL = [
 ]
 INIT_ONLY = ("wal_segment_size", "segment_size")
 
+# The protection modes the recovery crash tests run in: full_page_writes, and doublewrite
+# with a two-batch ring and a 16-page pool, so that the load's and redo's writes keep the
+# ring full and chunks are retired only by the sync worker's fsyncs.
+DOUBLEWRITE_SMALL_RING = ["torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
+                          "doublewrite_ring_pages=16"]
+PROTECTED_MODES = {
+    "full_page_writes": ["torn_page_protection=full_page_writes"],
+    "doublewrite": DOUBLEWRITE_SMALL_RING + ["shared_buffers=16"],
+}
+
 
 def parse_args():
     parser = argparse.ArgumentParser()
@@ -99,6 +109,18 @@ def check(condition, message):
         failures.append(message)
         print("FAIL:", message, flush=True)
     return condition
+
+
+def each_mode(crash_loop, seed_offset, summary, passed_label):
+    """Runs `crash_loop(tm, mode, settings, loops, seed)` for every PROTECTED_MODES entry,
+    prints `summary` with the count it returns, and finishes."""
+    args = parse_args()
+    tm = Tidemark(args.tidemark)
+    loops = max(2, args.loops)
+    for index, (mode, extra) in enumerate(PROTECTED_MODES.items()):
+        count = crash_loop(tm, mode, extra, loops, args.seed + seed_offset + 1000 * index)
+        print(f"{mode}: {count} {summary}")
+    finish(passed_label)
 
 
 def finish(passed_label):

@@ -5,18 +5,10 @@ that completes and `verify --ack-log`: no acknowledged commit lost, no checksum 
 balances consistent. In full_page_writes and doublewrite mode (a two-batch ring and a
 16-page pool in doublewrite, so redo's writes keep the ring full)."""
 import json
-import os
 import random
 import shutil
 
-from harness import (Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets,
-                     verified_clean)
-
-MODES = {
-    "full_page_writes": ["torn_page_protection=full_page_writes"],
-    "doublewrite": ["torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
-                    "doublewrite_ring_pages=16", "shared_buffers=16"],
-}
+from harness import check, each_mode, remove, run_settings, scratch, sets, verified_clean
 
 
 def recovery_writes(tm, directory, settings):
@@ -80,13 +72,7 @@ def crash_loop(tm, mode, extra, loops, seed):
 
 
 def main():
-    args = parse_args()
-    tm = Tidemark(args.tidemark)
-    loops = max(2, args.loops)
-    for index, (mode, extra) in enumerate(MODES.items()):
-        crashed = crash_loop(tm, mode, extra, loops, args.seed + 7000 + 1000 * index)
-        print(f"{mode}: {crashed} power losses during recovery, each recovered and verified")
-    finish("crash during recovery")
+    each_mode(crash_loop, 7000, "power losses during recovery, each recovered and verified", "crash during recovery")
 
 
 if __name__ == "__main__":

@@ -13,14 +13,7 @@ ring, pages redo finds already newer, the redo point). In full_page_writes and d
 mode (a two-batch ring and a 16-page pool in doublewrite)."""
 import random
 
-from harness import (Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets,
-                     verified_clean)
-
-MODES = {
-    "full_page_writes": ["torn_page_protection=full_page_writes"],
-    "doublewrite": ["torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
-                    "doublewrite_ring_pages=16", "shared_buffers=16"],
-}
+from harness import check, each_mode, remove, run_settings, scratch, sets, verified_clean
 
 
 def crash_loop(tm, mode, extra, loops, seed):
@@ -69,13 +62,7 @@ def crash_loop(tm, mode, extra, loops, seed):
 
 
 def main():
-    args = parse_args()
-    tm = Tidemark(args.tidemark)
-    loops = max(2, args.loops)
-    for index, (mode, extra) in enumerate(MODES.items()):
-        losses = crash_loop(tm, mode, extra, loops, args.seed + 9000 + 1000 * index)
-        print(f"{mode}: {losses} power losses after a process crash, each recovered and verified")
-    finish("process crash then power loss")
+    each_mode(crash_loop, 9000, "power losses after a process crash, each recovered and verified", "process crash then power loss")
 
 
 if __name__ == "__main__":

@@ -9,15 +9,15 @@ import json
 import os
 import random
 
-from harness import (Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets,
-                     verified_clean)
+from harness import (DOUBLEWRITE_SMALL_RING, Tidemark, check, finish, parse_args, remove,
+                     run_settings, scratch, sets, verified_clean)
 
-DOUBLEWRITE = ["torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
-               "doublewrite_ring_pages=16"]
 SWITCHES = [
-    ("doublewrite", DOUBLEWRITE, "full_page_writes", ["torn_page_protection=full_page_writes"]),
-    ("full_page_writes", ["torn_page_protection=full_page_writes"], "doublewrite", DOUBLEWRITE),
-    ("doublewrite", DOUBLEWRITE, "off", ["torn_page_protection=off"]),
+    ("doublewrite", DOUBLEWRITE_SMALL_RING, "full_page_writes",
+     ["torn_page_protection=full_page_writes"]),
+    ("full_page_writes", ["torn_page_protection=full_page_writes"], "doublewrite",
+     DOUBLEWRITE_SMALL_RING),
+    ("doublewrite", DOUBLEWRITE_SMALL_RING, "off", ["torn_page_protection=off"]),
 ]
 
 
