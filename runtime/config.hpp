@@ -58,7 +58,10 @@ struct settings {
   // 7 900/s), so a commit waits for one fsync instead of the end of the one before it too.
   std::uint32_t wal_sync_concurrency = 2;
   // Spin on otherwise idle CPUs at SCHED_IDLE while commits are in flight (idle_poller.hpp).
-  bool idle_poll = true;
+  // Off by default: a library must not burn its host's CPUs. Measured through sessions
+  // (bench/README.md): one client gains 1.36 x tps, eight gain nothing and see a worse
+  // p99; either way the process uses about 2 x the CPU per commit.
+  bool idle_poll = false;
   storage::io_method io = storage::io_method::io_uring;
   // How a start after anything but a clean shutdown makes the data directory durable
   // before recovery writes (PostgreSQL's recovery_init_sync_method): every file fsynced,
