@@ -1,0 +1,93 @@
+"""The layering of DESIGN §2, checked on every #include: arrows point down only.
+
+    examples, tools, workload -> runtime -> actors -> messages -> storage
+
+- storage/ includes only storage/ and never CAF (it is usable without an actor system);
+- messages/ includes messages/ and storage/;
+- actors/ includes actors/, messages/ and storage/ (the runtime boots actors, never the
+  reverse);
+- runtime/ includes anything below it; tests/ mirror the folder they test.
+
+KNOWN lists the crossings that exist today and are to be removed by issue 12's split of
+runtime/engine.hpp; the check fails on any other crossing, and also when a listed one is
+gone (so the list only shrinks). Usage: check_layers.py [REPOSITORY]"""
+import os
+import re
+import sys
+
+ALLOWED = {
+    "storage": {"storage"},
+    "messages": {"messages", "storage"},
+    "actors": {"actors", "messages", "storage"},
+    "runtime": {"runtime", "actors", "messages", "storage"},
+    "tests/storage": {"storage", "tests"},
+}
+
+KNOWN = {
+    ("messages/types.hpp", "runtime/latency_histogram.hpp"),
+    ("actors/bgwriter.hpp", "runtime/engine.hpp"),
+    ("actors/checkpointer.hpp", "runtime/engine.hpp"),
+    ("actors/dw_batcher.hpp", "runtime/engine.hpp"),
+    ("actors/sync_worker.hpp", "runtime/engine.hpp"),
+    ("actors/wal_writer.hpp", "runtime/engine.hpp"),
+    ("actors/bgwriter.cpp", "runtime/page_sinks.hpp"),
+    ("actors/checkpointer.cpp", "runtime/page_sinks.hpp"),
+    ("actors/dw_batcher.cpp", "runtime/page_sinks.hpp"),
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def layer_of(path):
+    """The most specific ALLOWED key that `path` lies in, or None."""
+    for key in sorted(ALLOWED, key=len, reverse=True):
+        if path.startswith(key + "/"):
+            return key
+    return None
+
+
+def crossings(root):
+    found = set()
+    for layer in ALLOWED:
+        folder = os.path.join(root, layer)
+        if not os.path.isdir(folder):
+            continue
+        for dirpath, _, names in os.walk(folder):
+            for name in names:
+                if not name.endswith((".hpp", ".cpp", ".h")):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, name), root)
+                if layer_of(path) != layer:
+                    continue
+                with open(os.path.join(root, path), encoding="utf-8") as f:
+                    for line in f:
+                        match = INCLUDE.match(line)
+                        if not match:
+                            continue
+                        quote, target = match.groups()
+                        if quote == "<":
+                            if layer == "storage" and target.startswith("caf/"):
+                                found.add((path, target))
+                            continue
+                        top = target.split("/")[0]
+                        if "/" in target and top not in ALLOWED[layer]:
+                            found.add((path, target))
+    return found
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+    found = crossings(os.path.abspath(root))
+    new = sorted(found - KNOWN)
+    gone = sorted(KNOWN - found)
+    for path, target in new:
+        print(f"FAIL: {path} includes {target}, which crosses DESIGN §2's layers upward")
+    for path, target in gone:
+        print(f"FAIL: {path} no longer includes {target}: remove it from KNOWN in {__file__}")
+    print(f"layers: {len(found)} crossings, {len(found & KNOWN)} known, {len(new)} new, "
+          f"{len(gone)} gone")
+    sys.exit(1 if new or gone else 0)
+
+
+if __name__ == "__main__":
+    main()
