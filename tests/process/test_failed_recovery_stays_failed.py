@@ -7,7 +7,8 @@ same way, instead of finding a "clean" directory whose unreplayed WAL is gone.
 
 Opening the WAL for appending zeroes the end segment past the last valid record and
 removes later segments (stale WAL must never follow new records: storage rule 16), so the
-first failed start may change those; every segment before the end stays byte for byte,
+first failed start may change those (and a segment that was being created ahead, a
+"*.new" file, may be left or removed); every segment before the end stays byte for byte,
 and the second failed start changes nothing at all."""
 import hashlib
 import os
@@ -18,11 +19,15 @@ from harness import Tidemark, check, finish, parse_args, remove, scratch, sets
 SETTINGS = ["shared_buffers=32", "log_checkpoints=on"]
 
 
+# WAL segment files: 16 hex digits (a "*.new" file is a segment being created, not WAL).
+SEGMENT = re.compile(r"^wal/[0-9A-F]{16}$")
+
+
 def kept_wal_unchanged(before, after):
     """The control file is the same; the WAL segments left are the first ones of before,
     each unchanged except the last (the end segment, zeroed past the valid end)."""
-    wal_before = sorted(k for k in before if k.startswith("wal/"))
-    wal_after = sorted(k for k in after if k.startswith("wal/"))
+    wal_before = sorted(k for k in before if SEGMENT.match(k))
+    wal_after = sorted(k for k in after if SEGMENT.match(k))
     return (before["global/tidemark.control"] == after["global/tidemark.control"]
             and len(wal_after) >= 1 and wal_after == wal_before[:len(wal_after)]
             and all(before[k] == after[k] for k in wal_after[:-1]))
