@@ -1,0 +1,72 @@
+"""An out-of-tree consumer builds against Tidemark three ways and runs: the installed CMake
+package (cmake --install to a temporary prefix, then find_package(Tidemark)), pkg-config
+(g++ with `pkg-config --cflags --libs tidemark` against the same prefix), and
+add_subdirectory of the source tree. The program is examples/embed_minimal.cpp; with the
+package and pkg-config its include path is only <prefix>/include/tidemark.
+usage: test_consumer.py BUILD_DIR SOURCE_DIR [EXTRA_FLAGS]"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+EXPECTED = "hits=100 misses=10"
+
+
+def run(command, **kwargs):
+    print("+", " ".join(command), flush=True)
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        print(result.stdout[-4000:], result.stderr[-4000:])
+        raise SystemExit(f"FAIL: {' '.join(command)} exited {result.returncode}")
+    return result
+
+
+def check_runs(program, scratch, label):
+    data = os.path.join(scratch, label + "-data")
+    output = run([program, data]).stdout
+    if EXPECTED not in output:
+        raise SystemExit(f"FAIL: {label}: expected {EXPECTED!r}, got {output!r}")
+    print(f"{label}: {output.strip()}", flush=True)
+
+
+def main():
+    build, source = sys.argv[1], sys.argv[2]
+    flags = sys.argv[3] if len(sys.argv) > 3 else ""
+    example = os.path.join(source, "examples", "embed_minimal.cpp")
+    consumer = os.path.join(source, "tests", "packaging", "consumer")
+    scratch = tempfile.mkdtemp(prefix="tidemark-consumer-")
+    jobs = str(os.cpu_count() or 2)
+    flag_args = [f"-DCMAKE_CXX_FLAGS={flags}", f"-DCMAKE_EXE_LINKER_FLAGS={flags}"] if flags else []
+    try:
+        prefix = os.path.join(scratch, "prefix")
+        run(["cmake", "--install", build, "--prefix", prefix])
+        if os.path.exists(os.path.join(prefix, "include", "tidemark", "tests")):
+            raise SystemExit("FAIL: the install holds test headers")
+
+        package = os.path.join(scratch, "package")
+        run(["cmake", "-S", consumer, "-B", package, f"-DCMAKE_PREFIX_PATH={prefix}",
+             f"-DEXAMPLE={example}", *flag_args])
+        run(["cmake", "--build", package, "-j", jobs])
+        check_runs(os.path.join(package, "consumer"), scratch, "find_package")
+
+        pc_dirs = [os.path.join(root, "pkgconfig") for root, dirs, _ in os.walk(prefix)
+                   if "pkgconfig" in dirs]
+        env = dict(os.environ, PKG_CONFIG_PATH=":".join(pc_dirs))
+        pc = run(["pkg-config", "--cflags", "--libs", "tidemark"], env=env).stdout.split()
+        program = os.path.join(scratch, "pkg-config-consumer")
+        run(["g++", example, "-o", program, *flags.split(), *pc])
+        check_runs(program, scratch, "pkg-config")
+
+        sub = os.path.join(scratch, "subdirectory")
+        run(["cmake", "-S", consumer, "-B", sub, f"-DTIDEMARK_SOURCE={source}",
+             f"-DEXAMPLE={example}", *flag_args])
+        run(["cmake", "--build", sub, "-j", jobs])
+        check_runs(os.path.join(sub, "consumer"), scratch, "add_subdirectory")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print("consumer: 1 passed, 0 failed")
+
+
+if __name__ == "__main__":
+    main()
