@@ -65,13 +65,17 @@ int lock_data_directory(const std::string& dir) {
   return fd;
 }
 
-std::unique_ptr<storage::io_engine> make_engine(const settings& s, const open_options& options,
-                                                storage::fault_engine** faults) {
+// The engine `s` asks for, wrapped in the fault-injecting one when `faults` is set (then
+// `*wrapper`, if given, points at the wrapper).
+std::unique_ptr<storage::io_engine> make_engine(const settings& s,
+                                                const std::optional<storage::fault_config>& faults,
+                                                storage::fault_engine** wrapper = nullptr) {
   std::unique_ptr<storage::io_engine> real = storage::make_io_engine(s.io);
-  if (!options.faults)
+  if (!faults)
     return real;
-  auto wrapped = std::make_unique<storage::fault_engine>(std::move(real), *options.faults);
-  *faults = wrapped.get();
+  auto wrapped = std::make_unique<storage::fault_engine>(std::move(real), *faults);
+  if (wrapper != nullptr)
+    *wrapper = wrapped.get();
   return wrapped;
 }
 
@@ -110,10 +114,7 @@ void database::create(const std::string& dir, const std::vector<std::string>& ov
   make_directory(dir);
   for (const char* sub : {"/base", "/wal", "/global", "/xact", "/doublewrite"})
     make_directory(dir + sub);
-  open_options engine_options;
-  engine_options.faults = faults;
-  storage::fault_engine* unused = nullptr;
-  std::unique_ptr<storage::io_engine> io = make_engine(s, engine_options, &unused);
+  std::unique_ptr<storage::io_engine> io = make_engine(s, faults);
   storage::write_whole_file(*io, config_file_path(dir), render_config_file(s));
   {
     storage::relation_files files(*io, dir + "/base", s.page_size, s.segment_size);
@@ -188,7 +189,7 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
     e->control = storage::read_control_file(*reader, dir);
   }
   e->config = resolve_settings(dir, options.overrides, e->control);
-  e->io = make_engine(e->config, options, &e->faults);
+  e->io = make_engine(e->config, options.faults, &e->faults);
   if (options.trace)
     e->trace = std::make_unique<messages::trace_sink>();
   db->recovery_ = prepare_storage(*e);
