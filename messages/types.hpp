@@ -5,7 +5,7 @@
 // write path's control flow: flush up to an LSN, run a checkpoint, report progress.
 #pragma once
 
-#include "runtime/latency_histogram.hpp"
+#include "storage/latency_histogram.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -147,13 +147,13 @@ struct checkpoint_event {
 /// A benchmark client's work since its last report: committed transactions and their latencies.
 struct progress_report {
   std::uint64_t transactions = 0;
-  runtime::latency_histogram latency;
+  storage::latency_histogram latency;
 };
 
 /// Totals the stats actor holds.
 struct stats_snapshot {
   std::uint64_t transactions = 0;
-  runtime::latency_histogram latency;
+  storage::latency_histogram latency;
 };
 
 template <class Inspector>

@@ -19,6 +19,7 @@ namespace tidemark::runtime {
 namespace {
 
 using std::chrono::steady_clock;
+using storage::latency_histogram;
 
 // How often a client hands its latencies to the stats actor.
 constexpr auto report_interval = std::chrono::milliseconds(100);

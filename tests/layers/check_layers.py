@@ -24,7 +24,6 @@ ALLOWED = {
 }
 
 KNOWN = {
-    ("messages/types.hpp", "runtime/latency_histogram.hpp"),
     ("actors/bgwriter.hpp", "runtime/engine.hpp"),
     ("actors/checkpointer.hpp", "runtime/engine.hpp"),
     ("actors/dw_batcher.hpp", "runtime/engine.hpp"),

@@ -1,6 +1,8 @@
-// Latency histogram with logarithmic buckets (5 % wide, storage::latency_buckets), exact
-// count, sum and maximum. Backends keep one each and ship it to the stats actor in batches;
-// merging is addition.
+// Latency histogram with logarithmic buckets (5 % wide, latency_buckets), exact count, sum
+// and maximum. Benchmark clients keep one each and ship it to the stats actor in batches
+// (messages::progress_report); merging is addition. Snapshots of an
+// atomic_latency_histogram (WAL and ring fdatasyncs) are read through it too, so every
+// latency is read with the same quantile code. Plain values, no actor system.
 #pragma once
 
 #include "storage/latency_buckets.hpp"
@@ -9,10 +11,10 @@
 #include <cstdint>
 #include <vector>
 
-namespace tidemark::runtime {
+namespace tidemark::storage {
 
 struct latency_histogram {
-  static constexpr std::size_t bucket_count = storage::latency_buckets::count;
+  static constexpr std::size_t bucket_count = latency_buckets::count;
 
   std::vector<std::uint64_t> buckets = std::vector<std::uint64_t>(bucket_count, 0);
   std::uint64_t count = 0;
@@ -28,13 +30,13 @@ struct latency_histogram {
     for (std::size_t b = 0; b < bucket_count; ++b) {
       h.count += h.buckets[b];
       if (h.buckets[b] > 0)
-        h.max_us = static_cast<std::uint64_t>(storage::latency_buckets::upper_us(b));
+        h.max_us = static_cast<std::uint64_t>(latency_buckets::upper_us(b));
     }
     return h;
   }
 
   void record(std::uint64_t us) {
-    ++buckets[storage::latency_buckets::bucket_of(us)];
+    ++buckets[latency_buckets::bucket_of(us)];
     ++count;
     sum_us += us;
     if (us > max_us)
@@ -61,11 +63,11 @@ struct latency_histogram {
     for (std::size_t b = 0; b < bucket_count; ++b) {
       seen += buckets[b];
       if (seen >= rank && seen > 0)
-        return std::fmin(storage::latency_buckets::upper_us(b), double(max_us)) / 1000.0;
+        return std::fmin(latency_buckets::upper_us(b), double(max_us)) / 1000.0;
     }
     return double(max_us) / 1000.0;
   }
   double average_ms() const { return count == 0 ? 0 : double(sum_us) / double(count) / 1000.0; }
 };
 
-} // namespace tidemark::runtime
+} // namespace tidemark::storage
