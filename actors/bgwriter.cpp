@@ -2,7 +2,7 @@
 #include "actors/bgwriter.hpp"
 
 #include "actors/bgwriter_estimator.hpp"
-#include "runtime/page_sinks.hpp"
+#include "actors/page_sinks.hpp"
 
 #include <caf/all.hpp>
 
@@ -17,9 +17,9 @@ constexpr int hibernate_factor = 50;
 constexpr int idle_rounds_before_hibernating = 2;
 
 struct bgwriter_state {
-  runtime::engine* engine = nullptr;
+  context* ctx = nullptr;
   std::unique_ptr<bgwriter_estimator> estimator;
-  std::unique_ptr<runtime::buffer_sink> sink;
+  std::unique_ptr<buffer_sink> sink;
   std::uint64_t generation = 0; // of the tick chain; a wake-up starts a new one
   int idle_rounds = 0;
   static inline const char* name = "bgwriter";
@@ -39,7 +39,7 @@ private:
 
 // One cleaning round. Returns true if the round found nothing to do.
 bool clean_round(bgwriter_state& st) {
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   storage::buffer_pool& pool = *e.pool;
   clock_reading reading;
   pool.clock_position(&reading.hand, &reading.passes);
@@ -78,7 +78,7 @@ void schedule_tick(bgwriter_pointer self, std::chrono::milliseconds after) {
 
 void round_and_reschedule(bgwriter_pointer self) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   bool idle = false;
   if (!e.failed() && e.config.bgwriter_lru_maxpages > 0) {
     try {
@@ -96,16 +96,16 @@ void round_and_reschedule(bgwriter_pointer self) {
   }
 }
 
-bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, runtime::engine* engine) {
+bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, context* ctx) {
   auto& st = self->state;
-  st.engine = engine;
+  st.ctx = ctx;
   st.estimator = std::make_unique<bgwriter_estimator>(
-    static_cast<std::uint32_t>(engine->pool->size()), engine->config.bgwriter_lru_multiplier,
-    double(engine->config.bgwriter_delay.count()));
-  st.sink = runtime::make_buffer_sink(*engine, storage::write_source::bgwriter);
-  engine->bgwriter.listener = std::make_unique<wake_on_allocation>(caf::actor_cast<bgwriter_actor>(self));
-  engine->pool->set_allocation_listener(engine->bgwriter.listener.get());
-  schedule_tick(self, engine->config.bgwriter_delay);
+    static_cast<std::uint32_t>(ctx->pool->size()), ctx->config.bgwriter_lru_multiplier,
+    double(ctx->config.bgwriter_delay.count()));
+  st.sink = make_buffer_sink(*ctx, storage::write_source::bgwriter);
+  ctx->bgwriter.listener = std::make_unique<wake_on_allocation>(caf::actor_cast<bgwriter_actor>(self));
+  ctx->pool->set_allocation_listener(ctx->bgwriter.listener.get());
+  schedule_tick(self, ctx->config.bgwriter_delay);
   return {
     [=](tick_atom, std::uint64_t generation) {
       if (generation == self->state.generation)
@@ -121,10 +121,10 @@ bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, runtime::engine* e
 
 } // namespace
 
-bgwriter_actor spawn_bgwriter(caf::actor_system& system, runtime::engine& engine, bool detached) {
+bgwriter_actor spawn_bgwriter(caf::actor_system& system, context& ctx, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(bgwriter, &engine);
-  return system.spawn(bgwriter, &engine);
+    return system.spawn<caf::detached>(bgwriter, &ctx);
+  return system.spawn(bgwriter, &ctx);
 }
 
 } // namespace tidemark::actors

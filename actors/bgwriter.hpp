@@ -21,13 +21,12 @@
 #pragma once
 
 #include "messages/interfaces.hpp"
-#include "runtime/engine.hpp"
+#include "actors/context.hpp"
 
 #include <caf/actor_system.hpp>
 
 namespace tidemark::actors {
 
-messages::bgwriter_actor spawn_bgwriter(caf::actor_system& system, runtime::engine& engine,
-                                        bool detached);
+messages::bgwriter_actor spawn_bgwriter(caf::actor_system& system, context& ctx, bool detached);
 
 } // namespace tidemark::actors

@@ -1,7 +1,7 @@
 // checkpointer: see checkpointer.hpp for its role, phases and invariants.
 #include "actors/checkpointer.hpp"
 
-#include "runtime/page_sinks.hpp"
+#include "actors/page_sinks.hpp"
 #include "storage/page.hpp"
 
 #include <caf/all.hpp>
@@ -19,7 +19,6 @@ namespace {
 
 using namespace messages;
 using std::chrono::steady_clock;
-using runtime::checkpoint_phase;
 
 constexpr auto tick_interval = std::chrono::milliseconds(100);
 constexpr auto nap_interval = std::chrono::milliseconds(100);
@@ -45,9 +44,9 @@ struct checkpoint_run {
 };
 
 struct checkpointer_state {
-  runtime::engine* engine = nullptr;
+  context* ctx = nullptr;
   sync_worker_actor sync_worker;
-  std::unique_ptr<runtime::buffer_sink> sink;
+  std::unique_ptr<buffer_sink> sink;
   std::optional<checkpoint_run> run;
   // Requests that arrived while a checkpoint ran: merged into the next one.
   std::vector<caf::typed_response_promise<checkpoint_done>> queued;
@@ -61,7 +60,7 @@ struct checkpointer_state {
 
 using checkpointer_pointer = checkpointer_actor::stateful_pointer<checkpointer_state>;
 
-void trace(runtime::engine& e, actor_role to, const char* type, std::uint64_t a = 0,
+void trace(context& e, actor_role to, const char* type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
   if (e.trace)
     e.trace->record(actor_role::checkpointer, to, type, a, b, c);
@@ -69,13 +68,13 @@ void trace(runtime::engine& e, actor_role to, const char* type, std::uint64_t a 
 
 // ---- schedule (C4) -----------------------------------------------------------------------
 
-double wal_budget(const runtime::engine& e) {
+double wal_budget(const context& e) {
   return double(e.config.max_wal_size) / (1.0 + e.config.checkpoint_completion_target);
 }
 
 /// Where the schedule says the write phase should be: the larger of the elapsed share of
 /// the write window in time and in WAL.
-double write_schedule(const runtime::engine& e, const checkpoint_run& run) {
+double write_schedule(const context& e, const checkpoint_run& run) {
   double window = e.config.checkpoint_completion_target * write_share;
   if (window <= 0)
     return 1.0;
@@ -89,7 +88,7 @@ double write_progress(const checkpoint_run& run) {
 }
 
 /// Time left for the sync phase: until completion_target of the interval (0: unpaced).
-std::uint64_t sync_pace_ms(const runtime::engine& e, const checkpoint_run& run) {
+std::uint64_t sync_pace_ms(const context& e, const checkpoint_run& run) {
   if (run.immediate)
     return 0;
   double budget = e.config.checkpoint_completion_target * double(e.config.checkpoint_timeout.count());
@@ -102,7 +101,7 @@ std::uint64_t sync_pace_ms(const runtime::engine& e, const checkpoint_run& run) 
 
 void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = false) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   e.checkpoints.phase.store(phase);
   if (st.subscribers.empty() || !st.run)
     return;
@@ -124,7 +123,7 @@ void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = f
 void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool immediate,
                       std::vector<caf::typed_response_promise<checkpoint_done>> waiters) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   checkpoint_run run;
   run.reason = reason;
   run.immediate = immediate;
@@ -151,7 +150,7 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
 // Stages `buffer` in the sink. Someone else's write of a buffer dirty at BEGIN must
 // complete (and register its file) before the sync phase: wait for it rather than skip it
 // (storage rule 6). Returns whether this checkpoint wrote the buffer.
-bool write_or_await(runtime::engine& e, runtime::buffer_sink& sink, storage::buffer_id buffer) {
+bool write_or_await(context& e, buffer_sink& sink, storage::buffer_id buffer) {
   while (!sink.add(buffer, false)) {
     if (!e.pool->write_in_progress(buffer))
       return false;
@@ -163,7 +162,7 @@ bool write_or_await(runtime::engine& e, runtime::buffer_sink& sink, storage::buf
 void write_due(checkpointer_state& st, std::size_t due) {
   checkpoint_run& run = *st.run;
   while (run.next < due)
-    run.written += write_or_await(*st.engine, *st.sink, run.to_write[run.next++].second);
+    run.written += write_or_await(*st.ctx, *st.sink, run.to_write[run.next++].second);
   st.sink->flush();
 }
 
@@ -175,7 +174,7 @@ void start_sync_phase(checkpointer_pointer self);
 void write_step(checkpointer_pointer self) {
   auto& st = self->state;
   checkpoint_run& run = *st.run;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   bool hurry = run.immediate || st.queued_immediate || e.failed();
   std::size_t total = run.to_write.size();
   std::size_t due = hurry ? total
@@ -199,7 +198,7 @@ void write_step(checkpointer_pointer self) {
 
 // ---- SYNC and FINISH -------------------------------------------------------------------------
 
-storage::lsn_t write_checkpoint_record(runtime::engine& e, const checkpoint_run& run) {
+storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   storage::checkpoint_payload payload{};
   payload.redo_lsn = run.redo;
   payload.next_xid = e.next_xid.load();
@@ -227,7 +226,7 @@ storage::lsn_t write_checkpoint_record(runtime::engine& e, const checkpoint_run&
   return position->start;
 }
 
-void log_checkpoint(runtime::engine& e, const checkpoint_run& run, const sync_phase_done& sync) {
+void log_checkpoint(context& e, const checkpoint_run& run, const sync_phase_done& sync) {
   if (!e.config.log_checkpoints)
     return;
   double share = 100.0 * double(run.written) / double(e.pool->size());
@@ -256,7 +255,7 @@ void start_next_if_queued(checkpointer_pointer self) {
 
 void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   checkpoint_run& run = *st.run;
   publish(self, checkpoint_phase::finish);
   storage::lsn_t checkpoint_lsn;
@@ -288,7 +287,7 @@ void request_sync_phase(checkpointer_pointer self);
 // phase starts once they are written in place and registered.
 void start_sync_phase(checkpointer_pointer self) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   publish(self, checkpoint_phase::sync);
   if (!e.doublewrite()) {
     request_sync_phase(self);
@@ -301,7 +300,7 @@ void start_sync_phase(checkpointer_pointer self) {
 
 void request_sync_phase(checkpointer_pointer self) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   try {
     e.commit_log->write_dirty(storage::write_source::checkpointer);
   } catch (const std::exception& error) {
@@ -317,7 +316,7 @@ void request_sync_phase(checkpointer_pointer self) {
 
 void fail_run(checkpointer_pointer self, const std::string& why) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   e.fail(why);
   trace(e, actor_role::checkpointer, "checkpoint_failed");
   publish(self, checkpoint_phase::idle);
@@ -335,7 +334,7 @@ void fail_run(checkpointer_pointer self, const std::string& why) {
 void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immediate,
                 caf::typed_response_promise<checkpoint_done> promise) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   trace(e, actor_role::checkpointer, "checkpoint_request", static_cast<std::uint64_t>(reason),
         immediate);
   if (e.failed()) {
@@ -362,7 +361,7 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
 
 void on_tick(checkpointer_pointer self) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   self->delayed_send(self, tick_interval, tick_atom::value);
   if (e.failed() || e.recovering.load())
     return; // during redo the redo point stays put and its WAL must not be recycled
@@ -385,13 +384,13 @@ void on_tick(checkpointer_pointer self) {
   }
 }
 
-checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, runtime::engine* engine,
+checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, context* ctx,
                                                sync_worker_actor sync_worker) {
   auto& st = self->state;
-  st.engine = engine;
+  st.ctx = ctx;
   st.sync_worker = std::move(sync_worker);
-  st.sink = runtime::make_buffer_sink(*engine, storage::write_source::checkpointer);
-  st.idle_lsn = engine->wal->inserted_lsn();
+  st.sink = make_buffer_sink(*ctx, storage::write_source::checkpointer);
+  st.idle_lsn = ctx->wal->inserted_lsn();
   self->delayed_send(self, tick_interval, tick_atom::value);
   return {
     [=](const checkpoint_request& request) -> caf::result<checkpoint_done> {
@@ -400,7 +399,7 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, runtim
       return promise;
     },
     [=](step_atom) {
-      if (self->state.run && self->state.engine->checkpoints.phase.load() == checkpoint_phase::write)
+      if (self->state.run && self->state.ctx->checkpoints.phase.load() == checkpoint_phase::write)
         write_step(self);
     },
     [=](tick_atom) { on_tick(self); },
@@ -412,11 +411,11 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, runtim
 
 } // namespace
 
-checkpointer_actor spawn_checkpointer(caf::actor_system& system, runtime::engine& engine,
+checkpointer_actor spawn_checkpointer(caf::actor_system& system, context& ctx,
                                       sync_worker_actor sync_worker, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(checkpointer, &engine, std::move(sync_worker));
-  return system.spawn(checkpointer, &engine, std::move(sync_worker));
+    return system.spawn<caf::detached>(checkpointer, &ctx, std::move(sync_worker));
+  return system.spawn(checkpointer, &ctx, std::move(sync_worker));
 }
 
 } // namespace tidemark::actors

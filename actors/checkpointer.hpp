@@ -39,13 +39,13 @@
 #pragma once
 
 #include "messages/interfaces.hpp"
-#include "runtime/engine.hpp"
+#include "actors/context.hpp"
 
 #include <caf/actor_system.hpp>
 
 namespace tidemark::actors {
 
-messages::checkpointer_actor spawn_checkpointer(caf::actor_system& system, runtime::engine& engine,
+messages::checkpointer_actor spawn_checkpointer(caf::actor_system& system, context& ctx,
                                                 messages::sync_worker_actor sync_worker,
                                                 bool detached);
 

@@ -1,7 +1,7 @@
 // dw_batcher: see dw_batcher.hpp for its role and the invariants it keeps.
 #include "actors/dw_batcher.hpp"
 
-#include "runtime/page_sinks.hpp"
+#include "actors/page_sinks.hpp"
 
 #include <caf/all.hpp>
 
@@ -17,7 +17,7 @@ using namespace messages;
 using storage::dw_state;
 
 struct dw_batcher_state {
-  runtime::engine* engine = nullptr;
+  context* ctx = nullptr;
   sync_worker_actor sync_worker;
   std::vector<std::uint32_t> awaiting_fsync; // DATA_WRITTEN chunks, oldest first
   std::set<std::uint32_t> hurried;           // of those, the ones sync_now was asked for
@@ -36,13 +36,13 @@ struct dw_batcher_state {
 
 using dw_batcher_pointer = dw_batcher_actor::stateful_pointer<dw_batcher_state>;
 
-void trace(runtime::engine& e, actor_role from, actor_role to, const char* type, std::uint64_t a,
+void trace(context& e, actor_role from, actor_role to, const char* type, std::uint64_t a,
            std::uint64_t b = 0) {
   if (e.trace)
     e.trace->record(from, to, type, a, b);
 }
 
-std::vector<file_ref> files_of(runtime::engine& e, const std::vector<storage::dw_entry>& entries) {
+std::vector<file_ref> files_of(context& e, const std::vector<storage::dw_entry>& entries) {
   std::vector<file_ref> files;
   for (const storage::dw_entry& entry : entries) {
     storage::segment_id s = e.files->segment_of(entry.id);
@@ -59,7 +59,7 @@ void write_queued(dw_batcher_pointer self);
 
 void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   e.ring->advance(chunk, dw_state::data_fsynced);
   trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
   // Traced before the release: a writer may take the chunk the moment it is free.
@@ -79,7 +79,7 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
 // fsync of the data files would not.
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   bool needed = st.waiting_for_ring_space ||
                 e.ring->used_bytes() > e.ring->capacity_bytes() / 2 ||
                 (writer_waiting && e.ring->free_chunks() == 0);
@@ -101,7 +101,7 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   self->send(st.sync_worker, std::move(request));
 }
 
-void fail_batch(runtime::engine& e, std::uint32_t chunk, const std::string& why) {
+void fail_batch(context& e, std::uint32_t chunk, const std::string& why) {
   e.fail(why);
   e.ring->fail();
   for (const storage::dw_entry& entry : e.ring->entries(chunk))
@@ -111,14 +111,14 @@ void fail_batch(runtime::engine& e, std::uint32_t chunk, const std::string& why)
 void answer_flush_waiters(dw_batcher_pointer self) {
   auto& st = self->state;
   for (auto& promise : st.flush_waiters)
-    promise.deliver(dw_flushed{st.engine->ring->counters().batches.load()});
+    promise.deliver(dw_flushed{st.ctx->ring->counters().batches.load()});
   st.flush_waiters.clear();
 }
 
 void fail_queued_batches(dw_batcher_pointer self) {
   auto& st = self->state;
   for (const auto& [chunk, source] : st.queued)
-    fail_batch(*st.engine, chunk, st.engine->failure());
+    fail_batch(*st.ctx, chunk, st.ctx->failure());
   st.queued.clear();
   st.waiting_for_ring_space = false;
   answer_flush_waiters(self);
@@ -129,8 +129,8 @@ void fail_queued_batches(dw_batcher_pointer self) {
 // that pile up share one ring fsync.
 void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
-  trace(*st.engine, source, actor_role::dw_batcher, "dw_batch_ready", chunk,
-        st.engine->ring->entries(chunk).size());
+  trace(*st.ctx, source, actor_role::dw_batcher, "dw_batch_ready", chunk,
+        st.ctx->ring->entries(chunk).size());
   st.queued.emplace_back(chunk, source);
   if (!st.drain_sent) {
     st.drain_sent = true;
@@ -142,7 +142,7 @@ void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) 
 // when the ring has no room for its record; true when written or failed.
 bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   storage::doublewrite_ring& ring = *e.ring;
   const auto& entries = ring.entries(chunk);
   st.copies.clear();
@@ -165,7 +165,7 @@ bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role sourc
 // DWB_FSYNCED → DATA_WRITTEN for one batch of the group, then waits for DATA_FSYNCED.
 void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   storage::doublewrite_ring& ring = *e.ring;
   const auto& entries = ring.entries(chunk);
   st.writes.clear();
@@ -186,8 +186,8 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
   std::vector<storage::file_tag> tags;
   for (const file_ref& f : files)
     tags.push_back({storage::file_kind::relation, {f.rel, f.segno}});
-  e.registry.register_files(tags.data(), tags.size(), runtime::source_of(source));
-  e.writer->count_written(entries.size(), runtime::source_of(source));
+  e.registry.register_files(tags.data(), tags.size(), source_of(source));
+  e.writer->count_written(entries.size(), source_of(source));
   for (const storage::dw_entry& entry : entries)
     e.pool->finish_write(entry.buffer, true); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);
@@ -196,7 +196,7 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
   self->request(st.sync_worker, caf::infinite, sync_notify_request{std::move(files), chunk})
     .then([=](const files_synced& done) { on_files_synced(self, done.chunk); },
           [=](const caf::error&) {
-            self->state.engine->ring->fail();
+            self->state.ctx->ring->fail();
             fail_queued_batches(self);
           });
 }
@@ -205,7 +205,7 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
 void fail_group_and_queue(dw_batcher_pointer self) {
   auto& st = self->state;
   for (const auto& [chunk, source] : st.group)
-    fail_batch(*st.engine, chunk, st.engine->failure());
+    fail_batch(*st.ctx, chunk, st.ctx->failure());
   st.group.clear();
   fail_queued_batches(self);
 }
@@ -215,7 +215,7 @@ void fail_group_and_queue(dw_batcher_pointer self) {
 // once nothing is queued; hurries retirement when needed.
 void write_queued(dw_batcher_pointer self) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   st.group.clear();
   st.waiting_for_ring_space = false;
   while (!st.queued.empty() && !e.failed()) {
@@ -260,14 +260,14 @@ void write_queued(dw_batcher_pointer self) {
   hurry_retirement(self, false);
 }
 
-dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::engine* engine,
+dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx,
                                            sync_worker_actor sync_worker) {
-  self->state.engine = engine;
+  self->state.ctx = ctx;
   self->state.sync_worker = std::move(sync_worker);
   return {
     [=](const dw_batch_ready& ready) {
-      if (self->state.engine->failed()) {
-        fail_batch(*self->state.engine, ready.chunk, self->state.engine->failure());
+      if (self->state.ctx->failed()) {
+        fail_batch(*self->state.ctx, ready.chunk, self->state.ctx->failure());
         return;
       }
       hand_over(self, ready.chunk, static_cast<actor_role>(ready.source));
@@ -283,13 +283,13 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::eng
       auto& st = self->state;
       hurry_retirement(self, true);
       if (st.queued.empty())
-        return dw_flushed{st.engine->ring->counters().batches.load()};
+        return dw_flushed{st.ctx->ring->counters().batches.load()};
       st.flush_waiters.push_back(self->make_response_promise<dw_flushed>());
       return st.flush_waiters.back();
     },
     [=](flush_atom, std::uint32_t generation) {
-      runtime::engine& e = *self->state.engine;
-      auto* victims = static_cast<runtime::doublewrite_victim_writer*>(e.victims.get());
+      context& e = *self->state.ctx;
+      auto* victims = static_cast<doublewrite_victim_writer*>(e.victims.get());
       auto [chunk, count] = victims->take(generation);
       if (count > 0 && !e.failed())
         hand_over(self, chunk, actor_role::backend);
@@ -301,11 +301,11 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, runtime::eng
 
 } // namespace
 
-dw_batcher_actor spawn_dw_batcher(caf::actor_system& system, runtime::engine& engine,
+dw_batcher_actor spawn_dw_batcher(caf::actor_system& system, context& ctx,
                                   sync_worker_actor sync_worker, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(dw_batcher, &engine, std::move(sync_worker));
-  return system.spawn(dw_batcher, &engine, std::move(sync_worker));
+    return system.spawn<caf::detached>(dw_batcher, &ctx, std::move(sync_worker));
+  return system.spawn(dw_batcher, &ctx, std::move(sync_worker));
 }
 
 } // namespace tidemark::actors

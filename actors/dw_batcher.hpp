@@ -29,13 +29,13 @@
 #pragma once
 
 #include "messages/interfaces.hpp"
-#include "runtime/engine.hpp"
+#include "actors/context.hpp"
 
 #include <caf/actor_system.hpp>
 
 namespace tidemark::actors {
 
-messages::dw_batcher_actor spawn_dw_batcher(caf::actor_system& system, runtime::engine& engine,
+messages::dw_batcher_actor spawn_dw_batcher(caf::actor_system& system, context& ctx,
                                             messages::sync_worker_actor sync_worker, bool detached);
 
 } // namespace tidemark::actors

@@ -74,7 +74,7 @@ struct notification {
 };
 
 struct sync_worker_state {
-  runtime::engine* engine = nullptr;
+  context* ctx = nullptr;
   storage::sync_table table;
   std::optional<sync_phase> phase;
   file_walk sweep; // the write-back sweep (settings::write_back_sweep): one pass over the
@@ -86,7 +86,7 @@ struct sync_worker_state {
 
 using sync_worker_pointer = sync_worker_actor::stateful_pointer<sync_worker_state>;
 
-void trace(runtime::engine& e, role from, role to, const char* type, std::uint64_t a = 0,
+void trace(context& e, role from, role to, const char* type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
   if (e.trace)
     e.trace->record(from, to, type, a, b, c);
@@ -102,7 +102,7 @@ void notify_synced(sync_worker_pointer self, const storage::file_tag& tag) {
   for (std::uint32_t chunk : found->second) {
     notification& n = st.notifications[chunk];
     if (--n.files_left == 0) {
-      trace(*st.engine, role::sync_worker, role::dw_batcher, "files_synced", chunk);
+      trace(*st.ctx, role::sync_worker, role::dw_batcher, "files_synced", chunk);
       n.promise.deliver(files_synced{chunk});
       st.notifications.erase(chunk);
     }
@@ -112,7 +112,7 @@ void notify_synced(sync_worker_pointer self, const storage::file_tag& tag) {
 
 void fail_notifications(sync_worker_pointer self) {
   auto& st = self->state;
-  auto error = caf::make_error(caf::sec::runtime_error, "fsync failed: " + st.engine->failure());
+  auto error = caf::make_error(caf::sec::runtime_error, "fsync failed: " + st.ctx->failure());
   for (auto& [chunk, n] : st.notifications)
     n.promise.deliver(error);
   st.notifications.clear();
@@ -122,7 +122,7 @@ void fail_notifications(sync_worker_pointer self) {
 // Marks the engine failed for a failed fsync or write-back of `tag` (W3: never retried).
 void fail_file(sync_worker_pointer self, const storage::file_tag& tag, const char* what,
                const std::exception& error) {
-  runtime::engine& e = *self->state.engine;
+  context& e = *self->state.ctx;
   e.fail(std::string(what) + " failed: " + error.what());
   trace(e, role::sync_worker, role::checkpointer, "fsync_failed", tag.segment.rel,
         tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
@@ -131,7 +131,7 @@ void fail_file(sync_worker_pointer self, const storage::file_tag& tag, const cha
 
 // One fsync with W3 handling; returns false (engine failed) on error.
 bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uint64_t* micros) {
-  runtime::engine& e = *self->state.engine;
+  context& e = *self->state.ctx;
   auto start = steady_clock::now();
   try {
     e.sync_file(tag);
@@ -151,7 +151,7 @@ bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uin
 // Writes back one piece of `tag` from `offset`; false (engine failed, W3) on error.
 bool write_back_piece_of(sync_worker_pointer self, const storage::file_tag& tag,
                          std::uint64_t offset) {
-  runtime::engine& e = *self->state.engine;
+  context& e = *self->state.ctx;
   try {
     e.write_back_file(tag, offset, write_back_piece);
   } catch (const std::exception& error) {
@@ -165,7 +165,7 @@ bool write_back_piece_of(sync_worker_pointer self, const storage::file_tag& tag,
 
 void fail_phase(sync_worker_pointer self) {
   auto& st = self->state;
-  st.phase->promise.deliver(caf::make_error(caf::sec::runtime_error, st.engine->failure()));
+  st.phase->promise.deliver(caf::make_error(caf::sec::runtime_error, st.ctx->failure()));
   st.phase.reset();
 }
 
@@ -173,7 +173,7 @@ void fail_phase(sync_worker_pointer self) {
 // says to wait first. Steps are spread evenly over the phase's pace.
 void sync_step(sync_worker_pointer self) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   sync_phase& phase = *st.phase;
   file_walk& walk = phase.walk;
   if (walk.steps_done < walk.steps && phase.pace.count() > 0) {
@@ -224,7 +224,7 @@ void sync_step(sync_worker_pointer self) {
 // tenth of a pass later.
 void sweep_step(sync_worker_pointer self) {
   auto& st = self->state;
-  runtime::engine& e = *st.engine;
+  context& e = *st.ctx;
   file_walk& sweep = st.sweep;
   auto period = e.config.write_back_sweep;
   if (e.failed() || period.count() == 0)
@@ -254,14 +254,14 @@ void sweep_step(sync_worker_pointer self) {
     self->send(self, tick_atom::value); // behind what is queued: registrations, sync requests
 }
 
-sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::engine* engine) {
-  self->state.engine = engine;
-  if (engine->config.write_back_sweep.count() > 0)
+sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* ctx) {
+  self->state.ctx = ctx;
+  if (ctx->config.write_back_sweep.count() > 0)
     self->send(self, tick_atom::value);
   return {
     [=](tick_atom) { sweep_step(self); },
     [=](const sync_register& request) {
-      runtime::engine& e = *self->state.engine;
+      context& e = *self->state.ctx;
       e.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
       for (const file_ref& f : request.files)
         if (!self->state.table.remember(to_tag(f)))
@@ -270,19 +270,19 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::
     [=](const sync_forget& request) { self->state.table.forget(to_tag(request.file)); },
     [=](const sync_phase_request& request) -> caf::result<sync_phase_done> {
       auto& st = self->state;
-      if (st.engine->failed())
-        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.engine->failure());
+      if (st.ctx->failed())
+        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
       if (st.phase)
         return caf::make_error(caf::sec::runtime_error, "a sync phase is already running");
       sync_phase phase;
       phase.cycle = st.table.begin_cycle();
       for (const storage::file_tag& tag : st.table.due(phase.cycle))
-        phase.walk.add(tag, st.engine->write_back_bytes(tag), 1); // its pieces, its fsync
+        phase.walk.add(tag, st.ctx->write_back_bytes(tag), 1); // its pieces, its fsync
       phase.walk.started = self->clock().now();
       phase.pace = std::chrono::milliseconds(request.pace_ms);
       phase.promise = self->make_response_promise<sync_phase_done>();
       auto promise = phase.promise;
-      trace(*st.engine, role::sync_worker, role::sync_worker, "sync_phase_begin", phase.cycle,
+      trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_begin", phase.cycle,
             phase.walk.files.size());
       st.phase = std::move(phase);
       sync_step(self);
@@ -294,16 +294,16 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::
     },
     [=](const sync_notify_request& request) -> caf::result<files_synced> {
       auto& st = self->state;
-      if (st.engine->failed())
-        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.engine->failure());
-      trace(*st.engine, role::dw_batcher, role::sync_worker, "sync_notify_request", request.chunk,
+      if (st.ctx->failed())
+        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
+      trace(*st.ctx, role::dw_batcher, role::sync_worker, "sync_notify_request", request.chunk,
             request.files.size());
       notification& n = st.notifications[request.chunk];
       n.promise = self->make_response_promise<files_synced>();
       n.files_left = request.files.size();
       for (const file_ref& f : request.files) {
         st.waiting[to_tag(f)].push_back(request.chunk);
-        trace(*st.engine, role::dw_batcher, role::sync_worker, "notify_file", request.chunk, f.rel,
+        trace(*st.ctx, role::dw_batcher, role::sync_worker, "notify_file", request.chunk, f.rel,
               f.segno);
       }
       return n.promise;
@@ -314,7 +314,7 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::
         if (st.waiting.count(to_tag(f)) == 0)
           continue; // an fsync since the request already covered everyone waiting on it
         std::uint64_t us = 0;
-        if (st.engine->failed() || !fsync_file(self, to_tag(f), &us))
+        if (st.ctx->failed() || !fsync_file(self, to_tag(f), &us))
           return;
         st.table.synced_now(to_tag(f));
       }
@@ -324,10 +324,10 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, runtime::
 
 } // namespace
 
-sync_worker_actor spawn_sync_worker(caf::actor_system& system, runtime::engine& engine, bool detached) {
+sync_worker_actor spawn_sync_worker(caf::actor_system& system, context& ctx, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(sync_worker, &engine);
-  return system.spawn(sync_worker, &engine);
+    return system.spawn<caf::detached>(sync_worker, &ctx);
+  return system.spawn(sync_worker, &ctx);
 }
 
 } // namespace tidemark::actors

@@ -24,13 +24,13 @@
 #pragma once
 
 #include "messages/interfaces.hpp"
-#include "runtime/engine.hpp"
+#include "actors/context.hpp"
 
 #include <caf/actor_system.hpp>
 
 namespace tidemark::actors {
 
-messages::sync_worker_actor spawn_sync_worker(caf::actor_system& system, runtime::engine& engine,
+messages::sync_worker_actor spawn_sync_worker(caf::actor_system& system, context& ctx,
                                               bool detached);
 
 } // namespace tidemark::actors

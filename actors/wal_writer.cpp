@@ -31,7 +31,7 @@ using namespace messages;
 constexpr auto async_flush_interval = std::chrono::milliseconds(10);
 
 struct wal_writer_state {
-  runtime::engine* engine = nullptr;
+  context* ctx = nullptr;
   std::vector<std::pair<std::uint64_t, caf::typed_response_promise<flush_done>>> waiters;
   std::uint64_t highest_waited = 0; // largest LSN any waiter asked for
   std::uint64_t synced_target = 0;  // largest LSN handed to a syncer
@@ -45,8 +45,8 @@ struct wal_writer_state {
 
 using wal_writer_pointer = wal_writer_actor::stateful_pointer<wal_writer_state>;
 
-caf::error failure_error(runtime::engine& engine) {
-  return caf::make_error(caf::sec::runtime_error, "WAL flush failed: " + engine.failure());
+caf::error failure_error(context& ctx) {
+  return caf::make_error(caf::sec::runtime_error, "WAL flush failed: " + ctx.failure());
 }
 
 void answer_waiters(wal_writer_pointer self, std::uint64_t flushed) {
@@ -63,7 +63,7 @@ void answer_waiters(wal_writer_pointer self, std::uint64_t flushed) {
 
 void fail_waiters(wal_writer_pointer self) {
   for (auto& waiter : self->state.waiters)
-    waiter.second.deliver(failure_error(*self->state.engine));
+    waiter.second.deliver(failure_error(*self->state.ctx));
   self->state.waiters.clear();
 }
 
@@ -71,8 +71,8 @@ void fail_waiters(wal_writer_pointer self) {
 // the syncs in flight cover that someone needs (`needed`) and a syncer is free.
 void start_sync(wal_writer_pointer self, std::uint64_t needed) {
   auto& st = self->state;
-  runtime::engine& engine = *st.engine;
-  if (engine.failed()) {
+  context& ctx = *st.ctx;
+  if (ctx.failed()) {
     // The engine failed elsewhere (a data or commit-status fsync): no WAL is synced any
     // more, so waiters the syncs in flight do not cover would wait forever.
     fail_waiters(self);
@@ -86,9 +86,9 @@ void start_sync(wal_writer_pointer self, std::uint64_t needed) {
   st.uncovered_waits = 0;
   std::uint64_t target;
   try {
-    target = engine.wal->write_out();
+    target = ctx.wal->write_out();
   } catch (const storage::io_error& e) {
-    engine.fail(e.what());
+    ctx.fail(e.what());
     fail_waiters(self);
     return;
   }
@@ -113,7 +113,8 @@ void start_sync(wal_writer_pointer self, std::uint64_t needed) {
 // already in the mailbox are read, so that they share it.
 void want_flush(wal_writer_pointer self, std::uint64_t lsn) {
   auto& st = self->state;
-  st.engine->idle_poll.note_activity();
+  if (st.ctx->commit_activity)
+    st.ctx->commit_activity();
   st.highest_waited = std::max(st.highest_waited, lsn);
   if (lsn > st.synced_target)
     ++st.uncovered_waits;
@@ -123,35 +124,34 @@ void want_flush(wal_writer_pointer self, std::uint64_t lsn) {
   }
 }
 
-wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, runtime::engine* engine) {
+wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, context* ctx) {
   return {
     [=](wal_sync_request request) -> caf::result<flush_done> {
       try {
-        return flush_done{engine->wal->sync_through(request.target)};
+        return flush_done{ctx->wal->sync_through(request.target)};
       } catch (const storage::io_error& e) {
-        engine->fail(e.what());
-        return failure_error(*engine);
+        ctx->fail(e.what());
+        return failure_error(*ctx);
       }
     },
   };
 }
 
-wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::engine* engine,
-                                           bool detached) {
-  self->state.engine = engine;
-  for (std::uint32_t i = 0; i < std::max(1u, engine->config.wal_sync_concurrency); ++i) {
+wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx, bool detached) {
+  self->state.ctx = ctx;
+  for (std::uint32_t i = 0; i < std::max(1u, ctx->config.wal_sync_concurrency); ++i) {
     // Linked: a syncer ends with its writer.
-    wal_syncer_actor syncer = detached ? self->spawn<caf::detached + caf::linked>(wal_syncer, engine)
-                                       : self->spawn<caf::linked>(wal_syncer, engine);
+    wal_syncer_actor syncer = detached ? self->spawn<caf::detached + caf::linked>(wal_syncer, ctx)
+                                       : self->spawn<caf::linked>(wal_syncer, ctx);
     self->state.idle_syncers.push_back(syncer);
   }
   self->state.syncers = self->state.idle_syncers.size();
-  if (!engine->config.synchronous_commit)
+  if (!ctx->config.synchronous_commit)
     self->delayed_send(self, async_flush_interval, tick_atom::value);
   return {
     [=](flush_request request) -> caf::result<flush_done> {
       auto& st = self->state;
-      runtime::engine& e = *st.engine;
+      context& e = *st.ctx;
       if (e.failed())
         return failure_error(e);
       std::uint64_t flushed = e.wal->flushed_lsn();
@@ -163,7 +163,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::eng
       return promise;
     },
     [=](flush_wanted wanted) {
-      runtime::engine& e = *self->state.engine;
+      context& e = *self->state.ctx;
       if (!e.failed() && wanted.lsn > e.wal->flushed_lsn())
         want_flush(self, wanted.lsn);
     },
@@ -172,7 +172,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::eng
       start_sync(self, self->state.highest_waited);
     },
     [=](tick_atom) {
-      start_sync(self, self->state.engine->wal->inserted_lsn());
+      start_sync(self, self->state.ctx->wal->inserted_lsn());
       self->delayed_send(self, async_flush_interval, tick_atom::value);
     },
   };
@@ -180,10 +180,10 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, runtime::eng
 
 } // namespace
 
-wal_writer_actor spawn_wal_writer(caf::actor_system& system, runtime::engine& engine, bool detached) {
+wal_writer_actor spawn_wal_writer(caf::actor_system& system, context& ctx, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(wal_writer, &engine, detached);
-  return system.spawn(wal_writer, &engine, detached);
+    return system.spawn<caf::detached>(wal_writer, &ctx, detached);
+  return system.spawn(wal_writer, &ctx, detached);
 }
 
 } // namespace tidemark::actors

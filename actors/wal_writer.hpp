@@ -18,13 +18,12 @@
 #pragma once
 
 #include "messages/interfaces.hpp"
-#include "runtime/engine.hpp"
+#include "actors/context.hpp"
 
 #include <caf/actor_system.hpp>
 
 namespace tidemark::actors {
 
-messages::wal_writer_actor spawn_wal_writer(caf::actor_system& system, runtime::engine& engine,
-                                            bool detached);
+messages::wal_writer_actor spawn_wal_writer(caf::actor_system& system, context& ctx, bool detached);
 
 } // namespace tidemark::actors

@@ -131,9 +131,13 @@ struct dw_flushed {
 
 // ---- checkpointer events -------------------------------------------------------------------
 
+/// The phase a checkpoint is in (DESIGN §4 "Checkpoint"); BEGIN is part of write.
+enum class checkpoint_phase : int { idle = 0, write = 1, sync = 2, finish = 3 };
+const char* to_string(checkpoint_phase phase);
+
 /// A checkpoint phase change or write progress, sent to subscribers.
 struct checkpoint_event {
-  std::uint8_t phase = 0;             // runtime::checkpoint_phase
+  std::uint8_t phase = 0;             // checkpoint_phase
   std::uint8_t reason = 0;            // checkpoint_reason
   std::uint64_t buffers_total = 0;    // dirty at BEGIN
   std::uint64_t buffers_written = 0;  // so far

@@ -366,18 +366,6 @@ const setting_entry* find_setting(const std::string& key) {
 
 } // namespace
 
-const char* to_string(torn_page_protection mode) {
-  switch (mode) {
-    case torn_page_protection::full_page_writes:
-      return "full_page_writes";
-    case torn_page_protection::doublewrite:
-      return "doublewrite";
-    case torn_page_protection::off:
-      return "off";
-  }
-  return "?";
-}
-
 std::string format_bytes(std::uint64_t bytes) {
   if (bytes >= TiB && bytes % TiB == 0)
     return std::to_string(bytes / TiB) + "TB";

@@ -1,6 +1,6 @@
-// Configuration: every setting of DESIGN §8, parsing in postgresql.conf style with
-// PostgreSQL's units, range checks that name the key and its range, and the settings that
-// are fixed when a data directory is created.
+// Configuration: every setting of DESIGN §8 (the value, actors/settings.hpp), parsing in
+// postgresql.conf style with PostgreSQL's units, range checks that name the key and its
+// range, and the settings that are fixed when a data directory is created.
 //
 // Invariants:
 //  - A settings value that left validate() satisfies every range and cross-setting rule
@@ -9,10 +9,8 @@
 //    control file records them and a later run may not change them.
 #pragma once
 
-#include "storage/directory_sync.hpp"
-#include "storage/io_engine.hpp"
+#include "actors/settings.hpp"
 
-#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -26,58 +24,10 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-enum class torn_page_protection { full_page_writes, doublewrite, off };
-const char* to_string(torn_page_protection mode);
-
-struct settings {
-  // fixed at init
-  std::size_t page_size = 8192;
-  bool data_checksums = true;
-  std::uint64_t segment_size = 1ull << 30;
-  std::uint64_t wal_segment_size = 16ull << 20;
-  // per run
-  std::uint64_t shared_buffers = 128ull << 20; // bytes
-  std::uint64_t wal_buffers = 16ull << 20;     // bytes
-  torn_page_protection protection = torn_page_protection::full_page_writes;
-  std::chrono::milliseconds checkpoint_timeout{300'000};
-  std::uint64_t max_wal_size = 1ull << 30; // bytes
-  double checkpoint_completion_target = 0.9;
-  // PostgreSQL's defaults (200 ms, 100 pages) cap cleaning at 500 pages/s, which is why its
-  // sessions write most victims themselves; these allow 20 000 pages/s.
-  std::chrono::milliseconds bgwriter_delay{50};
-  std::uint32_t bgwriter_lru_maxpages = 1000;
-  double bgwriter_lru_multiplier = 2.0;
-  // One write-back pass over every data file written since its last fsync, a megabyte at
-  // a time (0: leave write-back to the kernel). The kernel writes an inode's whole dirty
-  // set at once when it is 30 s old (vm.dirty_expire_centisecs): under pgbench that is the
-  // whole accounts file, ~440 MB in one second, and commits stall behind it for ~100 ms.
-  std::chrono::milliseconds write_back_sweep{10'000};
-  bool synchronous_commit = true;
-  // fdatasyncs of the WAL that group commit keeps in flight at once. Concurrent fdatasyncs
-  // overlap in the kernel and the device (measured here: 1 thread 5 300/s, 2 threads
-  // 7 900/s), so a commit waits for one fsync instead of the end of the one before it too.
-  std::uint32_t wal_sync_concurrency = 2;
-  // Spin on otherwise idle CPUs at SCHED_IDLE while commits are in flight (idle_poller.hpp).
-  // Off by default: a library must not burn its host's CPUs. Measured through sessions
-  // (bench/README.md): one client gains 1.36 x tps, eight gain nothing and see a worse
-  // p99; either way the process uses about 2 x the CPU per commit.
-  bool idle_poll = false;
-  storage::io_method io = storage::io_method::io_uring;
-  // How a start after anything but a clean shutdown makes the data directory durable
-  // before recovery writes (PostgreSQL's recovery_init_sync_method): every file fsynced,
-  // or one syncfs per file system.
-  storage::directory_sync_method recovery_init_sync_method = storage::directory_sync_method::fsync;
-  std::uint32_t doublewrite_batch_pages = 64;
-  std::uint32_t doublewrite_ring_pages = 0; // 0: derived
-  bool log_checkpoints = true;
-  // CAF's scheduler for the actors that run on shared threads (sessions, stats). The
-  // work-stealing policy polls idle workers with 50 µs sleeps, which costs a 2-core machine
-  // a quarter of its CPU; the sharing policy waits on a condition variable.
-  bool scheduler_sharing = true;
-  std::uint32_t scheduler_threads = 0; // 0: one per CPU core
-
-  std::size_t buffer_count() const { return static_cast<std::size_t>(shared_buffers / page_size); }
-};
+/// The settings value and its enum live in the actors layer, which runs with them; the
+/// runtime parses and checks them.
+using actors::settings;
+using actors::torn_page_protection;
 
 /// Sets one key from its text value. Throws config_error naming the key (unknown key, bad
 /// value, out of range).

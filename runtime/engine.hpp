@@ -1,157 +1,35 @@
-// The engine: the storage mechanisms one open data directory shares between its actors and
-// sessions (buffer pool, WAL, relation files, pending syncs), its counters, and its
-// failure state. Actors receive a pointer to it; it outlives them all.
+// The engine: the actors' context (actors/context.hpp: storage mechanisms, settings,
+// counters, failure state) plus what only the runtime and its sessions use: the fault
+// engine under fault injection, the append-only relations' tails, and the idle poller.
+// The database owns it; it outlives every actor and session.
 //
 // Invariants:
-//  - Once failed() is true it stays true (W3): no new transaction is accepted, no
-//    checkpoint is completed, and the control file keeps saying recovery is needed.
-//  - next_xid is larger than every xid in WAL or on disk.
+//  - Those of the context: failed() stays true once set (W3); next_xid is larger than
+//    every xid in WAL or on disk.
+//  - commit_activity feeds idle_poll for the engine's whole life, so the poller hears of
+//    every commit the wal_writer is asked to sync (a no-op while its threads are stopped).
 #pragma once
 
-#include "messages/interfaces.hpp"
-#include "messages/trace.hpp"
-#include "runtime/config.hpp"
+#include "actors/context.hpp"
 #include "runtime/idle_poller.hpp"
-#include "storage/buffer_pool.hpp"
-#include "storage/commit_log.hpp"
-#include "storage/doublewrite_ring.hpp"
-#include "storage/control_file.hpp"
 #include "storage/fault_engine.hpp"
 #include "storage/page_transaction.hpp"
-#include "storage/page_writer.hpp"
-#include "storage/relation_files.hpp"
-#include "storage/wal_log.hpp"
 
-#include <atomic>
 #include <memory>
-#include <mutex>
-#include <string>
 
 namespace tidemark::runtime {
 
-enum class checkpoint_phase : int { idle = 0, write = 1, sync = 2, finish = 3 };
-const char* to_string(checkpoint_phase phase);
+/// The checkpointer's phases, as the embedding API's users know them (messages/types.hpp).
+using messages::checkpoint_phase;
 
-struct checkpoint_counters {
-  std::atomic<checkpoint_phase> phase{checkpoint_phase::idle};
-  std::atomic<std::uint64_t> timed{0};
-  std::atomic<std::uint64_t> requested{0};
-  std::atomic<std::uint64_t> write_ms{0};
-  std::atomic<std::uint64_t> sync_ms{0};
-  std::atomic<std::uint64_t> buffers_written{0};
-};
-
-struct bgwriter_counters {
-  std::atomic<std::uint64_t> maxwritten_clean{0}; // rounds stopped by bgwriter_lru_maxpages
-  std::unique_ptr<storage::allocation_listener> listener; // wakes it from hibernation
-};
-
-/// The actor role of a page writer, for traces and messages, and back.
-messages::actor_role role_of(storage::write_source source);
-storage::write_source source_of(messages::actor_role role);
-
-struct sync_counters {
-  std::atomic<std::uint64_t> requests{0}; // files registered, counting repeats
-  std::atomic<std::uint64_t> absorbed{0}; // registrations of files already pending
-  std::atomic<std::uint64_t> fsyncs{0};   // fsyncs the sync worker performed
-};
-
-/// Dirty victims written by the session that needs the buffer, straight to the data file
-/// (full_page_writes and off modes).
-class direct_victim_writer final : public storage::victim_writer {
-public:
-  explicit direct_victim_writer(storage::page_writer& writer) : writer_(writer) {}
-  storage::victim_write write_victim(storage::buffer_id, storage::page_id id, storage::lsn_t lsn,
-                                     void* copy, bool) override {
-    storage::page_copy page{id, lsn, copy};
-    writer_.write(&page, 1, storage::write_source::backend);
-    return storage::victim_write::completed;
+struct engine : actors::context {
+  engine() {
+    commit_activity = [this] { idle_poll.note_activity(); };
   }
 
-private:
-  storage::page_writer& writer_;
-};
-
-/// Sync registrations as messages to the sync worker (W2): one sync_register per batch of
-/// written files, sent before the writer reports its buffers clean.
-class actor_sync_registry final : public storage::sync_registry {
-public:
-  void attach(messages::sync_worker_actor worker, messages::trace_sink* trace) {
-    worker_ = std::move(worker);
-    trace_ = trace;
-  }
-  void register_files(const storage::file_tag* files, std::size_t count,
-                      storage::write_source source) override;
-
-private:
-  messages::sync_worker_actor worker_;
-  messages::trace_sink* trace_ = nullptr;
-};
-
-struct engine {
-  std::string data_dir;
-  settings config;
-  std::unique_ptr<storage::io_engine> io;
-  storage::fault_engine* faults = nullptr; // io, when fault injection is on
-  storage::control_data control;           // the checkpointer owns it once running
-  std::unique_ptr<storage::relation_files> files;
-  std::unique_ptr<storage::wal_log> wal;
-  std::unique_ptr<storage::buffer_pool> pool;
-  std::unique_ptr<storage::append_tails> tails;
-  std::unique_ptr<storage::commit_log> commit_log;
-  actor_sync_registry registry;
-  sync_counters syncs;
-  std::unique_ptr<messages::trace_sink> trace; // null unless tracing is on
-  std::unique_ptr<storage::page_writer> writer;
-  std::unique_ptr<storage::victim_writer> victims;
-  std::unique_ptr<storage::doublewrite_ring> ring; // doublewrite mode only
-  messages::dw_batcher_actor batcher;               // doublewrite mode only
-  std::atomic<storage::xid_t> next_xid{1};
-  /// True while redo runs: no automatic checkpoint may move the redo point, and WAL the
-  /// redo reader still needs must not be recycled (DESIGN §6: the redo point does not move
-  /// until the end-of-recovery checkpoint completes).
-  std::atomic<bool> recovering{false};
-  checkpoint_counters checkpoints;
-  bgwriter_counters bgwriter;
+  storage::fault_engine* faults = nullptr;       // io, when fault injection is on
+  std::unique_ptr<storage::append_tails> tails;  // sessions' append_row
   idle_poller idle_poll; // running while actors run, when config.idle_poll
-
-  /// fsyncs one file the sync machinery knows (called by the sync worker).
-  void sync_file(const storage::file_tag& tag);
-  /// Bytes a sync of `tag` may have to write back ahead of the fsync: the relation
-  /// segment's size; 0 for commit-log segments (small, fsynced whole).
-  std::uint64_t write_back_bytes(const storage::file_tag& tag);
-  /// Writes back part of a relation segment before its fsync (pacing, not durability).
-  void write_back_file(const storage::file_tag& tag, std::uint64_t offset, std::uint64_t length);
-
-  bool full_page_writes() const {
-    return config.protection == torn_page_protection::full_page_writes;
-  }
-  bool doublewrite() const { return config.protection == torn_page_protection::doublewrite; }
-
-  /// Records the first fatal error (W3) and stops the engine from accepting work.
-  void fail(const std::string& why) {
-    {
-      std::lock_guard<std::mutex> guard(failure_mutex_);
-      if (failed_.load())
-        return;
-      failure_ = why;
-      failed_.store(true, std::memory_order_release);
-    }
-    if (ring)
-      ring->fail(); // writers waiting for a free chunk stop
-    if (wal) // commits waiting for WAL no sync will cover any more
-      wal->stop_waiters("the engine stopped after a failure: " + why);
-  }
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
-  std::string failure() const {
-    std::lock_guard<std::mutex> guard(failure_mutex_);
-    return failure_;
-  }
-
-private:
-  std::atomic<bool> failed_{false};
-  mutable std::mutex failure_mutex_;
-  std::string failure_;
 };
 
 } // namespace tidemark::runtime

@@ -1,7 +1,7 @@
 // Startup and crash recovery: see startup.hpp.
 #include "runtime/startup.hpp"
 
-#include "runtime/page_sinks.hpp"
+#include "actors/page_sinks.hpp"
 #include "storage/directory_sync.hpp"
 #include "storage/doublewrite_repair.hpp"
 #include "storage/redo.hpp"
@@ -114,9 +114,9 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
       *e.io, e.data_dir + "/doublewrite", s.page_size, ring_pages, s.doublewrite_batch_pages,
       std::min(storage::default_staging_chunks(s.bgwriter_lru_maxpages, s.doublewrite_batch_pages),
                ring_pages / s.doublewrite_batch_pages));
-    e.victims = std::make_unique<doublewrite_victim_writer>(e);
+    e.victims = std::make_unique<actors::doublewrite_victim_writer>(e);
   } else {
-    e.victims = std::make_unique<direct_victim_writer>(*e.writer);
+    e.victims = std::make_unique<actors::direct_victim_writer>(*e.writer);
   }
   e.pool->set_victim_writer(e.victims.get());
 }

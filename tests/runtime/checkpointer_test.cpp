@@ -135,7 +135,7 @@ TEST_CASE("checkpointer: subscribers observe every phase change in order") {
   f.request(a);
   f.run();
   REQUIRE(a.done);
-  using runtime::checkpoint_phase;
+  using messages::checkpoint_phase;
   std::vector<std::uint8_t> expected = {std::uint8_t(checkpoint_phase::write),
                                         std::uint8_t(checkpoint_phase::sync),
                                         std::uint8_t(checkpoint_phase::finish),

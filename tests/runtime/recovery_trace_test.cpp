@@ -71,7 +71,7 @@ std::vector<messages::trace_event> recover_traced(const std::vector<std::string>
     runtime::bench_result result = runtime::run_bench(*db, shape, bench, nullptr);
     REQUIRE(result.errors.empty());
     REQUIRE(result.transactions == transactions);
-    const runtime::checkpoint_counters& checkpoints = db->internals().checkpoints;
+    const actors::checkpoint_counters& checkpoints = db->internals().checkpoints;
     REQUIRE(checkpoints.timed.load() + checkpoints.requested.load() == 0); // redo replays it all
     db->internals().faults->simulate_power_loss();
   } // abandoned: its shutdown checkpoint fails on the dead engine

@@ -1,5 +1,6 @@
 // wal_writer on the deterministic scheduler: flush requests queued together share one
-// fdatasync (group commit, W4), and a failed fsync fails every waiter and every later
+// fdatasync (group commit, W4), each commit waiting for a sync is reported to the
+// context's commit_activity, and a failed fsync fails every waiter and every later
 // request, never retried (W3).
 #include "actors/wal_writer.hpp"
 
@@ -14,7 +15,7 @@ namespace tidemark {
 namespace {
 
 struct wal_fixture : test::wal_engine_fixture {
-  wal_fixture() : wal_engine_fixture(runtime::settings{}.wal_sync_concurrency) {}
+  wal_fixture() : wal_engine_fixture(actors::settings{}.wal_sync_concurrency) {}
 
   // A client that asks for a flush and records the answer (or the error).
   void ask(const messages::wal_writer_actor& writer, storage::lsn_t lsn,
@@ -49,6 +50,25 @@ TEST_CASE("wal_writer: concurrent commits share one fdatasync") {
   f.run();
   CHECK(answers.size() == 6);
   CHECK(f.engine.wal->counters().fsyncs.load() - fsyncs_before == 1);
+  caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
+  f.run();
+}
+
+TEST_CASE("wal_writer: each commit waiting for a sync is reported to commit_activity") {
+  wal_fixture f;
+  int reported = 0; // in the runtime, the idle poller listens here
+  f.engine.commit_activity = [&reported] { ++reported; };
+  auto writer = actors::spawn_wal_writer(f.system, f.engine, false);
+  storage::lsn_t a = f.insert_record(1);
+  storage::lsn_t b = f.insert_record(2);
+  caf::anon_send(writer, messages::flush_wanted{a});
+  caf::anon_send(writer, messages::flush_wanted{b});
+  f.run();
+  CHECK(reported == 2);
+  CHECK(f.engine.wal->flushed_lsn() >= b);
+  caf::anon_send(writer, messages::flush_wanted{a}); // durable already: nothing to wait for
+  f.run();
+  CHECK(reported == 2);
   caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
   f.run();
 }

@@ -1,26 +1,12 @@
-// The engine's small behaviours: enum names, fsync dispatch by file kind, sync registration
-// as messages.
-#include "runtime/engine.hpp"
+// The context's small behaviours: fsync dispatch by file kind, write source and actor
+// role, sync registration as messages. See context.hpp.
+#include "actors/context.hpp"
 
 #include <caf/all.hpp>
 
-namespace tidemark::runtime {
+namespace tidemark::actors {
 
-const char* to_string(checkpoint_phase phase) {
-  switch (phase) {
-    case checkpoint_phase::idle:
-      return "idle";
-    case checkpoint_phase::write:
-      return "write";
-    case checkpoint_phase::sync:
-      return "sync";
-    case checkpoint_phase::finish:
-      return "finish";
-  }
-  return "?";
-}
-
-void engine::sync_file(const storage::file_tag& tag) {
+void context::sync_file(const storage::file_tag& tag) {
   switch (tag.kind) {
     case storage::file_kind::relation:
       files->sync_segment(tag.segment);
@@ -31,7 +17,7 @@ void engine::sync_file(const storage::file_tag& tag) {
   }
 }
 
-std::uint64_t engine::write_back_bytes(const storage::file_tag& tag) {
+std::uint64_t context::write_back_bytes(const storage::file_tag& tag) {
   if (tag.kind != storage::file_kind::relation)
     return 0;
   try {
@@ -41,7 +27,7 @@ std::uint64_t engine::write_back_bytes(const storage::file_tag& tag) {
   }
 }
 
-void engine::write_back_file(const storage::file_tag& tag, std::uint64_t offset,
+void context::write_back_file(const storage::file_tag& tag, std::uint64_t offset,
                              std::uint64_t length) {
   if (tag.kind == storage::file_kind::relation)
     files->write_back_segment(tag.segment, offset, length);
@@ -59,7 +45,6 @@ messages::actor_role role_of(storage::write_source source) {
   return messages::actor_role::application;
 }
 
-
 storage::write_source source_of(messages::actor_role role) {
   switch (role) {
     case messages::actor_role::bgwriter:
@@ -70,7 +55,6 @@ storage::write_source source_of(messages::actor_role role) {
       return storage::write_source::backend;
   }
 }
-
 
 void actor_sync_registry::register_files(const storage::file_tag* files, std::size_t count,
                                          storage::write_source source) {
@@ -89,4 +73,4 @@ void actor_sync_registry::register_files(const storage::file_tag* files, std::si
                      static_cast<std::uint64_t>(files[i].kind));
 }
 
-} // namespace tidemark::runtime
+} // namespace tidemark::actors

@@ -1,12 +1,12 @@
 // Page sinks per torn-page protection mode: see page_sinks.hpp.
-#include "runtime/page_sinks.hpp"
+#include "actors/page_sinks.hpp"
 
 #include <caf/all.hpp>
 
 #include <cstdlib>
 #include <cstring>
 
-namespace tidemark::runtime {
+namespace tidemark::actors {
 
 namespace {
 
@@ -16,7 +16,7 @@ constexpr auto shared_chunk_delay = std::chrono::milliseconds(1);
 // full_page_writes and off: batches written at once through the page writer.
 class direct_sink final : public buffer_sink {
 public:
-  direct_sink(engine& e, storage::write_source source) : engine_(e), source_(source) {
+  direct_sink(context& e, storage::write_source source) : context_(e), source_(source) {
     void* memory = nullptr;
     if (posix_memalign(&memory, 4096, direct_batch_pages * e.pool->page_size()) != 0)
       throw std::bad_alloc();
@@ -26,8 +26,8 @@ public:
 
   bool add(storage::buffer_id buffer, bool only_reusable) override {
     storage::page_copy& copy = copies_[count_];
-    copy.data = memory_ + count_ * engine_.pool->page_size();
-    if (!engine_.pool->start_write(buffer, copy.data, &copy.id, &copy.lsn, only_reusable))
+    copy.data = memory_ + count_ * context_.pool->page_size();
+    if (!context_.pool->start_write(buffer, copy.data, &copy.id, &copy.lsn, only_reusable))
       return false;
     buffers_[count_++] = buffer;
     if (count_ == direct_batch_pages)
@@ -41,18 +41,18 @@ public:
     std::size_t count = count_;
     count_ = 0;
     try {
-      engine_.writer->write(copies_, count, source_);
+      context_.writer->write(copies_, count, source_);
     } catch (...) {
       for (std::size_t i = 0; i < count; ++i)
-        engine_.pool->finish_write(buffers_[i], false);
+        context_.pool->finish_write(buffers_[i], false);
       throw;
     }
     for (std::size_t i = 0; i < count; ++i)
-      engine_.pool->finish_write(buffers_[i], true);
+      context_.pool->finish_write(buffers_[i], true);
   }
 
 private:
-  engine& engine_;
+  context& context_;
   storage::write_source source_;
   unsigned char* memory_ = nullptr;
   storage::page_copy copies_[direct_batch_pages];
@@ -61,19 +61,19 @@ private:
 };
 
 // A writer found no free chunk (D4): tell the trace and hurry the batcher's retirement.
-void hurry_batcher(engine& e, messages::actor_role writer) {
+void hurry_batcher(context& e, messages::actor_role writer) {
   if (e.trace)
     e.trace->record(writer, messages::actor_role::dw_batcher, "dw_slot_wait");
   caf::anon_send(e.batcher, messages::dw_flush_request{});
 }
 
-void give_back_chunk(engine& e, messages::actor_role writer, std::uint32_t chunk) {
+void give_back_chunk(context& e, messages::actor_role writer, std::uint32_t chunk) {
   if (e.trace) // before: another writer may take the chunk the moment it is free
     e.trace->record(writer, messages::actor_role::dw_batcher, "dw_give_back", chunk);
   e.ring->give_back(chunk);
 }
 
-std::uint32_t acquire_chunk(engine& e, messages::actor_role writer) {
+std::uint32_t acquire_chunk(context& e, messages::actor_role writer) {
   std::uint32_t chunk = e.ring->acquire([&e, writer] { hurry_batcher(e, writer); });
   if (e.trace)
     e.trace->record(writer, messages::actor_role::dw_batcher, "dw_acquire", chunk);
@@ -83,23 +83,23 @@ std::uint32_t acquire_chunk(engine& e, messages::actor_role writer) {
 // doublewrite: pages copied straight into a ring chunk, handed over when it is full.
 class doublewrite_sink final : public buffer_sink {
 public:
-  doublewrite_sink(engine& e, storage::write_source source) : engine_(e), source_(source) {}
+  doublewrite_sink(context& e, storage::write_source source) : context_(e), source_(source) {}
   ~doublewrite_sink() override {
-    if (has_chunk_ && engine_.ring->entries(chunk_).empty())
-      give_back_chunk(engine_, role_of(source_), chunk_);
+    if (has_chunk_ && context_.ring->entries(chunk_).empty())
+      give_back_chunk(context_, role_of(source_), chunk_);
   }
 
   bool add(storage::buffer_id buffer, bool only_reusable) override {
-    storage::doublewrite_ring& ring = *engine_.ring;
+    storage::doublewrite_ring& ring = *context_.ring;
     if (!has_chunk_) {
-      chunk_ = acquire_chunk(engine_, role_of(source_));
+      chunk_ = acquire_chunk(context_, role_of(source_));
       has_chunk_ = true;
     }
     auto& entries = ring.entries(chunk_);
     storage::dw_entry entry;
     entry.buffer = buffer;
     unsigned char* slot = ring.slot_memory(chunk_, static_cast<std::uint32_t>(entries.size()));
-    if (!engine_.pool->start_write(buffer, slot, &entry.id, &entry.lsn, only_reusable))
+    if (!context_.pool->start_write(buffer, slot, &entry.id, &entry.lsn, only_reusable))
       return false;
     entries.push_back(entry);
     if (entries.size() == ring.batch_pages())
@@ -110,16 +110,16 @@ public:
   void flush() override {
     if (!has_chunk_)
       return;
-    std::uint32_t count = static_cast<std::uint32_t>(engine_.ring->entries(chunk_).size());
+    std::uint32_t count = static_cast<std::uint32_t>(context_.ring->entries(chunk_).size());
     if (count == 0)
       return; // keep the empty chunk for the next page
     has_chunk_ = false;
-    caf::anon_send(engine_.batcher, messages::dw_batch_ready{
+    caf::anon_send(context_.batcher, messages::dw_batch_ready{
                                       chunk_, count, static_cast<std::uint8_t>(role_of(source_))});
   }
 
 private:
-  engine& engine_;
+  context& context_;
   storage::write_source source_;
   bool has_chunk_ = false;
   std::uint32_t chunk_ = 0;
@@ -127,7 +127,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<buffer_sink> make_buffer_sink(engine& e, storage::write_source source) {
+std::unique_ptr<buffer_sink> make_buffer_sink(context& e, storage::write_source source) {
   if (e.doublewrite())
     return std::make_unique<doublewrite_sink>(e, source);
   return std::make_unique<direct_sink>(e, source);
@@ -136,29 +136,29 @@ std::unique_ptr<buffer_sink> make_buffer_sink(engine& e, storage::write_source s
 storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id buffer,
                                                               storage::page_id id, storage::lsn_t lsn,
                                                               void* copy, bool may_wait) {
-  storage::doublewrite_ring& ring = *engine_.ring;
+  storage::doublewrite_ring& ring = *context_.ring;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!has_chunk_) {
     lock.unlock();
     std::uint32_t chunk;
     if (may_wait) {
-      chunk = acquire_chunk(engine_, messages::actor_role::backend);
+      chunk = acquire_chunk(context_, messages::actor_role::backend);
     } else if (ring.try_acquire(&chunk)) {
-      if (engine_.trace)
-        engine_.trace->record(messages::actor_role::backend, messages::actor_role::dw_batcher,
+      if (context_.trace)
+        context_.trace->record(messages::actor_role::backend, messages::actor_role::dw_batcher,
                               "dw_acquire", chunk);
     } else {
       return storage::victim_write::declined; // the session looks for a clean victim first
     }
     lock.lock();
     if (has_chunk_) { // another session installed one meanwhile: use that, return ours
-      give_back_chunk(engine_, messages::actor_role::backend, chunk);
+      give_back_chunk(context_, messages::actor_role::backend, chunk);
       continue;
     }
     chunk_ = chunk;
     has_chunk_ = true;
     ++generation_;
-    caf::delayed_anon_send(engine_.batcher, shared_chunk_delay, messages::flush_atom::value,
+    caf::delayed_anon_send(context_.batcher, shared_chunk_delay, messages::flush_atom::value,
                            generation_);
   }
   auto& entries = ring.entries(chunk_);
@@ -167,7 +167,7 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
   entries.push_back(storage::dw_entry{id, lsn, buffer});
   if (entries.size() == ring.batch_pages()) {
     has_chunk_ = false;
-    caf::anon_send(engine_.batcher,
+    caf::anon_send(context_.batcher,
                    messages::dw_batch_ready{chunk_, static_cast<std::uint32_t>(entries.size()),
                                             static_cast<std::uint8_t>(messages::actor_role::backend)});
   }
@@ -179,7 +179,7 @@ std::pair<std::uint32_t, std::uint32_t> doublewrite_victim_writer::take(std::uin
   if (!has_chunk_ || generation != generation_)
     return {0, 0};
   has_chunk_ = false;
-  return {chunk_, static_cast<std::uint32_t>(engine_.ring->entries(chunk_).size())};
+  return {chunk_, static_cast<std::uint32_t>(context_.ring->entries(chunk_).size())};
 }
 
-} // namespace tidemark::runtime
+} // namespace tidemark::actors

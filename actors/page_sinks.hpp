@@ -7,11 +7,11 @@
 // until then).
 #pragma once
 
-#include "runtime/engine.hpp"
+#include "actors/context.hpp"
 
 #include <mutex>
 
-namespace tidemark::runtime {
+namespace tidemark::actors {
 
 class buffer_sink {
 public:
@@ -24,14 +24,30 @@ public:
   virtual void flush() = 0;
 };
 
-std::unique_ptr<buffer_sink> make_buffer_sink(engine& e, storage::write_source source);
+std::unique_ptr<buffer_sink> make_buffer_sink(context& e, storage::write_source source);
+
+/// Sessions' dirty victims in full_page_writes and off modes: written by the session that
+/// needs the buffer, straight to the data file through the page writer.
+class direct_victim_writer final : public storage::victim_writer {
+public:
+  explicit direct_victim_writer(storage::page_writer& writer) : writer_(writer) {}
+  storage::victim_write write_victim(storage::buffer_id, storage::page_id id, storage::lsn_t lsn,
+                                     void* copy, bool) override {
+    storage::page_copy page{id, lsn, copy};
+    writer_.write(&page, 1, storage::write_source::backend);
+    return storage::victim_write::completed;
+  }
+
+private:
+  storage::page_writer& writer_;
+};
 
 /// Sessions' dirty victims in doublewrite mode: staged into one shared chunk that the
 /// batcher takes when it is full or 1 ms after its first page. A session never waits for a
 /// free chunk while the pool may still hold a clean victim (it declines instead).
 class doublewrite_victim_writer final : public storage::victim_writer {
 public:
-  explicit doublewrite_victim_writer(engine& e) : engine_(e) {}
+  explicit doublewrite_victim_writer(context& e) : context_(e) {}
   storage::victim_write write_victim(storage::buffer_id buffer, storage::page_id id,
                                      storage::lsn_t lsn, void* copy, bool may_wait) override;
   /// The batcher's timer: hands over the shared chunk if it is still generation `generation`.
@@ -39,11 +55,11 @@ public:
   std::pair<std::uint32_t, std::uint32_t> take(std::uint32_t generation);
 
 private:
-  engine& engine_;
+  context& context_;
   std::mutex mutex_;
   bool has_chunk_ = false;
   std::uint32_t chunk_ = 0;
   std::uint32_t generation_ = 0;
 };
 
-} // namespace tidemark::runtime
+} // namespace tidemark::actors
