@@ -31,22 +31,24 @@ const char* to_string(actor_role role) {
   return "?";
 }
 
-trace_sink::trace_sink(std::size_t capacity)
-  : start_(std::chrono::steady_clock::now()), capacity_(capacity) {
+trace_sink::trace_sink(std::size_t capacity, listener on_event)
+  : start_(std::chrono::steady_clock::now()), capacity_(capacity), on_event_(std::move(on_event)) {
   events_.reserve(capacity);
 }
 
 void trace_sink::record(actor_role sender, actor_role receiver, const char* type, std::uint64_t a,
                         std::uint64_t b, std::uint64_t c) {
   auto now = std::chrono::steady_clock::now();
+  trace_event event{std::chrono::duration_cast<std::chrono::nanoseconds>(now - start_).count(),
+                    sender, receiver, type, a, b, c};
+  if (on_event_)
+    on_event_(event);
   std::lock_guard<std::mutex> guard(mutex_);
   if (events_.size() >= capacity_) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  events_.push_back(trace_event{
-    std::chrono::duration_cast<std::chrono::nanoseconds>(now - start_).count(), sender, receiver,
-    type, a, b, c});
+  events_.push_back(event);
 }
 
 std::vector<trace_event> trace_sink::events() const {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -40,7 +41,11 @@ struct trace_event {
 
 class trace_sink {
 public:
-  explicit trace_sink(std::size_t capacity = 1 << 20);
+  /// Called for every event as it is recorded, on the recording thread, before it is
+  /// stored (capacity 0 stores nothing: a sink only for its listener).
+  using listener = std::function<void(const trace_event&)>;
+
+  explicit trace_sink(std::size_t capacity = 1 << 20, listener on_event = nullptr);
 
   void record(actor_role sender, actor_role receiver, const char* type, std::uint64_t a = 0,
               std::uint64_t b = 0, std::uint64_t c = 0);
@@ -59,6 +64,7 @@ private:
   std::vector<trace_event> events_;
   std::size_t capacity_;
   std::atomic<std::uint64_t> dropped_{0};
+  listener on_event_;
 };
 
 } // namespace tidemark::messages

@@ -366,6 +366,13 @@ const setting_entry* find_setting(const std::string& key) {
 
 } // namespace
 
+std::string show_setting(const settings& s, const std::string& key) {
+  const setting_entry* entry = find_setting(key);
+  if (entry == nullptr)
+    throw config_error("unknown setting \"" + key + "\"");
+  return entry->show(s);
+}
+
 std::string format_bytes(std::uint64_t bytes) {
   if (bytes >= TiB && bytes % TiB == 0)
     return std::to_string(bytes / TiB) + "TB";

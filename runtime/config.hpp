@@ -11,6 +11,8 @@
 
 #include "actors/settings.hpp"
 
+#include <tidemark/errors.hpp>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -18,11 +20,9 @@
 
 namespace tidemark::runtime {
 
-/// Bad usage or configuration: the command-line tool exits with status 2.
-class config_error : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
+/// Bad usage or configuration (tidemark/errors.hpp): the command-line tool exits with
+/// status 2.
+using tidemark::config_error;
 
 /// The settings value and its enum live in the actors layer, which runs with them; the
 /// runtime parses and checks them.
@@ -47,6 +47,9 @@ void validate(const settings& s);
 
 /// The file `init` writes: every setting with its value, commented.
 std::string render_config_file(const settings& s);
+
+/// The value of `key` in `s` as the configuration file shows it. config_error if unknown.
+std::string show_setting(const settings& s, const std::string& key);
 
 /// True for page_size, data_checksums, segment_size, wal_segment_size.
 bool is_init_setting(const std::string& key);

@@ -52,19 +52,6 @@ void make_directory(const std::string& path) {
     throw config_error("cannot create directory " + path + ": " + std::strerror(errno));
 }
 
-// One process per data directory: an advisory lock on <dir>/tidemark.lock.
-int lock_data_directory(const std::string& dir) {
-  std::string path = dir + "/tidemark.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw config_error("cannot open " + path + ": " + std::strerror(errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    throw config_error("data directory \"" + dir + "\" is in use by another process");
-  }
-  return fd;
-}
-
 // The engine `s` asks for, wrapped in the fault-injecting one when `faults` is set (then
 // `*wrapper`, if given, points at the wrapper).
 std::unique_ptr<storage::io_engine> make_engine(const settings& s,
@@ -190,8 +177,9 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
   }
   e->config = resolve_settings(dir, options.overrides, e->control);
   e->io = make_engine(e->config, options.faults, &e->faults);
-  if (options.trace)
-    e->trace = std::make_unique<messages::trace_sink>();
+  if (options.trace || options.trace_listener)
+    e->trace = std::make_unique<messages::trace_sink>(options.trace ? std::size_t(1) << 20 : 0,
+                                                      options.trace_listener);
   db->recovery_ = prepare_storage(*e);
   // Every control file written from now on records the mode this run writes pages in.
   e->control.protection = static_cast<std::uint32_t>(record_of(e->config.protection));
@@ -260,6 +248,16 @@ void database::request_checkpoint(messages::checkpoint_reason reason) {
 
 void database::checkpoint() { request_checkpoint(messages::checkpoint_reason::requested); }
 
+void database::observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event) {
+  if (checkpoint_watcher_)
+    throw std::logic_error("checkpoints are already observed");
+  checkpoint_watcher_ = system_->spawn(
+    [on_event](messages::checkpoint_observer_actor::pointer) -> messages::checkpoint_observer_actor::behavior_type {
+      return {[on_event](const messages::checkpoint_event& e) { on_event(e); }};
+    });
+  caf::anon_send(checkpointer_, messages::subscribe_atom::value, checkpoint_watcher_);
+}
+
 void database::stop_actors() {
   if (!system_)
     return;
@@ -276,6 +274,8 @@ void database::stop_actors() {
   if (dw_batcher_)
     caf::anon_send_exit(dw_batcher_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(sync_worker_, caf::exit_reason::user_shutdown);
+  if (checkpoint_watcher_)
+    caf::anon_send_exit(checkpoint_watcher_, caf::exit_reason::user_shutdown);
   engine_->pool->set_allocation_listener(nullptr);
   engine_->bgwriter.listener.reset();
   system_->await_all_actors_done();
@@ -288,6 +288,7 @@ void database::stop_actors() {
   bgwriter_ = nullptr;
   sync_worker_ = nullptr;
   dw_batcher_ = nullptr;
+  checkpoint_watcher_ = nullptr;
 }
 
 void database::close() {
@@ -341,6 +342,8 @@ session::session(database& db)
 session database::open_session() { return session(*this); }
 
 void session::begin() {
+  if (open_)
+    throw tidemark::usage_error("begin() inside a transaction: commit() or rollback() it first");
   engine& e = db_->internals();
   if (e.failed())
     throw storage::data_error("the engine stopped after a failure: " + e.failure());
@@ -351,6 +354,13 @@ void session::begin() {
 std::int64_t session::read_i64(storage::page_id id, std::uint16_t offset) {
   return txn_->read_i64(id, offset);
 }
+
+void session::read_bytes(storage::page_id id, std::uint16_t offset, void* out,
+                         std::uint16_t length) {
+  txn_->read_bytes(id, offset, out, length);
+}
+
+std::uint16_t session::row_count(storage::page_id id) { return txn_->row_count(id); }
 
 void session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
   txn_->add_i64(id, offset, delta);
@@ -374,7 +384,7 @@ void session::rollback() {
 
 storage::xid_t session::commit() {
   if (!open_)
-    throw std::logic_error("commit without begin");
+    throw tidemark::usage_error("commit() without begin()");
   open_ = false;
   storage::xid_t xid = txn_->xid();
   storage::lsn_range position = txn_->commit();

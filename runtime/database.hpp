@@ -36,6 +36,7 @@ struct open_options {
   std::optional<storage::fault_config> faults; // run on the fault-injecting engine
   bool detach_io_actors = true;                // off under the deterministic test scheduler
   bool trace = false;                          // record every write-path message
+  messages::trace_sink::listener trace_listener; // sees every write-path message (trace or not)
 };
 
 struct recovery_report {
@@ -88,6 +89,9 @@ public:
   void checkpoint();
   /// Shutdown checkpoint, then stops the actors. Idempotent. Throws if the engine failed.
   void close();
+  /// Calls `on_event` (on an actor's thread) for every checkpoint event from now until
+  /// the actors stop, the shutdown checkpoint's included.
+  void observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event);
 
   const recovery_report& recovery() const { return recovery_; }
   engine& internals() { return *engine_; }
@@ -116,6 +120,7 @@ private:
   messages::sync_worker_actor sync_worker_;
   messages::bgwriter_actor bgwriter_;
   messages::dw_batcher_actor dw_batcher_;
+  messages::checkpoint_observer_actor checkpoint_watcher_;
   recovery_report recovery_;
   bool detach_io_actors_ = true;
   bool closed_ = false;
@@ -128,6 +133,8 @@ public:
   explicit session(database& db);
   void begin();
   std::int64_t read_i64(storage::page_id id, std::uint16_t offset);
+  void read_bytes(storage::page_id id, std::uint16_t offset, void* out, std::uint16_t length);
+  std::uint16_t row_count(storage::page_id id);
   void add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta);
   void write_bytes(storage::page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
   void append_row(storage::rel_id rel, const void* row, std::uint16_t row_size);

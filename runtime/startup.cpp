@@ -7,7 +7,13 @@
 #include "storage/redo.hpp"
 #include "storage/wal_reader.hpp"
 
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <stdexcept>
@@ -217,6 +223,18 @@ void replay(engine& e, recovery_report& report) {
   e.next_xid.store(summary.next_xid);
   report.seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+int lock_data_directory(const std::string& dir) {
+  std::string path = dir + "/tidemark.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw config_error("cannot open " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw config_error("data directory \"" + dir + "\" is in use by another process");
+  }
+  return fd;
 }
 
 } // namespace tidemark::runtime

@@ -38,6 +38,10 @@ std::optional<torn_page_protection> protection_of(storage::recorded_protection r
 /// True unless the last stop was clean.
 bool needs_recovery(const storage::control_data& control);
 
+/// One process per data directory: an exclusive advisory lock on <dir>/tidemark.lock,
+/// held through the returned descriptor. config_error when another process holds it.
+int lock_data_directory(const std::string& dir);
+
 /// Throws config_error when `dir` is missing or not a Tidemark data directory.
 void check_data_directory(const std::string& dir);
 

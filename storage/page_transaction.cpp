@@ -70,8 +70,7 @@ std::size_t page_transaction::store(const void* data, std::size_t length) {
   return at;
 }
 
-std::int64_t page_transaction::read_i64(page_id id, std::uint16_t offset) {
-  check_range(pool_.page_size(), offset, 8);
+void page_transaction::read_committed(page_id id, std::size_t offset, void* out, std::size_t length) {
   pool_.reserve_pins(1);
   buffer_id buffer;
   try {
@@ -80,12 +79,17 @@ std::int64_t page_transaction::read_i64(page_id id, std::uint16_t offset) {
     pool_.release_pins(1);
     throw;
   }
-  std::int64_t value;
   pool_.lock_shared(buffer);
-  std::memcpy(&value, static_cast<unsigned char*>(pool_.page(buffer)) + offset, 8);
+  std::memcpy(out, static_cast<unsigned char*>(pool_.page(buffer)) + offset, length);
   pool_.unlock_shared(buffer);
   pool_.unpin(buffer);
   pool_.release_pins(1);
+}
+
+std::int64_t page_transaction::read_i64(page_id id, std::uint16_t offset) {
+  check_range(pool_.page_size(), offset, 8);
+  std::int64_t value;
+  read_committed(id, offset, &value, 8);
   for (const pending_op& op : ops_)
     if (op.id == id && op.offset == offset && op.kind == op_kind::add_i64) {
       std::int64_t delta;
@@ -93,6 +97,17 @@ std::int64_t page_transaction::read_i64(page_id id, std::uint16_t offset) {
       value = static_cast<std::int64_t>(std::uint64_t(value) + std::uint64_t(delta));
     }
   return value;
+}
+
+void page_transaction::read_bytes(page_id id, std::uint16_t offset, void* out, std::uint16_t length) {
+  check_range(pool_.page_size(), offset, length);
+  read_committed(id, offset, out, length);
+}
+
+std::uint16_t page_transaction::row_count(page_id id) {
+  std::uint16_t count;
+  read_committed(id, offsetof(page_header, item_count), &count, sizeof count);
+  return count;
 }
 
 void page_transaction::add_i64(page_id id, std::uint16_t offset, std::int64_t delta) {

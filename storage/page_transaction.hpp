@@ -51,6 +51,10 @@ public:
 
   /// The committed value at (page, offset), plus this transaction's pending adds to it.
   std::int64_t read_i64(page_id id, std::uint16_t offset);
+  /// The committed bytes at (page, offset); this transaction's pending changes not included.
+  void read_bytes(page_id id, std::uint16_t offset, void* out, std::uint16_t length);
+  /// Rows appended to the page (committed).
+  std::uint16_t row_count(page_id id);
   void add_i64(page_id id, std::uint16_t offset, std::int64_t delta);
   void write_bytes(page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
   void append_row(rel_id rel, const void* row, std::uint16_t row_size);
@@ -82,6 +86,7 @@ private:
     buffer_id buffer;
   };
 
+  void read_committed(page_id id, std::size_t offset, void* out, std::size_t length);
   bool latch_pages();
   void release_pages();
   bool resolve_appends();

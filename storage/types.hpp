@@ -1,13 +1,14 @@
 // Basic vocabulary of the storage layer: log sequence numbers, page identities and the
-// storage error type. No CAF, no I/O.
+// storage error types. No CAF, no I/O.
 //
 // Invariants:
 //  - An lsn is a byte position in the WAL stream; it only grows. lsn 0 means "never logged".
 //  - A page_id names one block of one relation; (rel, block) is stable for the page's life.
 #pragma once
 
+#include <tidemark/errors.hpp>
+
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 namespace tidemark::storage {
@@ -39,37 +40,12 @@ struct segment_id {
   }
 };
 
-/// Thrown for data problems found on disk (checksum failure, corrupt WAL, corrupt control
-/// file). The command-line tool maps it to exit status 1.
-class data_error : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
-/// A page read from disk failed verification (checksum or identity) and nothing could
-/// repair it. `where` names the file and block.
-class page_corrupt_error : public data_error {
-public:
-  page_corrupt_error(const std::string& what, std::string where)
-    : data_error(what), where_(std::move(where)) {}
-  const std::string& where() const { return where_; }
-
-private:
-  std::string where_;
-};
-
-/// Thrown for I/O system call failures. `fsync_failed` marks the W3 case: the runtime must
-/// stop, and the next start must run crash recovery.
-class io_error : public std::runtime_error {
-public:
-  io_error(const std::string& what, int error_number, bool fsync_failed = false)
-    : std::runtime_error(what), error_number_(error_number), fsync_failed_(fsync_failed) {}
-  int error_number() const { return error_number_; }
-  bool fsync_failed() const { return fsync_failed_; }
-
-private:
-  int error_number_;
-  bool fsync_failed_;
-};
+// The error types are the public ones (tidemark/errors.hpp): data_error for data problems
+// found on disk (checksum failure, corrupt WAL or control file), page_corrupt_error for one
+// page nothing could repair, io_error for failed system calls (fsync_failed(): the W3
+// case, the runtime must stop and the next start must run crash recovery).
+using tidemark::data_error;
+using tidemark::io_error;
+using tidemark::page_corrupt_error;
 
 } // namespace tidemark::storage

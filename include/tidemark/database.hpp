@@ -1,0 +1,154 @@
+// The Tidemark embedding API: create or open a data directory (crash recovery runs when it
+// needs to), open sessions that change pages atomically and durably, checkpoint, close.
+//
+//   tidemark::database::create("/path/to/data", {});
+//   auto db = tidemark::database::open("/path/to/data");
+//   tidemark::session s = db->open_session();
+//   s.begin();
+//   s.add_i64({10, 0}, 64, +5);   // relation 10, block 0, byte 64 of the page
+//   s.commit();                   // durable when it returns (synchronous_commit=on)
+//   db->close();                  // shutdown checkpoint
+//
+// Thread rules: a database may be used from any number of threads; a session from one
+// thread at a time (open one per thread). Sessions stay safe to destroy after the
+// database is closed or destroyed; anything else they are asked then is a usage_error.
+// docs/embedding.md describes the guarantees (atomicity, durability, isolation).
+#pragma once
+
+#include <tidemark/errors.hpp>
+#include <tidemark/options.hpp>
+#include <tidemark/statistics.hpp>
+#include <tidemark/types.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tidemark {
+
+/// What the start did before the database accepted work.
+struct recovery_report {
+  bool needed = false;                  // the last stop was not clean
+  std::string previous_state;           // as the control file said
+  std::string protection;               // the torn-page protection recovery ran in
+  bool protection_switched = false;     // recovered in the crashed run's mode, then reopened
+  std::uint64_t startup_sync_files = 0; // fsynced before recovery wrote (0 with syncfs)
+  double startup_sync_seconds = 0;
+  std::uint64_t redo_lsn = 0, end_lsn = 0;
+  std::string end_reason;               // why redo stopped where it did
+  std::uint64_t records = 0;            // WAL records replayed
+  std::uint64_t blocks_applied = 0;
+  std::uint64_t images_restored = 0;    // full-page images written back
+  std::uint64_t pages_repaired = 0;     // restored from the doublewrite buffer
+  std::uint64_t repaired_checksum = 0;  // of which the on-disk page failed verification
+  std::uint64_t repaired_lsn = 0;       // of which it was valid but older
+  std::uint64_t repaired_bytes = 0;     // of which it had the same LSN but other bytes
+  double seconds = 0;
+};
+
+/// What check_files() found.
+struct file_check_report {
+  std::uint64_t pages_checked = 0;
+  std::uint64_t failures = 0;
+  std::vector<std::string> first_failures; // "bad checksum in base/3.0 block 17", ...
+};
+
+/// What a simulated power loss did (fault injection only).
+struct power_loss_report {
+  std::uint64_t unsynced_writes = 0, survived = 0, lost = 0, torn = 0;
+};
+
+class session;
+struct internal_access; // the library's own tests and tools
+
+class database {
+public:
+  /// Creates a data directory: tidemark.conf with `options.settings`, the initial data, a
+  /// first checkpoint. Everything is durable before the control file is written, so a
+  /// crash leaves either a complete directory or one open() refuses. config_error if `dir`
+  /// exists and is not empty, or a setting is wrong.
+  static void create(const std::string& dir, const create_options& options = {});
+
+  /// Opens a data directory, running crash recovery when the last stop was not clean. One
+  /// process at a time may open a directory (config_error otherwise). If recovery fails,
+  /// nothing marks the directory clean: the next open retries it.
+  static std::unique_ptr<database> open(const std::string& dir, const open_options& options = {});
+
+  /// Reads every page of every relation of a directory that is not open and checks its
+  /// checksum and identity. Run it after a clean close (open() and close() first, to
+  /// recover a crashed directory).
+  static file_check_report check_files(const std::string& dir);
+
+  ~database(); // closes (ignoring a failure already reported) if close() was not called
+  database(const database&) = delete;
+  database& operator=(const database&) = delete;
+
+  session open_session();
+  /// Runs an immediate checkpoint and waits for it.
+  void checkpoint();
+  /// Shutdown checkpoint, then stops the engine. Idempotent. data_error if the engine had
+  /// failed: the next start runs crash recovery.
+  void close();
+
+  const recovery_report& recovery() const;
+  statistics stats() const;
+  /// The value of a setting for this run, as text ("8kB", "doublewrite", "on").
+  std::string setting(const std::string& key) const;
+  std::size_t page_size() const;
+  /// Blocks relation `relation` has (appended rows extend it).
+  block_number relation_blocks(relation_id relation) const;
+  /// What the commit-status log records for `id` (unknown: never committed or aborted, or
+  /// too old to be kept).
+  transaction_status status_of(transaction_id id) const;
+
+  /// Test hooks. simulate_power_loss() needs open_options::faults: unsynced writes are
+  /// lost or torn and the engine refuses all further I/O (abandon the database: destroy
+  /// it without close(), then open the directory again). write_trace() needs
+  /// open_options::trace: the message trace as Chrome trace-event JSON.
+  power_loss_report simulate_power_loss();
+  void write_trace(const std::string& path) const;
+
+  struct impl;
+
+private:
+  friend struct internal_access;
+  explicit database(std::shared_ptr<impl> state);
+  std::shared_ptr<impl> impl_;
+};
+
+/// A sequence of transactions. begin(), then reads and changes, then commit() or
+/// rollback(). Changes are invisible to everyone (this session's reads included, except
+/// that read_i64 adds this transaction's own add_i64 deltas) until commit() applies them
+/// all at once; a crash keeps either all of a committed transaction or none of it.
+class session {
+public:
+  session(session&&) noexcept;
+  session& operator=(session&&) noexcept;
+  ~session();
+
+  void begin();
+  std::int64_t read_i64(page_id page, std::uint32_t offset);
+  void read_bytes(page_id page, std::uint32_t offset, void* out, std::uint32_t length);
+  /// Rows appended to the page so far (committed).
+  std::uint32_t row_count(page_id page);
+  void add_i64(page_id page, std::uint32_t offset, std::int64_t delta);
+  void write_bytes(page_id page, std::uint32_t offset, const void* data, std::uint32_t length);
+  void append_row(relation_id relation, const void* row, std::uint32_t row_size);
+  /// Applies and logs the transaction and, with synchronous_commit=on, returns once it is
+  /// durable (group commit: the thread sleeps until a WAL sync covers its record). Returns
+  /// the transaction's id.
+  transaction_id commit();
+  void rollback();
+  /// The id of the transaction begun last.
+  transaction_id id() const;
+
+  struct impl;
+
+private:
+  friend class database;
+  explicit session(std::unique_ptr<impl> state);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace tidemark

@@ -1,0 +1,101 @@
+// How a data directory is created and opened: settings, the initial data, an observer of
+// the engine's background work, and the test hooks (fault injection, message tracing).
+//
+// Settings are KEY=VALUE texts with PostgreSQL's units ("shared_buffers=256MB",
+// "checkpoint_timeout=30s"); docs/configuration.md lists them. create() writes them to the
+// directory's tidemark.conf; open() reads that file and applies its own settings on top,
+// for that run only. A setting that is unknown, malformed or out of range is a
+// config_error naming it, and nothing is created or opened.
+#pragma once
+
+#include <tidemark/types.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tidemark {
+
+/// Test hook: run on the fault-injecting I/O engine, which remembers every write not yet
+/// made durable and can lose or tear them as a power loss would.
+enum class crash_mode {
+  lose_unsynced, // a crash loses a random part of the unsynced writes
+  torn,          // ... and tears some of the others at a 512-byte or 4 KiB boundary
+  process,       // the process ends with every write in place (as kill -9)
+};
+
+struct fault_injection {
+  std::uint64_t crash_after_writes = 0; // the N-th write crashes (0: never); the process
+                                        // exits with status 3 after the simulated loss
+  crash_mode mode = crash_mode::lose_unsynced;
+  bool tear_every_write = false;        // torn mode: every write that can tear does
+  std::uint64_t seed = 1;               // which writes are lost or torn
+  std::uint64_t fail_fsync_after = 0;   // the N-th fsync fails with EIO (0: never)
+  std::string fail_fsync_match;         // ... counting only files whose path contains this
+  std::string journal_path;             // keep unsynced writes across runs in this file
+};
+
+enum class checkpoint_phase { idle, write, sync, finish };
+const char* to_string(checkpoint_phase phase);
+
+/// The checkpointer's progress, as it goes.
+struct checkpoint_event {
+  checkpoint_phase phase = checkpoint_phase::idle;
+  const char* reason = "";              // "timed", "wal", "requested", "shutdown", ...
+  std::uint64_t buffers_total = 0;      // dirty buffers the checkpoint writes
+  std::uint64_t buffers_written = 0;
+  double progress = 0;                  // buffers_written / buffers_total
+  double schedule = 0;                  // where the paced schedule says it should be
+  bool napping = false;                 // ahead of the schedule: pausing
+};
+
+/// One fsync the sync worker performed for a checkpoint.
+struct file_sync_event {
+  enum class file_kind { relation_segment, commit_log_segment } kind = file_kind::relation_segment;
+  relation_id relation = 0;   // relation segments
+  std::uint32_t segment = 0;  // segment number (of the relation, or of the commit-status log)
+};
+
+/// Receives events from the engine's background actors. Called on the engine's own
+/// threads: keep each call short, and do not call back into the database from it.
+class observer {
+public:
+  virtual ~observer() = default;
+  virtual void on_checkpoint(const checkpoint_event&) {}
+  virtual void on_file_synced(const file_sync_event&) {}
+};
+
+struct open_options {
+  std::vector<std::string> settings;          // KEY=VALUE, for this run
+  std::shared_ptr<observer> events;           // optional
+  std::optional<fault_injection> faults;      // test hook
+  bool trace = false;                         // test hook: record every write-path message
+};
+
+/// Writes a new directory's initial data straight into its files, before the first
+/// checkpoint: nothing is logged, and a crash before create() returns leaves a directory
+/// that open() refuses. Given to create_options::initial_data.
+class initial_loader {
+public:
+  virtual ~initial_loader() = default;
+  virtual std::size_t page_size() const = 0;
+  /// Appends `count` rows of `row_size` bytes (`rows` holds them back to back) to
+  /// relation `relation`, packed as types.hpp describes. Every append to one relation uses
+  /// the same row size.
+  virtual void append_rows(relation_id relation, const void* rows, std::size_t row_size,
+                           std::size_t count) = 0;
+  /// Writes a file of the application's own into the data directory (made durable with
+  /// it). `name` is a plain file name, not a path.
+  virtual void write_file(const std::string& name, const std::string& contents) = 0;
+};
+
+struct create_options {
+  std::vector<std::string> settings;                   // KEY=VALUE, written to tidemark.conf
+  std::function<void(initial_loader&)> initial_data;   // optional
+  std::optional<fault_injection> faults;               // test hook
+};
+
+} // namespace tidemark

@@ -1,0 +1,372 @@
+// The public API (include/tidemark/database.hpp) over the runtime's database and session.
+// It checks what an application passes (relation ids, offsets, lengths, a closed
+// database) before anything reaches the engine, converts between the public and the
+// internal vocabulary, and keeps the engine alive for as long as a session refers to it:
+// a session outliving its database gets usage_error, never freed memory.
+#include "runtime/api_bridge.hpp"
+#include "runtime/api_statistics.hpp"
+#include "runtime/config.hpp"
+#include "runtime/initial_loader.hpp"
+#include "runtime/startup.hpp"
+#include "storage/page.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+namespace tidemark {
+
+namespace {
+
+constexpr std::size_t failures_listed = 20;
+
+storage::fault_config internal(const fault_injection& f) {
+  storage::fault_config c;
+  c.crash_after_writes = f.crash_after_writes;
+  c.mode = f.mode == crash_mode::torn      ? storage::crash_mode::torn
+           : f.mode == crash_mode::process ? storage::crash_mode::process
+                                           : storage::crash_mode::lose_unsynced;
+  c.tear_every_write = f.tear_every_write;
+  c.seed = f.seed;
+  c.fail_sync_after = f.fail_fsync_after;
+  c.fail_sync_match = f.fail_fsync_match;
+  c.journal_path = f.journal_path;
+  return c;
+}
+
+std::optional<storage::fault_config> internal(const std::optional<fault_injection>& f) {
+  if (!f)
+    return std::nullopt;
+  return internal(*f);
+}
+
+recovery_report public_report(const runtime::recovery_report& r) {
+  recovery_report p;
+  p.needed = r.needed;
+  p.previous_state = r.previous_state;
+  p.protection = r.protection;
+  p.protection_switched = r.protection_switched;
+  p.startup_sync_files = r.startup_sync_files;
+  p.startup_sync_seconds = r.startup_sync_seconds;
+  p.redo_lsn = r.redo_lsn;
+  p.end_lsn = r.end_lsn;
+  p.end_reason = r.end_reason;
+  p.records = r.records;
+  p.blocks_applied = r.blocks_applied;
+  p.images_restored = r.images_restored;
+  p.pages_repaired = r.pages_repaired;
+  p.repaired_checksum = r.repaired_checksum;
+  p.repaired_lsn = r.repaired_lsn;
+  p.repaired_bytes = r.repaired_bytes;
+  p.seconds = r.seconds;
+  return p;
+}
+
+checkpoint_phase public_phase(messages::checkpoint_phase phase) {
+  switch (phase) {
+    case messages::checkpoint_phase::write:
+      return checkpoint_phase::write;
+    case messages::checkpoint_phase::sync:
+      return checkpoint_phase::sync;
+    case messages::checkpoint_phase::finish:
+      return checkpoint_phase::finish;
+    case messages::checkpoint_phase::idle:
+      break;
+  }
+  return checkpoint_phase::idle;
+}
+
+// The fsyncs the sync worker traces, as the observer's events.
+messages::trace_sink::listener file_sync_listener(std::shared_ptr<observer> events) {
+  return [events](const messages::trace_event& e) {
+    if (std::strcmp(e.type, "fsync") != 0)
+      return;
+    file_sync_event sync;
+    if (e.c == static_cast<std::uint64_t>(storage::file_kind::commit_log))
+      sync.kind = file_sync_event::file_kind::commit_log_segment;
+    sync.relation = static_cast<relation_id>(e.a);
+    sync.segment = static_cast<std::uint32_t>(e.b);
+    events->on_file_synced(sync);
+  };
+}
+
+void check_relation(relation_id relation) {
+  if (relation == 0 || relation > max_relation)
+    throw usage_error("relation id " + std::to_string(relation) + " is out of range 1.." +
+                      std::to_string(max_relation));
+}
+
+} // namespace
+
+const char* to_string(checkpoint_phase phase) {
+  switch (phase) {
+    case checkpoint_phase::idle:
+      return "idle";
+    case checkpoint_phase::write:
+      return "write";
+    case checkpoint_phase::sync:
+      return "sync";
+    case checkpoint_phase::finish:
+      return "finish";
+  }
+  return "?";
+}
+
+// ---- database ------------------------------------------------------------------------------
+
+struct database::impl {
+  std::unique_ptr<runtime::database> db;
+  recovery_report recovery;
+  std::atomic<bool> closed{false};
+  std::atomic<std::uint64_t> commits{0};
+  std::mutex close_mutex;
+  bool traced = false;
+
+  runtime::engine& engine() { return db->internals(); }
+  void check_open(const char* operation) const {
+    if (closed.load(std::memory_order_acquire))
+      throw usage_error(std::string(operation) + ": the database is closed");
+  }
+  void check_page(page_id page, std::uint32_t offset, std::uint32_t length) {
+    check_relation(page.relation);
+    std::size_t size = engine().config.page_size;
+    if (offset < page_header_bytes || std::uint64_t(offset) + length > size)
+      throw usage_error("bytes " + std::to_string(offset) + ".." +
+                        std::to_string(std::uint64_t(offset) + length) +
+                        " are outside the data area of a page (bytes " +
+                        std::to_string(page_header_bytes) + ".." + std::to_string(size) + ")");
+  }
+};
+
+database::database(std::shared_ptr<impl> state) : impl_(std::move(state)) {}
+
+database::~database() {
+  try {
+    close();
+  } catch (const std::exception&) {
+    // A failure was reported where it happened; the next start runs crash recovery.
+  }
+}
+
+void database::create(const std::string& dir, const create_options& options) {
+  runtime::database::create(
+    dir, options.settings,
+    [&](storage::relation_files& files, const runtime::settings& s) {
+      runtime::relation_loader loader(files, dir, s.data_checksums);
+      if (options.initial_data)
+        options.initial_data(loader);
+      loader.finish();
+    },
+    internal(options.faults));
+}
+
+std::unique_ptr<database> database::open(const std::string& dir, const open_options& options) {
+  runtime::open_options internal_options;
+  internal_options.overrides = options.settings;
+  internal_options.faults = internal(options.faults);
+  internal_options.trace = options.trace;
+  if (options.events)
+    internal_options.trace_listener = file_sync_listener(options.events);
+  auto state = std::make_shared<impl>();
+  state->db = runtime::database::open(dir, internal_options);
+  state->recovery = public_report(state->db->recovery());
+  state->traced = options.trace;
+  if (options.events) {
+    std::shared_ptr<observer> events = options.events;
+    state->db->observe_checkpoints([events](const messages::checkpoint_event& e) {
+      checkpoint_event event;
+      event.phase = public_phase(static_cast<messages::checkpoint_phase>(e.phase));
+      event.reason = messages::to_string(static_cast<messages::checkpoint_reason>(e.reason));
+      event.buffers_total = e.buffers_total;
+      event.buffers_written = e.buffers_written;
+      event.progress = e.progress;
+      event.schedule = e.schedule;
+      event.napping = e.napping;
+      events->on_checkpoint(event);
+    });
+  }
+  return std::unique_ptr<database>(new database(std::move(state)));
+}
+
+file_check_report database::check_files(const std::string& dir) {
+  runtime::check_data_directory(dir);
+  int lock = runtime::lock_data_directory(dir);
+  file_check_report report;
+  try {
+    auto io = storage::make_io_engine(storage::io_method::sync);
+    storage::control_data control = storage::read_control_file(*io, dir);
+    storage::relation_files files(*io, dir + "/base", control.page_size, control.segment_size);
+    std::vector<unsigned char> page(control.page_size);
+    for (relation_id relation = 1; relation <= max_relation; ++relation)
+      for (block_number block = 0, blocks = files.nblocks(relation); block < blocks; ++block) {
+        storage::page_id id{relation, block};
+        files.read_page(id, page.data());
+        ++report.pages_checked;
+        auto verdict = storage::verify_page(page.data(), page.size(), id, control.data_checksums);
+        if (verdict == storage::page_verdict::ok || verdict == storage::page_verdict::all_zero)
+          continue;
+        ++report.failures;
+        if (report.first_failures.size() < failures_listed)
+          report.first_failures.push_back(std::string(storage::to_string(verdict)) + " in " +
+                                          files.describe(id));
+      }
+  } catch (...) {
+    ::close(lock);
+    throw;
+  }
+  ::close(lock);
+  return report;
+}
+
+session database::open_session() {
+  impl_->check_open("open_session");
+  auto state = std::make_unique<session::impl>(impl_);
+  return session(std::move(state));
+}
+
+void database::checkpoint() {
+  impl_->check_open("checkpoint");
+  impl_->db->checkpoint();
+}
+
+void database::close() {
+  std::lock_guard<std::mutex> guard(impl_->close_mutex);
+  if (impl_->closed.exchange(true))
+    return;
+  impl_->db->close();
+}
+
+const recovery_report& database::recovery() const { return impl_->recovery; }
+
+std::string database::setting(const std::string& key) const {
+  return runtime::show_setting(impl_->engine().config, key);
+}
+
+statistics database::stats() const {
+  statistics s = collect_statistics(impl_->engine());
+  s.commits = impl_->commits.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::size_t database::page_size() const { return impl_->engine().config.page_size; }
+
+block_number database::relation_blocks(relation_id relation) const {
+  check_relation(relation);
+  impl_->check_open("relation_blocks");
+  return impl_->engine().files->nblocks(relation);
+}
+
+transaction_status database::status_of(transaction_id id) const {
+  impl_->check_open("status_of");
+  switch (impl_->engine().commit_log->get(id)) {
+    case storage::xact_status::committed:
+      return transaction_status::committed;
+    case storage::xact_status::aborted:
+      return transaction_status::aborted;
+    case storage::xact_status::unknown:
+      break;
+  }
+  return transaction_status::unknown;
+}
+
+power_loss_report database::simulate_power_loss() {
+  storage::fault_engine* faults = impl_->engine().faults;
+  if (faults == nullptr)
+    throw usage_error("simulate_power_loss needs open_options::faults");
+  storage::power_loss_report loss = faults->simulate_power_loss();
+  return {loss.unsynced_writes, loss.survived, loss.lost, loss.torn};
+}
+
+void database::write_trace(const std::string& path) const {
+  if (!impl_->traced)
+    throw usage_error("write_trace needs open_options::trace");
+  impl_->engine().trace->write_chrome_json(path);
+}
+
+// ---- session -------------------------------------------------------------------------------
+
+struct session::impl {
+  explicit impl(std::shared_ptr<database::impl> owner)
+    : db(std::move(owner)), internal(*db->db) {}
+  std::shared_ptr<database::impl> db;
+  runtime::session internal;
+};
+
+session::session(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
+session::session(session&&) noexcept = default;
+session& session::operator=(session&&) noexcept = default;
+session::~session() = default;
+
+namespace {
+
+session::impl& usable(const std::unique_ptr<session::impl>& s, const char* operation) {
+  if (!s)
+    throw usage_error(std::string(operation) + ": the session was moved from");
+  s->db->check_open(operation);
+  return *s;
+}
+
+storage::page_id internal(page_id page) { return {page.relation, page.block}; }
+
+} // namespace
+
+void session::begin() { usable(impl_, "begin").internal.begin(); }
+
+std::int64_t session::read_i64(page_id page, std::uint32_t offset) {
+  impl& s = usable(impl_, "read_i64");
+  s.db->check_page(page, offset, 8);
+  return s.internal.read_i64(internal(page), static_cast<std::uint16_t>(offset));
+}
+
+void session::read_bytes(page_id page, std::uint32_t offset, void* out, std::uint32_t length) {
+  impl& s = usable(impl_, "read_bytes");
+  s.db->check_page(page, offset, length);
+  s.internal.read_bytes(internal(page), static_cast<std::uint16_t>(offset), out,
+                        static_cast<std::uint16_t>(length));
+}
+
+std::uint32_t session::row_count(page_id page) {
+  impl& s = usable(impl_, "row_count");
+  check_relation(page.relation);
+  return s.internal.row_count(internal(page));
+}
+
+void session::add_i64(page_id page, std::uint32_t offset, std::int64_t delta) {
+  impl& s = usable(impl_, "add_i64");
+  s.db->check_page(page, offset, 8);
+  s.internal.add_i64(internal(page), static_cast<std::uint16_t>(offset), delta);
+}
+
+void session::write_bytes(page_id page, std::uint32_t offset, const void* data,
+                          std::uint32_t length) {
+  impl& s = usable(impl_, "write_bytes");
+  s.db->check_page(page, offset, length);
+  s.internal.write_bytes(internal(page), static_cast<std::uint16_t>(offset), data,
+                         static_cast<std::uint16_t>(length));
+}
+
+void session::append_row(relation_id relation, const void* row, std::uint32_t row_size) {
+  impl& s = usable(impl_, "append_row");
+  check_relation(relation);
+  if (row_size == 0 || tidemark::rows_per_page(s.db->engine().config.page_size, row_size) == 0)
+    throw usage_error("row size " + std::to_string(row_size) + " does not fit a page");
+  s.internal.append_row(relation, row, static_cast<std::uint16_t>(row_size));
+}
+
+transaction_id session::commit() {
+  impl& s = usable(impl_, "commit");
+  transaction_id id = s.internal.commit();
+  s.db->commits.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+void session::rollback() { usable(impl_, "rollback").internal.rollback(); }
+
+transaction_id session::id() const { return usable(impl_, "id").internal.transaction_id(); }
+
+runtime::database& internal_access::of(database& db) { return *db.impl_->db; }
+database::impl& internal_access::state_of(database& db) { return *db.impl_; }
+
+} // namespace tidemark
