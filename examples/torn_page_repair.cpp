@@ -5,7 +5,10 @@
 //   off               the tear is detected and reported, naming file and block
 //   full_page_writes  redo restores the page from its full-page image in the WAL
 //   doublewrite       startup repair restores the page from the doublewrite ring
-#include "runtime/database.hpp"
+//
+// It uses the public test hooks: open_options::faults (the fault-injecting I/O engine),
+// database::simulate_power_loss() and database::check_files().
+#include <tidemark/database.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -17,22 +20,24 @@ using namespace tidemark;
 
 namespace {
 
-constexpr storage::page_id page{10, 0};
-constexpr std::uint16_t counter = 64;      // in the first sector of the page
-constexpr std::uint16_t far_counter = 8000; // in the last: any tear mixes two versions
+constexpr page_id page{10, 0};
+constexpr std::uint32_t counter = 64;      // in the first sector of the page
+constexpr std::uint32_t far_counter = 8000; // in the last: any tear mixes two versions
 
 void run_until_torn(const std::string& dir, const std::string& mode) {
   std::vector<std::string> settings = {"torn_page_protection=" + mode, "shared_buffers=16",
                                        "checkpoint_timeout=1h", "bgwriter_lru_maxpages=0",
                                        "doublewrite_batch_pages=1", "doublewrite_ring_pages=256",
                                        "log_checkpoints=off"}; // a ring with room: no retirement fsync
-  runtime::database::create(dir, settings, [](auto&, const auto&) {});
-  runtime::open_options options;
-  options.overrides = settings;
-  options.faults = storage::fault_config{};
-  options.faults->mode = storage::crash_mode::torn;
+  create_options create;
+  create.settings = settings;
+  database::create(dir, create);
+  open_options options;
+  options.settings = settings;
+  options.faults = fault_injection{};
+  options.faults->mode = crash_mode::torn;
   options.faults->tear_every_write = true;
-  auto db = runtime::database::open(dir, options);
+  auto db = database::open(dir, options);
   auto s = db->open_session();
   s.begin();
   s.add_i64(page, counter, 41);
@@ -43,44 +48,42 @@ void run_until_torn(const std::string& dir, const std::string& mode) {
   s.add_i64(page, counter, 1); // version 2: 42 and 42
   s.add_i64(page, far_counter, 1);
   s.commit();
-  runtime::engine& e = db->internals();
-  for (storage::block_id b = 0; b < 40; ++b) { // push the page out of the 16-page pool
+  for (block_number b = 0; b < 40; ++b) { // push the page out of the 16-page pool
     s.begin();
     s.add_i64({11, b}, counter, 1);
     s.commit();
   }
-  while (e.writer->written(storage::write_source::backend) < 20) // doublewrite: written async
+  // In doublewrite mode sessions' victims are written by the batcher, a moment later.
+  while (db->stats().buffers.written_by_sessions < 20)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  storage::power_loss_report loss = e.faults->simulate_power_loss();
+  power_loss_report loss = db->simulate_power_loss();
   std::printf("  power lost: %llu unsynced writes, %llu torn\n",
               static_cast<unsigned long long>(loss.unsynced_writes),
               static_cast<unsigned long long>(loss.torn));
 } // the database is abandoned here: the fault engine refuses all I/O after the power loss
 
 void inspect_on_disk(const std::string& dir) {
-  auto io = storage::make_io_engine(storage::io_method::sync);
-  storage::relation_files files(*io, dir + "/base", 8192, 1ull << 30);
-  std::vector<unsigned char> bytes(8192);
-  files.read_page(page, bytes.data());
-  std::printf("  on disk: %s is %s\n", files.describe(page).c_str(),
-              storage::to_string(storage::verify_page(bytes.data(), 8192, page, true)));
+  file_check_report check = database::check_files(dir);
+  std::printf("  on disk: %llu pages checked, %llu failed verification\n",
+              static_cast<unsigned long long>(check.pages_checked),
+              static_cast<unsigned long long>(check.failures));
+  for (const std::string& failure : check.first_failures)
+    std::printf("  on disk: %s\n", failure.c_str());
 }
 
 void reopen(const std::string& dir) {
   try {
-    auto db = runtime::database::open(dir, {});
-    const auto& r = db->recovery();
+    auto db = database::open(dir);
+    const recovery_report& r = db->recovery();
     auto s = db->open_session();
-    s.begin();
     std::printf("  reopened: %llu pages repaired from the ring, %llu full-page images restored "
                 "by redo; the counters read %lld and %lld\n",
                 static_cast<unsigned long long>(r.pages_repaired),
                 static_cast<unsigned long long>(r.images_restored),
                 static_cast<long long>(s.read_i64(page, counter)),
                 static_cast<long long>(s.read_i64(page, far_counter)));
-    s.rollback();
     db->close();
-  } catch (const storage::page_corrupt_error& error) {
+  } catch (const page_corrupt_error& error) {
     std::printf("  reopened: recovery stopped, as it must: %s\n", error.what());
   }
 }

@@ -55,8 +55,5 @@ using checkpointer_actor =
 using bgwriter_actor =
   caf::typed_actor<caf::reacts_to<tick_atom, std::uint64_t>, caf::reacts_to<wake_atom>>;
 
-/// Collects benchmark clients' progress; answers snapshots.
-using stats_actor = caf::typed_actor<caf::reacts_to<progress_report>,
-                                     caf::replies_to<get_atom>::with<stats_snapshot>>;
 
 } // namespace tidemark::messages

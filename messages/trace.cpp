@@ -25,8 +25,6 @@ const char* to_string(actor_role role) {
       return "dw_batcher";
     case actor_role::startup:
       return "startup";
-    case actor_role::stats:
-      return "stats";
   }
   return "?";
 }

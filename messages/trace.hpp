@@ -26,9 +26,8 @@ enum class actor_role : std::uint8_t {
   sync_worker,
   dw_batcher,
   startup,
-  stats,
 };
-constexpr std::size_t actor_role_count = 9;
+constexpr std::size_t actor_role_count = 8;
 const char* to_string(actor_role role);
 
 struct trace_event {

@@ -5,7 +5,6 @@
 // write path's control flow: flush up to an LSN, run a checkpoint, report progress.
 #pragma once
 
-#include "storage/latency_histogram.hpp"
 
 #include <caf/meta/type_name.hpp>
 
@@ -146,20 +145,6 @@ struct checkpoint_event {
   bool napping = false;               // ahead of schedule: sleeping
 };
 
-// ---- benchmark clients and stats ----------------------------------------------------------
-
-/// A benchmark client's work since its last report: committed transactions and their latencies.
-struct progress_report {
-  std::uint64_t transactions = 0;
-  storage::latency_histogram latency;
-};
-
-/// Totals the stats actor holds.
-struct stats_snapshot {
-  std::uint64_t transactions = 0;
-  storage::latency_histogram latency;
-};
-
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, flush_request& x) {
   return f(caf::meta::type_name("flush_request"), x.lsn);
@@ -234,16 +219,6 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_event& x) {
   return f(caf::meta::type_name("checkpoint_event"), x.phase, x.reason, x.buffers_total,
            x.buffers_written, x.progress, x.schedule, x.napping);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, progress_report& x) {
-  return f(caf::meta::type_name("progress_report"), x.transactions, x.latency.buckets,
-           x.latency.count, x.latency.sum_us, x.latency.max_us);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, stats_snapshot& x) {
-  return f(caf::meta::type_name("stats_snapshot"), x.transactions, x.latency.buckets,
-           x.latency.count, x.latency.sum_us, x.latency.max_us);
 }
 
 } // namespace tidemark::messages

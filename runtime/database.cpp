@@ -4,7 +4,6 @@
 #include "actors/bgwriter.hpp"
 #include "actors/checkpointer.hpp"
 #include "actors/dw_batcher.hpp"
-#include "actors/stats.hpp"
 #include "actors/sync_worker.hpp"
 #include "actors/wal_writer.hpp"
 #include "runtime/startup.hpp"
@@ -27,7 +26,7 @@ namespace tidemark::runtime {
 namespace {
 
 // Messages an actor on the shared scheduler handles before its thread serves another.
-constexpr std::size_t session_messages_per_turn = 16;
+constexpr std::size_t messages_per_turn = 16;
 // How long idle pollers keep spinning after the last commit (a few group-commit cycles).
 constexpr std::chrono::microseconds idle_poll_linger{2000};
 
@@ -216,12 +215,11 @@ void database::start_actors() {
   std::size_t threads = s.scheduler_threads != 0 ? s.scheduler_threads
                                                  : std::max(1u, std::thread::hardware_concurrency());
   system_config_->set("scheduler.max-threads", threads);
-  // CAF's default lets an actor run for as long as its mailbox is non-empty; a session
-  // that commits asynchronously always has its next run message queued, and would keep
-  // its thread forever (starving the stats actor and the stop request).
-  system_config_->set("scheduler.max-throughput", session_messages_per_turn);
+  // CAF's default lets an actor run for as long as its mailbox is non-empty: an actor fed
+  // a steady stream (the wal_writer's flush_wanted under load, when not detached) would
+  // keep its thread and starve the others and the stop request.
+  system_config_->set("scheduler.max-throughput", messages_per_turn);
   system_ = std::make_unique<caf::actor_system>(*system_config_);
-  stats_ = actors::spawn_stats(*system_);
   sync_worker_ = actors::spawn_sync_worker(*system_, *engine_, detach_io_actors_);
   engine_->registry.attach(sync_worker_, engine_->trace.get());
   if (engine_->doublewrite()) {
@@ -270,7 +268,6 @@ void database::stop_actors() {
     self->wait_for(bgwriter_, checkpointer_);
   }
   caf::anon_send_exit(wal_writer_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(stats_, caf::exit_reason::user_shutdown);
   if (dw_batcher_)
     caf::anon_send_exit(dw_batcher_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(sync_worker_, caf::exit_reason::user_shutdown);
@@ -284,7 +281,6 @@ void database::stop_actors() {
   engine_->batcher = nullptr;
   wal_writer_ = nullptr;
   checkpointer_ = nullptr;
-  stats_ = nullptr;
   bgwriter_ = nullptr;
   sync_worker_ = nullptr;
   dw_batcher_ = nullptr;

@@ -98,7 +98,6 @@ public:
   caf::actor_system& system() { return *system_; }
   messages::wal_writer_actor wal_writer() const { return wal_writer_; }
   messages::checkpointer_actor checkpointer() const { return checkpointer_; }
-  messages::stats_actor stats() const { return stats_; }
   messages::sync_worker_actor sync_worker() const { return sync_worker_; }
   messages::bgwriter_actor bgwriter() const { return bgwriter_; }
   messages::dw_batcher_actor dw_batcher() const { return dw_batcher_; }
@@ -116,7 +115,6 @@ private:
   std::unique_ptr<caf::actor_system> system_;
   messages::wal_writer_actor wal_writer_;
   messages::checkpointer_actor checkpointer_;
-  messages::stats_actor stats_;
   messages::sync_worker_actor sync_worker_;
   messages::bgwriter_actor bgwriter_;
   messages::dw_batcher_actor dw_batcher_;

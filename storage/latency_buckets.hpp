@@ -1,7 +1,7 @@
 // Logarithmic latency buckets (5 % wide, 400 of them reaching ~2.7e8 µs) and an atomic
 // histogram over them that any thread may record into without a lock. The WAL and the
-// doublewrite ring keep one each for their fdatasyncs; latency_histogram.hpp uses the same
-// buckets for transactions, so all are read with the same quantile code.
+// doublewrite ring keep one each for their fdatasyncs; the public latency_distribution
+// (tidemark/statistics.hpp) reads them with its quantile code.
 //
 // Invariants:
 //  - bucket_of(us) is the first bucket whose upper edge is at or above us (last bucket for

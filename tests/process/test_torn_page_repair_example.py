@@ -19,7 +19,8 @@ def main():
     modes = {s.split("\n", 1)[0]: s for s in sections}
     check(set(modes) == {"off", "full_page_writes", "doublewrite"}, f"modes seen: {sorted(modes)}")
     for mode, text in modes.items():
-        check("block 0 (relation 10 block 0) is bad_checksum" in text,
+        check(re.search(r"on disk: bad_checksum in file \S*base/10\.0 block 0 \(relation 10 block 0\)",
+                        text) is not None,
               f"{mode}: the page write was not torn on disk:\n{text}")
     check(re.search(r"recovery stopped, as it must: .*bad_checksum.*base/10\.0 block 0",
                     modes.get("off", "")) is not None, "off: the tear was not detected and named")

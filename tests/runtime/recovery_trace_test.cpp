@@ -54,26 +54,22 @@ std::vector<messages::trace_event> recover_traced(const std::vector<std::string>
   char pattern[] = "/tmp/tidemark-recovery-trace-XXXXXX";
   std::string root = mkdtemp(pattern);
   std::string dir = root + "/data";
-  runtime::database::create(dir, settings,
-                            [](storage::relation_files& files, const runtime::settings& s) {
-                              runtime::tpcb::load(files, runtime::tpcb::layout(s.page_size, 1),
-                                                  s.data_checksums, [](std::uint64_t, std::uint64_t) {});
-                            });
+  test::create_tpcb_directory(dir, settings);
   {
-    runtime::open_options options;
-    options.overrides = settings;
-    options.faults = storage::fault_config{}; // fsyncs cost nothing; lose_unsynced at the end
-    auto db = runtime::database::open(dir, options);
-    runtime::bench_options bench;
+    open_options options;
+    options.settings = settings;
+    options.faults = fault_injection{}; // fsyncs cost nothing; lose_unsynced at the end
+    auto db = tidemark::database::open(dir, options);
+    workload::bench_options bench;
     bench.clients = load_clients;
     bench.transactions_per_client = transactions / load_clients;
-    runtime::tpcb::layout shape(db->internals().config.page_size, 1);
-    runtime::bench_result result = runtime::run_bench(*db, shape, bench, nullptr);
+    workload::tpcb::layout shape(db->page_size(), 1);
+    workload::bench_result result = workload::run_bench(*db, shape, bench, nullptr);
     REQUIRE(result.errors.empty());
     REQUIRE(result.transactions == transactions);
-    const actors::checkpoint_counters& checkpoints = db->internals().checkpoints;
-    REQUIRE(checkpoints.timed.load() + checkpoints.requested.load() == 0); // redo replays it all
-    db->internals().faults->simulate_power_loss();
+    statistics stats = db->stats();
+    REQUIRE(stats.checkpoints.timed + stats.checkpoints.requested == 0); // redo replays it all
+    db->simulate_power_loss();
   } // abandoned: its shutdown checkpoint fails on the dead engine
   std::vector<std::string> reopen = settings;
   reopen.insert(reopen.end(), {"shared_buffers=16", "bgwriter_delay=10ms"});

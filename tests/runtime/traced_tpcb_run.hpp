@@ -4,9 +4,9 @@
 // assertions depend on the order of events, not on timing.
 #pragma once
 
-#include "runtime/bench.hpp"
-#include "runtime/database.hpp"
-#include "runtime/tpcb.hpp"
+#include "runtime/api_bridge.hpp"
+#include "workload/tpcb/bench.hpp"
+#include "workload/tpcb/tpcb.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -15,25 +15,33 @@
 
 namespace tidemark::test {
 
+/// Creates a scale-1 directory with `settings` through the public API.
+inline void create_tpcb_directory(const std::string& dir, const std::vector<std::string>& settings) {
+  create_options create;
+  create.settings = settings;
+  create.initial_data = [](initial_loader& loader) {
+    workload::tpcb::load(loader, workload::tpcb::layout(loader.page_size(), 1),
+                         [](std::uint64_t, std::uint64_t) {});
+  };
+  tidemark::database::create(dir, create);
+}
+
 inline void traced_tpcb_run(const std::vector<std::string>& settings, std::uint32_t clients,
                             double seconds, const std::function<void(runtime::database&)>& inspect) {
   char pattern[] = "/tmp/tidemark-traced-run-XXXXXX";
   std::string root = mkdtemp(pattern);
   std::string dir = root + "/data";
-  runtime::database::create(dir, settings, [](storage::relation_files& files, const runtime::settings& s) {
-    runtime::tpcb::load(files, runtime::tpcb::layout(s.page_size, 1), s.data_checksums,
-                        [](std::uint64_t, std::uint64_t) {});
-  });
-  runtime::open_options options;
-  options.overrides = settings;
+  create_tpcb_directory(dir, settings);
+  open_options options;
+  options.settings = settings;
   options.trace = true;
-  auto db = runtime::database::open(dir, options);
-  runtime::bench_options bench;
+  auto db = tidemark::database::open(dir, options);
+  workload::bench_options bench;
   bench.clients = clients;
   bench.duration_s = seconds;
-  runtime::run_bench(*db, runtime::tpcb::layout(db->internals().config.page_size, 1), bench, nullptr);
+  workload::run_bench(*db, workload::tpcb::layout(db->page_size(), 1), bench, nullptr);
   db->close();
-  inspect(*db);
+  inspect(internal_access::of(*db));
   std::filesystem::remove_all(root);
 }
 

@@ -1,18 +1,18 @@
 // The benchmark driver behind `tidemark bench`: one application thread per client, each
-// running the TPC-B-like transaction through its own session (the embedding API, as any
-// application would), progress lines, and the figures of DESIGN §9's JSON report.
-// Counters are reported as differences over the run (recovery and the final shutdown
-// checkpoint are not counted).
+// running the TPC-B-like transaction through its own public session (as any embedding
+// application would), progress lines, a per-second timeline, and the figures of the JSON
+// report (DESIGN §9). Engine counters come from database::stats() and are reported as
+// differences over the run (recovery and the final shutdown checkpoint are not counted);
+// transaction latencies are measured by the clients, from begin() to commit()'s return.
 #pragma once
 
-#include "runtime/database.hpp"
-#include "runtime/json.hpp"
-#include "runtime/tpcb.hpp"
+#include "workload/json.hpp"
+#include "workload/tpcb/tpcb.hpp"
 
 #include <cstdio>
 #include <string>
 
-namespace tidemark::runtime {
+namespace tidemark::workload {
 
 struct bench_options {
   std::uint32_t clients = 1;
@@ -33,4 +33,4 @@ struct bench_result {
 bench_result run_bench(database& db, const tpcb::layout& shape, const bench_options& options,
                        std::FILE* progress);
 
-} // namespace tidemark::runtime
+} // namespace tidemark::workload

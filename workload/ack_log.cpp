@@ -1,16 +1,16 @@
 // Reading the acknowledgement log back: see ack_log.hpp.
-#include "runtime/ack_log.hpp"
+#include "workload/ack_log.hpp"
 
 #include <fstream>
 #include <stdexcept>
 
-namespace tidemark::runtime {
+namespace tidemark::workload {
 
-std::vector<storage::xid_t> ack_log::read_all(const std::string& path) {
+std::vector<transaction_id> ack_log::read_all(const std::string& path) {
   std::ifstream in(path);
   if (!in)
     throw std::runtime_error("cannot read ack log " + path);
-  std::vector<storage::xid_t> ids;
+  std::vector<transaction_id> ids;
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.empty())
@@ -30,4 +30,4 @@ std::vector<storage::xid_t> ack_log::read_all(const std::string& path) {
   return ids;
 }
 
-} // namespace tidemark::runtime
+} // namespace tidemark::workload

@@ -3,7 +3,7 @@
 // Errors are config_error (exit status 2) naming the flag.
 #pragma once
 
-#include "runtime/config.hpp"
+#include <tidemark/errors.hpp>
 
 #include <cstdint>
 #include <map>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace tidemark::runtime {
+namespace tidemark::tools {
 
 class cli_args {
 public:
@@ -31,4 +31,4 @@ private:
   std::vector<std::string> sets_;
 };
 
-} // namespace tidemark::runtime
+} // namespace tidemark::tools

@@ -1,13 +1,15 @@
 // The tidemark program (DESIGN §9): init, bench, verify, recover.
 // Exit status: 0 success; 1 runtime error or failed verification; 2 bad usage or
 // configuration; 3 simulated crash (raised inside the fault-injecting engine).
-#include "runtime/ack_log.hpp"
-#include "runtime/bench.hpp"
-#include "runtime/cli_args.hpp"
-#include "runtime/database.hpp"
-#include "runtime/json.hpp"
-#include "runtime/startup.hpp"
-#include "runtime/tpcb.hpp"
+// A client of the public API (include/tidemark/) and the workload module, like any
+// embedding application.
+#include "tools/cli_args.hpp"
+#include "workload/ack_log.hpp"
+#include "workload/json.hpp"
+#include "workload/tpcb/bench.hpp"
+#include "workload/tpcb/tpcb.hpp"
+
+#include <tidemark/database.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -18,7 +20,8 @@
 #include <string>
 
 using namespace tidemark;
-using namespace tidemark::runtime;
+using namespace tidemark::workload;
+using tidemark::tools::cli_args;
 
 namespace {
 
@@ -39,16 +42,17 @@ const char* usage_text =
   "  --fault-journal keeps the writes not yet fsynced across runs, so that a later\n"
   "  simulated power loss loses or tears them too.\n";
 
-std::string workload_file(const std::string& dir) { return dir + "/workload.conf"; }
+constexpr const char* workload_file_name = "workload.conf";
 
+// The scale `init` recorded in the directory's workload.conf.
 std::uint32_t read_scale(const std::string& dir) {
-  check_data_directory(dir);
-  std::ifstream in(workload_file(dir));
+  std::string path = dir + "/" + workload_file_name;
+  std::ifstream in(path);
   std::string key, eq;
   std::uint32_t scale = 0;
   if (!(in >> key >> eq >> scale) || key != "tpcb_scale" || scale == 0)
-    throw storage::data_error(workload_file(dir) + " is missing or malformed (expected "
-                              "\"tpcb_scale = N\"; was the directory made by tidemark init?)");
+    throw data_error(path + " is missing or malformed (expected \"tpcb_scale = N\"; was the "
+                     "directory made by tidemark init?)");
   return scale;
 }
 
@@ -62,33 +66,36 @@ std::set<std::string> with_fault_flags(std::set<std::string> flags) {
   return flags;
 }
 
-open_options options_with_faults(const cli_args& args) {
-  open_options options;
-  options.overrides = args.sets();
+std::optional<fault_injection> faults_of(const cli_args& args) {
   if (args.has("--crash-mode") && !args.has("--crash-after-writes"))
     throw config_error("--crash-mode goes with --crash-after-writes");
   if (args.has("--fail-fsync-match") && !args.has("--fail-fsync-after"))
     throw config_error("--fail-fsync-match goes with --fail-fsync-after");
-  if (args.has("--crash-after-writes") || args.has("--fail-fsync-after") ||
-      args.has("--fault-journal")) {
-    storage::fault_config faults;
-    faults.crash_after_writes = args.count("--crash-after-writes", 0, 1, 1ull << 50);
-    faults.fail_sync_after = args.count("--fail-fsync-after", 0, 1, 1ull << 50);
-    faults.fail_sync_match = args.text("--fail-fsync-match");
-    std::string mode = args.text("--crash-mode", "lose-unsynced");
-    if (mode == "lose-unsynced")
-      faults.mode = storage::crash_mode::lose_unsynced;
-    else if (mode == "torn")
-      faults.mode = storage::crash_mode::torn;
-    else if (mode == "process")
-      faults.mode = storage::crash_mode::process;
-    else
-      throw config_error("--crash-mode must be lose-unsynced, torn or process, got \"" + mode +
-                         "\"");
-    faults.seed = args.count("--seed", 1, 0, ~0ull >> 12);
-    faults.journal_path = args.text("--fault-journal");
-    options.faults = faults;
-  }
+  if (!args.has("--crash-after-writes") && !args.has("--fail-fsync-after") &&
+      !args.has("--fault-journal"))
+    return std::nullopt;
+  fault_injection faults;
+  faults.crash_after_writes = args.count("--crash-after-writes", 0, 1, 1ull << 50);
+  faults.fail_fsync_after = args.count("--fail-fsync-after", 0, 1, 1ull << 50);
+  faults.fail_fsync_match = args.text("--fail-fsync-match");
+  std::string mode = args.text("--crash-mode", "lose-unsynced");
+  if (mode == "lose-unsynced")
+    faults.mode = crash_mode::lose_unsynced;
+  else if (mode == "torn")
+    faults.mode = crash_mode::torn;
+  else if (mode == "process")
+    faults.mode = crash_mode::process;
+  else
+    throw config_error("--crash-mode must be lose-unsynced, torn or process, got \"" + mode + "\"");
+  faults.seed = args.count("--seed", 1, 0, ~0ull >> 12);
+  faults.journal_path = args.text("--fault-journal");
+  return faults;
+}
+
+open_options options_with_faults(const cli_args& args) {
+  open_options options;
+  options.settings = args.sets();
+  options.faults = faults_of(args);
   options.trace = args.has("--trace");
   return options;
 }
@@ -98,9 +105,12 @@ int cmd_init(int argc, char** argv) {
   std::string dir = args.required("-D");
   auto scale = static_cast<std::uint32_t>(args.count("-s", 1, 1, 100000));
   auto last_report = std::chrono::steady_clock::now();
-  database::create(dir, args.sets(), [&](storage::relation_files& files, const settings& s) {
-    tpcb::layout shape(s.page_size, scale);
-    tpcb::load(files, shape, s.data_checksums, [&](std::uint64_t done, std::uint64_t total) {
+  create_options options;
+  options.settings = args.sets();
+  options.faults = faults_of(args);
+  options.initial_data = [&](initial_loader& loader) {
+    tpcb::layout shape(loader.page_size(), scale);
+    tpcb::load(loader, shape, [&](std::uint64_t done, std::uint64_t total) {
       auto now = std::chrono::steady_clock::now();
       if (now - last_report >= std::chrono::seconds(1) || done == total) {
         std::fprintf(stderr, "init: %llu of %llu rows loaded (%.0f%%)\n",
@@ -109,9 +119,9 @@ int cmd_init(int argc, char** argv) {
         last_report = now;
       }
     });
-    storage::write_whole_file(files.io(), workload_file(dir),
-                              "tpcb_scale = " + std::to_string(scale) + "\n");
-  }, options_with_faults(args).faults);
+    loader.write_file(workload_file_name, "tpcb_scale = " + std::to_string(scale) + "\n");
+  };
+  database::create(dir, options);
   std::fprintf(stderr, "init: data directory %s ready (scale %u)\n", dir.c_str(), scale);
   return exit_ok;
 }
@@ -132,9 +142,8 @@ int cmd_bench(int argc, char** argv) {
   options.timeline_path = args.text("--timeline");
   options.seed = args.count("--seed", 1, 0, ~0ull >> 12);
   open_options open = options_with_faults(args);
-  std::uint32_t scale = read_scale(dir);
   auto db = database::open(dir, open);
-  tpcb::layout shape(db->internals().config.page_size, scale);
+  tpcb::layout shape(db->page_size(), read_scale(dir));
   if (db->recovery().needed)
     std::fprintf(stderr,
                  "recovery (%s%s): data directory made durable in %.3f s (%llu files), "
@@ -153,7 +162,7 @@ int cmd_bench(int argc, char** argv) {
     close_error = e.what();
   }
   if (args.has("--trace"))
-    db->internals().trace->write_chrome_json(args.text("--trace"));
+    db->write_trace(args.text("--trace"));
   json_object& r = result.report;
   std::string rendered = r.render();
   std::printf("%s\n", rendered.c_str());
@@ -186,58 +195,49 @@ void fill_recovery(json_object& r, const recovery_report& rec) {
 }
 
 // Writes the fault-injecting engine issued (crash tests pick crash points from it).
-void fill_faults(json_object& r, database& db) {
-  if (db.internals().faults != nullptr)
-    r.set("faults.writes_issued", db.internals().faults->writes_issued());
+void fill_faults(json_object& r, database& db, const cli_args& args) {
+  if (faults_of(args))
+    r.set("faults.writes_issued", db.stats().fault_writes_issued);
 }
 
+// Opens (recovering when needed), reads the workload back through a session, closes
+// cleanly, then checks every page on disk.
 int cmd_verify(int argc, char** argv) {
   cli_args args(argc, argv, 2, with_fault_flags({"-D", "--ack-log", "--json", "--set"}));
   std::string dir = args.required("-D");
-  std::uint32_t scale = read_scale(dir);
-  std::vector<storage::xid_t> acknowledged;
+  std::vector<transaction_id> acknowledged;
   if (args.has("--ack-log"))
     acknowledged = ack_log::read_all(args.text("--ack-log"));
   json_object r;
   r.set("pages_repaired", std::uint64_t(0)); // overwritten by the recovery report
   tpcb::verify_report report;
-  bool ok = true;
+  file_check_report files;
   std::string error;
-  settings config;
-  std::vector<storage::xid_t> not_committed; // acknowledged, but not in the commit-status log
   try {
     auto db = database::open(dir, options_with_faults(args));
-    config = db->internals().config;
     fill_recovery(r, db->recovery());
-    for (storage::xid_t xid : acknowledged)
-      if (db->internals().commit_log->get(xid) != storage::xact_status::committed)
-        not_committed.push_back(xid);
+    report = tpcb::verify(*db, tpcb::layout(db->page_size(), read_scale(dir)), acknowledged);
     db->close();
-    fill_faults(r, *db);
-  } catch (const storage::page_corrupt_error& e) {
-    ok = false;
+    fill_faults(r, *db, args);
+    files = database::check_files(dir);
+  } catch (const page_corrupt_error& e) { // recovery itself met a page it could not repair
     error = e.what();
-    report.checksum_failures = 1;
-    report.failures.push_back(e.where());
+    files.failures = 1;
+    files.first_failures.push_back(e.where());
   }
-  if (ok) {
-    auto io = storage::make_io_engine(storage::io_method::sync);
-    storage::relation_files files(*io, dir + "/base", config.page_size, config.segment_size);
-    report = tpcb::verify(files, tpcb::layout(config.page_size, scale), config.data_checksums,
-                          acknowledged);
-    std::sort(report.lost.begin(), report.lost.end());
-    for (storage::xid_t xid : not_committed)
-      if (!std::binary_search(report.lost.begin(), report.lost.end(), xid))
-        ++report.lost_commits; // durable in history but its commit status is missing
-    ok = report.checksum_failures == 0 && report.lost_commits == 0 && report.balances_consistent();
-  }
+  std::vector<std::string> failures = files.first_failures;
+  failures.insert(failures.end(), report.unreadable.begin(), report.unreadable.end());
+  std::uint64_t lost_commits = report.lost.size() + report.not_committed.size();
+  bool ok = error.empty() && files.failures == 0 && report.unreadable.empty() &&
+            lost_commits == 0 && report.balances_consistent();
   r.set("ok", ok);
-  r.set("pages_checked", report.pages_checked);
-  r.set("checksum_failures", report.checksum_failures);
-  r.set_list("failures", report.failures);
+  r.set("pages_checked", files.pages_checked);
+  r.set("checksum_failures", files.failures);
+  r.set("unreadable_pages", std::uint64_t(report.unreadable.size()));
+  r.set_list("failures", failures);
   r.set("acknowledged", std::uint64_t(acknowledged.size()));
-  r.set("lost_commits", report.lost_commits);
-  r.set("not_committed_in_commit_log", std::uint64_t(not_committed.size()));
+  r.set("lost_commits", lost_commits);
+  r.set("not_committed_in_commit_log", std::uint64_t(report.not_committed.size()));
   r.set("balances_consistent", error.empty() && report.balances_consistent());
   r.set("sums.accounts", report.sum_accounts);
   r.set("sums.tellers", report.sum_tellers);
@@ -250,14 +250,14 @@ int cmd_verify(int argc, char** argv) {
   std::printf("%s\n", r.render().c_str());
   if (args.has("--json"))
     r.write_file(args.text("--json"));
-  for (const std::string& f : report.failures)
+  for (const std::string& f : failures)
     std::fprintf(stderr, "verify: page failure: %s\n", f.c_str());
   for (std::size_t i = 0; i < report.lost.size() && i < 20; ++i)
     std::fprintf(stderr, "verify: acknowledged transaction %llu is missing\n",
                  static_cast<unsigned long long>(report.lost[i]));
-  for (std::size_t i = 0; i < not_committed.size() && i < 20; ++i)
+  for (std::size_t i = 0; i < report.not_committed.size() && i < 20; ++i)
     std::fprintf(stderr, "verify: acknowledged transaction %llu is not committed in the "
-                 "commit-status log\n", static_cast<unsigned long long>(not_committed[i]));
+                 "commit-status log\n", static_cast<unsigned long long>(report.not_committed[i]));
   if (!error.empty())
     std::fprintf(stderr, "verify: %s\n", error.c_str());
   std::fprintf(stderr, "verify: %s\n", ok ? "OK" : "FAILED");
@@ -271,7 +271,7 @@ int cmd_recover(int argc, char** argv) {
   json_object r;
   fill_recovery(r, db->recovery());
   db->close();
-  fill_faults(r, *db);
+  fill_faults(r, *db, args);
   std::printf("%s\n", r.render().c_str());
   if (args.has("--json"))
     r.write_file(args.text("--json"));

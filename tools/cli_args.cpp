@@ -1,9 +1,9 @@
 // Command-line argument parsing: see cli_args.hpp.
-#include "runtime/cli_args.hpp"
+#include "tools/cli_args.hpp"
 
 #include <cmath>
 
-namespace tidemark::runtime {
+namespace tidemark::tools {
 
 cli_args::cli_args(int argc, char** argv, int first, const std::set<std::string>& allowed) {
   for (int i = first; i < argc; ++i) {
@@ -67,4 +67,4 @@ std::uint64_t cli_args::count(const std::string& flag, std::uint64_t fallback, s
   return static_cast<std::uint64_t>(d);
 }
 
-} // namespace tidemark::runtime
+} // namespace tidemark::tools

@@ -1,12 +1,12 @@
 // Minimal JSON writer: see json.hpp.
-#include "runtime/json.hpp"
+#include "workload/json.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
 
-namespace tidemark::runtime {
+namespace tidemark::workload {
 
 std::string json_quote(const std::string& text) {
   std::string out = "\"";
@@ -102,4 +102,4 @@ void json_object::write_file(const std::string& path) const {
     throw std::runtime_error("cannot write " + path);
 }
 
-} // namespace tidemark::runtime
+} // namespace tidemark::workload

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace tidemark::runtime {
+namespace tidemark::workload {
 
 class json_object {
 public:
@@ -37,4 +37,4 @@ private:
 
 std::string json_quote(const std::string& text);
 
-} // namespace tidemark::runtime
+} // namespace tidemark::workload

@@ -4,7 +4,7 @@
 // checks that every listed transaction survived.
 #pragma once
 
-#include "storage/types.hpp"
+#include <tidemark/types.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,10 +12,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace tidemark::runtime {
+namespace tidemark::workload {
 
 class ack_log {
 public:
@@ -32,7 +33,7 @@ public:
   ack_log& operator=(const ack_log&) = delete;
 
   /// O_APPEND makes each line's write atomic with respect to other sessions.
-  void append(storage::xid_t xid) {
+  void append(transaction_id xid) {
     char line[32];
     int length = std::snprintf(line, sizeof line, "%llu\n", static_cast<unsigned long long>(xid));
     if (::write(fd_, line, static_cast<std::size_t>(length)) != length)
@@ -40,11 +41,11 @@ public:
   }
 
   /// Reads every id in the file. Throws naming the file and line on malformed content.
-  static std::vector<storage::xid_t> read_all(const std::string& path);
+  static std::vector<transaction_id> read_all(const std::string& path);
 
 private:
   std::string path_;
   int fd_ = -1;
 };
 
-} // namespace tidemark::runtime
+} // namespace tidemark::workload

@@ -1,0 +1,192 @@
+// The TPC-B-like workload: see tpcb.hpp.
+#include "workload/tpcb/tpcb.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace tidemark::workload::tpcb {
+
+layout::layout(std::size_t page_size, std::uint32_t scale)
+  : page_size_(page_size), scale_(scale), rows_per_page_(tidemark::rows_per_page(page_size, row_size)) {}
+
+std::uint64_t layout::rows(relation_id rel) const {
+  switch (rel) {
+    case branches:
+      return scale_;
+    case tellers:
+      return 10ull * scale_;
+    case accounts:
+      return 100'000ull * scale_;
+    default:
+      return 0;
+  }
+}
+
+block_number layout::blocks(relation_id rel) const {
+  return static_cast<block_number>((rows(rel) + rows_per_page_ - 1) / rows_per_page_);
+}
+
+page_id layout::page_of(relation_id rel, std::uint64_t row) const {
+  return {rel, static_cast<block_number>(row / rows_per_page_)};
+}
+
+std::uint32_t layout::balance_offset(std::uint64_t row) const {
+  return static_cast<std::uint32_t>(page_header_bytes + (row % rows_per_page_) * row_size +
+                                    balance_offset_in_row);
+}
+
+void load(initial_loader& loader, const layout& shape,
+          const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+  constexpr std::uint64_t rows_per_call = 4096;
+  std::vector<unsigned char> rows(rows_per_call * row_size);
+  std::uint64_t total = shape.rows(branches) + shape.rows(tellers) + shape.rows(accounts);
+  std::uint64_t done = 0;
+  for (relation_id rel : {branches, tellers, accounts}) {
+    for (std::uint64_t first = 0; first < shape.rows(rel); first += rows_per_call) {
+      std::uint64_t n = std::min(rows_per_call, shape.rows(rel) - first);
+      std::fill(rows.begin(), rows.end(), 0);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        unsigned char* at = rows.data() + i * row_size;
+        std::uint64_t id = first + i;
+        std::memcpy(at, &id, sizeof id);
+        std::memset(at + 16, 'a' + static_cast<int>(rel), row_size - 16);
+      }
+      loader.append_rows(rel, rows.data(), row_size, n);
+      done += n;
+      progress(done, total);
+    }
+  }
+}
+
+transaction_input random_input(const layout& shape, std::mt19937_64& random) {
+  transaction_input in;
+  in.bid = random() % shape.rows(branches);
+  in.tid = random() % shape.rows(tellers);
+  in.aid = random() % shape.rows(accounts);
+  in.delta = static_cast<std::int64_t>(random() % 10001) - 5000;
+  return in;
+}
+
+transaction_id run_transaction(session& s, const layout& shape, const transaction_input& in) {
+  s.begin();
+  page_id account = shape.page_of(accounts, in.aid);
+  s.add_i64(account, shape.balance_offset(in.aid), in.delta);
+  (void)s.read_i64(account, shape.balance_offset(in.aid)); // "read it back", as pgbench does
+  s.add_i64(shape.page_of(tellers, in.tid), shape.balance_offset(in.tid), in.delta);
+  s.add_i64(shape.page_of(branches, in.bid), shape.balance_offset(in.bid), in.delta);
+  history_row row{};
+  row.xid = s.id();
+  row.delta = in.delta;
+  row.aid = static_cast<std::uint32_t>(in.aid);
+  row.tid = static_cast<std::uint32_t>(in.tid);
+  row.bid = static_cast<std::uint32_t>(in.bid);
+  row.time_us = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+  s.append_row(history, &row, history_row_size);
+  return s.commit();
+}
+
+namespace {
+
+constexpr std::size_t unreadable_listed = 20;
+
+std::string describe(page_id page) {
+  return "relation " + std::to_string(page.relation) + " block " + std::to_string(page.block);
+}
+
+// Reads `count` rows of `size` bytes from the start of `page`'s data area; false (and the
+// page listed) when the database cannot read the page.
+bool read_rows(session& s, page_id page, std::size_t count, std::size_t size,
+               std::vector<unsigned char>& out, verify_report& report) {
+  out.resize(count * size);
+  ++report.pages_read;
+  try {
+    if (count > 0)
+      s.read_bytes(page, page_header_bytes, out.data(), static_cast<std::uint32_t>(out.size()));
+    return true;
+  } catch (const page_corrupt_error& error) {
+    if (report.unreadable.size() < unreadable_listed)
+      report.unreadable.push_back(error.where());
+    return false;
+  }
+}
+
+std::int64_t sum_fixed_relation(session& s, const layout& shape, relation_id rel,
+                                verify_report& report) {
+  std::uint64_t sum = 0;
+  std::vector<unsigned char> rows;
+  for (block_number block = 0; block < shape.blocks(rel); ++block) {
+    std::uint64_t first = std::uint64_t(block) * shape.rows_per_page();
+    std::uint64_t last = std::min(first + shape.rows_per_page(), shape.rows(rel));
+    if (!read_rows(s, {rel, block}, last - first, row_size, rows, report))
+      continue;
+    for (std::uint64_t row = first; row < last; ++row) {
+      const unsigned char* at = rows.data() + (row - first) * row_size;
+      std::uint64_t id;
+      std::int64_t balance;
+      std::memcpy(&id, at, 8);
+      std::memcpy(&balance, at + balance_offset_in_row, 8);
+      if (id != row)
+        ++report.misplaced_rows;
+      sum += static_cast<std::uint64_t>(balance);
+    }
+  }
+  return static_cast<std::int64_t>(sum);
+}
+
+std::vector<transaction_id> scan_history(database& db, session& s, verify_report& report) {
+  std::vector<transaction_id> xids;
+  std::vector<unsigned char> rows;
+  std::uint64_t sum = 0;
+  std::size_t capacity = tidemark::rows_per_page(db.page_size(), history_row_size);
+  for (block_number block = 0, blocks = db.relation_blocks(history); block < blocks; ++block) {
+    std::size_t count;
+    try {
+      count = std::min<std::size_t>(s.row_count({history, block}), capacity);
+    } catch (const page_corrupt_error& error) {
+      ++report.pages_read;
+      if (report.unreadable.size() < unreadable_listed)
+        report.unreadable.push_back(error.where());
+      continue;
+    }
+    if (!read_rows(s, {history, block}, count, history_row_size, rows, report))
+      continue;
+    for (std::size_t i = 0; i < count; ++i) {
+      history_row row;
+      std::memcpy(&row, rows.data() + i * history_row_size, sizeof row);
+      xids.push_back(row.xid);
+      sum += static_cast<std::uint64_t>(row.delta);
+    }
+  }
+  report.sum_history = static_cast<std::int64_t>(sum);
+  return xids;
+}
+
+} // namespace
+
+verify_report verify(database& db, const layout& shape, const std::vector<transaction_id>& acknowledged) {
+  verify_report report;
+  session s = db.open_session();
+  report.sum_branches = sum_fixed_relation(s, shape, branches, report);
+  report.sum_tellers = sum_fixed_relation(s, shape, tellers, report);
+  report.sum_accounts = sum_fixed_relation(s, shape, accounts, report);
+  std::vector<transaction_id> xids = scan_history(db, s, report);
+  std::sort(xids.begin(), xids.end());
+  report.history_rows = xids.size();
+  for (std::size_t i = 1; i < xids.size(); ++i)
+    if (xids[i] == xids[i - 1])
+      ++report.duplicate_history_xids;
+  report.acknowledged = acknowledged.size();
+  for (transaction_id xid : acknowledged) {
+    if (!std::binary_search(xids.begin(), xids.end(), xid))
+      report.lost.push_back(xid);
+    else if (db.status_of(xid) != transaction_status::committed)
+      report.not_committed.push_back(xid); // durable in history, its commit status missing
+  }
+  std::sort(report.lost.begin(), report.lost.end());
+  return report;
+}
+
+} // namespace tidemark::workload::tpcb

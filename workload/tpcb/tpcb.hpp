@@ -1,0 +1,95 @@
+// The TPC-B-like workload of DESIGN §7, written against the public API only: schema,
+// initial load, the transaction, and the verification of its invariant.
+//
+// Schema (scale S): relation 1 branches (S rows), 2 tellers (10·S), 3 accounts (100 000·S),
+// all 100-byte rows {u64 id, i64 balance, 84 filler bytes}, appended in id order (so row n
+// is at a fixed place: types.hpp's packing rule); relation 4 history, append-only 64-byte
+// rows {u64 xid, i64 delta, u32 aid, tid, bid, pad, u64 time}.
+//
+// Invariant after any crash and recovery: sum(account balances) = sum(teller balances) =
+// sum(branch balances) = sum(history deltas), and every acknowledged transaction id appears
+// in history exactly once.
+#pragma once
+
+#include <tidemark/database.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tidemark::workload::tpcb {
+
+constexpr relation_id branches = 1;
+constexpr relation_id tellers = 2;
+constexpr relation_id accounts = 3;
+constexpr relation_id history = 4;
+constexpr std::uint32_t row_size = 100;
+constexpr std::uint32_t history_row_size = 64;
+constexpr std::uint32_t balance_offset_in_row = 8;
+
+struct history_row {
+  std::uint64_t xid;
+  std::int64_t delta;
+  std::uint32_t aid, tid, bid, pad;
+  std::uint64_t time_us;
+  unsigned char filler[24];
+};
+static_assert(sizeof(history_row) == history_row_size, "history row layout");
+
+class layout {
+public:
+  layout(std::size_t page_size, std::uint32_t scale);
+  std::uint32_t scale() const { return scale_; }
+  std::uint64_t rows(relation_id rel) const;
+  block_number blocks(relation_id rel) const;
+  page_id page_of(relation_id rel, std::uint64_t row) const;
+  std::uint32_t balance_offset(std::uint64_t row) const;
+  std::size_t page_size() const { return page_size_; }
+  std::size_t rows_per_page() const { return rows_per_page_; }
+
+private:
+  std::size_t page_size_;
+  std::uint32_t scale_;
+  std::size_t rows_per_page_;
+};
+
+/// Appends the three fixed tables (balances zero); history starts empty. Calls
+/// `progress(rows_done, rows_total)` now and then.
+void load(initial_loader& loader, const layout& shape,
+          const std::function<void(std::uint64_t, std::uint64_t)>& progress);
+
+struct transaction_input {
+  std::uint64_t aid, tid, bid;
+  std::int64_t delta;
+};
+
+/// pgbench's choice: uniform random branch, teller, account, delta in [-5000, 5000].
+transaction_input random_input(const layout& shape, std::mt19937_64& random);
+
+/// Runs one transaction in `s` (begin, the changes, commit) and returns its id once the
+/// commit was acknowledged.
+transaction_id run_transaction(session& s, const layout& shape, const transaction_input& input);
+
+struct verify_report {
+  std::uint64_t pages_read = 0;
+  std::vector<std::string> unreadable;   // pages the database could not read (corrupt)
+  std::int64_t sum_accounts = 0, sum_tellers = 0, sum_branches = 0, sum_history = 0;
+  std::uint64_t history_rows = 0;
+  std::uint64_t duplicate_history_xids = 0;
+  std::uint64_t misplaced_rows = 0;
+  std::uint64_t acknowledged = 0;
+  std::vector<transaction_id> lost;       // acknowledged ids missing from history
+  std::vector<transaction_id> not_committed; // acknowledged, not committed in the status log
+  bool balances_consistent() const {
+    return sum_accounts == sum_tellers && sum_tellers == sum_branches &&
+           sum_branches == sum_history && duplicate_history_xids == 0 && misplaced_rows == 0;
+  }
+};
+
+/// Reads the four relations through a session of the open database `db` and checks row
+/// placement, the balance invariant and the acknowledged ids (sorted or not).
+verify_report verify(database& db, const layout& shape, const std::vector<transaction_id>& acknowledged);
+
+} // namespace tidemark::workload::tpcb
