@@ -1,8 +1,9 @@
 """An out-of-tree consumer builds against Tidemark three ways and runs: the installed CMake
 package (cmake --install to a temporary prefix, then find_package(Tidemark)), pkg-config
 (g++ with `pkg-config --cflags --libs tidemark` against the same prefix), and
-add_subdirectory of the source tree. The program is examples/embed_minimal.cpp; with the
-package and pkg-config its include path is only <prefix>/include/tidemark.
+add_subdirectory of the source tree. The program run is examples/embed_minimal.cpp; with
+pkg-config every example is also compiled and linked. The install holds exactly the public
+headers (include/tidemark/*.hpp), so the consumers' include path has nothing else.
 usage: test_consumer.py BUILD_DIR SOURCE_DIR [EXTRA_FLAGS]"""
 import os
 import shutil
@@ -44,8 +45,13 @@ def main():
     try:
         prefix = os.path.join(scratch, "prefix")
         run(["cmake", "--install", build, "--prefix", prefix])
-        if os.path.exists(os.path.join(prefix, "include", "tidemark", "tests")):
-            raise SystemExit("FAIL: the install holds test headers")
+        installed = sorted(os.path.relpath(os.path.join(root, name), os.path.join(prefix, "include"))
+                           for root, _, names in os.walk(os.path.join(prefix, "include"))
+                           for name in names)
+        public = sorted(os.path.join("tidemark", name)
+                        for name in os.listdir(os.path.join(source, "include", "tidemark")))
+        if installed != public:
+            raise SystemExit(f"FAIL: installed headers {installed}, expected the public ones {public}")
 
         package = os.path.join(scratch, "package")
         run(["cmake", "-S", consumer, "-B", package, f"-DCMAKE_PREFIX_PATH={prefix}",
@@ -57,9 +63,13 @@ def main():
                    if "pkgconfig" in dirs]
         env = dict(os.environ, PKG_CONFIG_PATH=":".join(pc_dirs))
         pc = run(["pkg-config", "--cflags", "--libs", "tidemark"], env=env).stdout.split()
-        program = os.path.join(scratch, "pkg-config-consumer")
-        run(["g++", example, "-o", program, *flags.split(), *(["-O2", "-g"] if flags else []), *pc])
-        check_runs(program, scratch, "pkg-config")
+        examples = sorted(os.path.join(source, "examples", name)
+                          for name in os.listdir(os.path.join(source, "examples"))
+                          if name.endswith(".cpp"))
+        for other in examples:
+            program = os.path.join(scratch, "pkg-config-" + os.path.basename(other)[:-4])
+            run(["g++", other, "-o", program, *flags.split(), *(["-O2", "-g"] if flags else []), *pc])
+        check_runs(os.path.join(scratch, "pkg-config-embed_minimal"), scratch, "pkg-config")
 
         sub = os.path.join(scratch, "subdirectory")
         run(["cmake", "-S", consumer, "-B", sub, f"-DTIDEMARK_SOURCE={source}",
