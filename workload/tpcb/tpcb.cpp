@@ -92,10 +92,6 @@ namespace {
 
 constexpr std::size_t unreadable_listed = 20;
 
-std::string describe(page_id page) {
-  return "relation " + std::to_string(page.relation) + " block " + std::to_string(page.block);
-}
-
 // Reads `count` rows of `size` bytes from the start of `page`'s data area; false (and the
 // page listed) when the database cannot read the page.
 bool read_rows(session& s, page_id page, std::size_t count, std::size_t size,

@@ -1,0 +1,257 @@
+// The public API (include/tidemark/) as an application uses it: the initial loader's row
+// packing, reads and atomic commits, the usage errors that stop bad input before the
+// engine sees it, a session outliving its database, statistics, the observer, and the
+// offline page check. Only public headers are included.
+#include <tidemark/database.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace tidemark;
+
+namespace {
+
+struct scratch_directory {
+  std::string root, dir;
+  scratch_directory() {
+    char pattern[] = "/tmp/tidemark-public-api-XXXXXX";
+    root = mkdtemp(pattern);
+    dir = root + "/data";
+  }
+  ~scratch_directory() { std::filesystem::remove_all(root); }
+};
+
+const std::vector<std::string> quiet = {"log_checkpoints=off", "shared_buffers=1MB"};
+
+std::unique_ptr<database> open_quiet(const std::string& dir) {
+  open_options options;
+  options.settings = quiet;
+  return database::open(dir, options);
+}
+
+struct row {
+  std::uint64_t id;
+  std::int64_t value;
+  char text[16];
+};
+
+void create_with_rows(const std::string& dir, std::uint64_t rows) {
+  create_options create;
+  create.settings = quiet;
+  create.initial_data = [rows](initial_loader& loader) {
+    std::vector<row> all(rows);
+    for (std::uint64_t i = 0; i < rows; ++i) {
+      all[i] = row{i, 0, {}};
+      std::snprintf(all[i].text, sizeof all[i].text, "row %llu", static_cast<unsigned long long>(i));
+    }
+    loader.append_rows(1, all.data(), sizeof(row), all.size());
+    loader.write_file("app.conf", "rows = " + std::to_string(rows) + "\n");
+  };
+  database::create(dir, create);
+}
+
+} // namespace
+
+TEST_CASE("public API: the initial loader packs rows in order, and a session reads them back") {
+  scratch_directory scratch;
+  const std::uint64_t rows = 1000;
+  create_with_rows(scratch.dir, rows);
+  std::ifstream app(scratch.dir + "/app.conf");
+  std::string line;
+  std::getline(app, line);
+  CHECK(line == "rows = 1000");
+
+  auto db = open_quiet(scratch.dir);
+  std::size_t per_page = rows_per_page(db->page_size(), sizeof(row));
+  REQUIRE(per_page > 0);
+  CHECK(db->relation_blocks(1) == (rows + per_page - 1) / per_page);
+  session s = db->open_session();
+  for (std::uint64_t n : {std::uint64_t(0), per_page - 1, per_page, rows - 1}) {
+    page_id page{1, static_cast<block_number>(n / per_page)};
+    row r;
+    s.read_bytes(page, static_cast<std::uint32_t>(page_header_bytes + (n % per_page) * sizeof(row)),
+                 &r, sizeof r);
+    CHECK(r.id == n);
+    CHECK(std::string(r.text) == "row " + std::to_string(n));
+  }
+  CHECK(s.row_count({1, 0}) == per_page);
+  CHECK(s.row_count({1, static_cast<block_number>(rows / per_page)}) == rows % per_page);
+  db->close();
+}
+
+TEST_CASE("public API: a commit changes several pages at once and survives a reopen") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  transaction_id committed = 0;
+  {
+    auto db = open_quiet(scratch.dir);
+    session s = db->open_session();
+    s.begin();
+    s.add_i64({5, 0}, 64, 7);
+    s.add_i64({6, 3}, 64, -7);
+    CHECK(s.read_i64({5, 0}, 64) == 7); // its own pending add
+    s.append_row(7, "abc", 4);
+    committed = s.commit();
+    CHECK(committed == s.id());
+    s.begin();
+    s.add_i64({5, 0}, 64, 1000);
+    s.rollback();
+    CHECK(db->status_of(committed) == transaction_status::committed);
+    statistics stats = db->stats();
+    CHECK(stats.commits == 1);
+    CHECK(stats.wal.records >= 1);
+    CHECK(!stats.failed);
+    db->close();
+  }
+  auto db = open_quiet(scratch.dir);
+  CHECK(!db->recovery().needed);
+  session s = db->open_session();
+  CHECK(s.read_i64({5, 0}, 64) == 7);
+  CHECK(s.read_i64({6, 3}, 64) == -7);
+  CHECK(s.row_count({7, 0}) == 1);
+  char text[4];
+  s.read_bytes({7, 0}, page_header_bytes, text, 4);
+  CHECK(std::string(text) == "abc");
+  CHECK(db->status_of(committed) == transaction_status::committed);
+  CHECK(db->setting("shared_buffers") == "1MB");
+  CHECK_THROWS_AS(db->setting("no_such_setting"), config_error);
+}
+
+TEST_CASE("public API: bad input is a usage_error before anything happens") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  auto db = open_quiet(scratch.dir);
+  session s = db->open_session();
+  CHECK_THROWS_AS(s.read_i64({0, 0}, 64), usage_error);
+  CHECK_THROWS_AS(s.read_i64({64, 0}, 64), usage_error);
+  CHECK_THROWS_AS(s.read_i64({1000000, 0}, 64), usage_error);
+  CHECK_THROWS_AS(s.append_row(0x7FFFFFFF, "x", 1), usage_error);
+  CHECK_THROWS_AS(s.read_i64({1, 0}, 70000), usage_error);          // beyond the page
+  CHECK_THROWS_AS(s.add_i64({1, 0}, 20, 1), usage_error);           // inside the header
+  CHECK_THROWS_AS(s.write_bytes({1, 0}, 8190, "abcd", 4), usage_error);
+  CHECK_THROWS_AS(s.append_row(2, "x", 0), usage_error);
+  CHECK_THROWS_AS(s.append_row(2, "x", 100000), usage_error);
+  CHECK_THROWS_AS(s.commit(), usage_error); // without begin
+  s.begin();
+  CHECK_THROWS_AS(s.begin(), usage_error);
+  s.add_i64({2, 0}, 64, 1);
+  s.commit(); // the transaction survived the mistakes around it
+  CHECK(s.read_i64({2, 0}, 64) == 1);
+  // Repeated bad ids leak nothing: the pool (1 MB = 128 buffers) still serves reads.
+  for (int i = 0; i < 1000; ++i)
+    CHECK_THROWS_AS(s.read_i64({0, static_cast<block_number>(i)}, 64), usage_error);
+  CHECK(s.read_i64({2, 0}, 64) == 1);
+  db->close();
+}
+
+TEST_CASE("public API: a session outliving its database gets usage_error, never freed memory") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  auto db = open_quiet(scratch.dir);
+  session s = db->open_session();
+  db->close();
+  CHECK_THROWS_AS(s.begin(), usage_error);
+  CHECK_THROWS_AS(db->open_session(), usage_error);
+  CHECK_THROWS_AS(db->checkpoint(), usage_error);
+  CHECK(db->stats().commits == 0); // statistics stay readable after close
+  db.reset();
+  CHECK_THROWS_AS(s.read_i64({1, 0}, 64), usage_error);
+  session moved = std::move(s);
+  CHECK_THROWS_AS(s.begin(), usage_error); // NOLINT: a moved-from session
+  CHECK_THROWS_AS(moved.begin(), usage_error);
+}
+
+TEST_CASE("public API: a second open of a directory in use is refused, and so is check_files") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  auto db = open_quiet(scratch.dir);
+  CHECK_THROWS_AS(open_quiet(scratch.dir), config_error);
+  CHECK_THROWS_AS(database::check_files(scratch.dir), config_error);
+  db->close();
+  db.reset();
+  file_check_report report = database::check_files(scratch.dir);
+  CHECK(report.pages_checked >= 1);
+  CHECK(report.failures == 0);
+  CHECK_THROWS_AS(database::check_files(scratch.root + "/missing"), config_error);
+  CHECK_THROWS_AS(database::create(scratch.dir, {}), config_error); // exists, not empty
+}
+
+TEST_CASE("public API: check_files names a page whose bytes were damaged on disk") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 1000);
+  {
+    std::fstream segment(scratch.dir + "/base/1.0", std::ios::in | std::ios::out | std::ios::binary);
+    REQUIRE(segment);
+    segment.seekp(8192 + 100); // block 1, inside its rows
+    segment.write("garbage", 7);
+  }
+  file_check_report report = database::check_files(scratch.dir);
+  CHECK(report.failures == 1);
+  REQUIRE(report.first_failures.size() == 1);
+  CHECK(report.first_failures[0].find("block 1 (relation 1 block 1)") != std::string::npos);
+}
+
+namespace {
+
+class counting_observer final : public observer {
+public:
+  void on_checkpoint(const checkpoint_event& e) override {
+    if (e.phase == checkpoint_phase::finish && std::string(e.reason) == "requested")
+      ++finished_requested;
+    if (e.phase == checkpoint_phase::write)
+      ++write_events;
+  }
+  void on_file_synced(const file_sync_event& e) override {
+    if (e.kind == file_sync_event::file_kind::relation_segment && e.relation == 3)
+      ++relation_3_syncs;
+  }
+  std::atomic<int> finished_requested{0}, write_events{0}, relation_3_syncs{0};
+};
+
+} // namespace
+
+TEST_CASE("public API: the observer sees a checkpoint's phases and the fsyncs it asked for") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  auto events = std::make_shared<counting_observer>();
+  open_options options;
+  options.settings = quiet;
+  options.events = events;
+  auto db = database::open(scratch.dir, options);
+  session s = db->open_session();
+  s.begin();
+  s.add_i64({3, 0}, 64, 1);
+  s.commit();
+  db->checkpoint(); // returns once the checkpoint completed, so its events were sent
+  db->close();      // the observer's actor handles what was sent before it stops
+  CHECK(events->finished_requested.load() == 1);
+  CHECK(events->write_events.load() >= 1);
+  CHECK(events->relation_3_syncs.load() >= 1);
+  statistics stats = db->stats();
+  CHECK(stats.checkpoints.requested >= 1);
+  CHECK(stats.buffers.written_by_checkpointer >= 1);
+}
+
+TEST_CASE("public API: latency_distribution quantiles, merging and intervals") {
+  latency_distribution a, b;
+  for (std::uint64_t us = 1; us <= 100; ++us)
+    a.record(us * 10); // 10 µs .. 1 ms
+  b.record(5000);
+  CHECK(a.count() == 100);
+  CHECK(a.quantile_ms(0.5) == doctest::Approx(0.5).epsilon(0.06));
+  CHECK(a.max_ms() == doctest::Approx(1.0));
+  latency_distribution merged = a;
+  merged.merge(b);
+  CHECK(merged.count() == 101);
+  CHECK(merged.quantile_ms(1.0) == doctest::Approx(5.0));
+  latency_distribution interval = merged.since(a);
+  CHECK(interval.count() == 1);
+  CHECK(interval.average_ms() == doctest::Approx(5.0));
+}
