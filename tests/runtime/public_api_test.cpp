@@ -39,7 +39,7 @@ std::unique_ptr<database> open_quiet(const std::string& dir) {
 struct row {
   std::uint64_t id;
   std::int64_t value;
-  char text[16];
+  char text[24];
 };
 
 void create_with_rows(const std::string& dir, std::uint64_t rows) {
