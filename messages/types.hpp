@@ -6,6 +6,8 @@
 #pragma once
 
 
+#include <tidemark/types.hpp>
+
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
@@ -131,8 +133,7 @@ struct dw_flushed {
 // ---- checkpointer events -------------------------------------------------------------------
 
 /// The phase a checkpoint is in (DESIGN §4 "Checkpoint"); BEGIN is part of write.
-enum class checkpoint_phase : int { idle = 0, write = 1, sync = 2, finish = 3 };
-const char* to_string(checkpoint_phase phase);
+using tidemark::checkpoint_phase; // the public vocabulary (tidemark/types.hpp)
 
 /// A checkpoint phase change or write progress, sent to subscribers.
 struct checkpoint_event {

@@ -64,20 +64,6 @@ recovery_report public_report(const runtime::recovery_report& r) {
   return p;
 }
 
-checkpoint_phase public_phase(messages::checkpoint_phase phase) {
-  switch (phase) {
-    case messages::checkpoint_phase::write:
-      return checkpoint_phase::write;
-    case messages::checkpoint_phase::sync:
-      return checkpoint_phase::sync;
-    case messages::checkpoint_phase::finish:
-      return checkpoint_phase::finish;
-    case messages::checkpoint_phase::idle:
-      break;
-  }
-  return checkpoint_phase::idle;
-}
-
 // The fsyncs the sync worker traces, as the observer's events.
 messages::trace_sink::listener file_sync_listener(std::shared_ptr<observer> events) {
   return [events](const messages::trace_event& e) {
@@ -99,20 +85,6 @@ void check_relation(relation_id relation) {
 }
 
 } // namespace
-
-const char* to_string(checkpoint_phase phase) {
-  switch (phase) {
-    case checkpoint_phase::idle:
-      return "idle";
-    case checkpoint_phase::write:
-      return "write";
-    case checkpoint_phase::sync:
-      return "sync";
-    case checkpoint_phase::finish:
-      return "finish";
-  }
-  return "?";
-}
 
 // ---- database ------------------------------------------------------------------------------
 
@@ -177,7 +149,7 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
     std::shared_ptr<observer> events = options.events;
     state->db->observe_checkpoints([events](const messages::checkpoint_event& e) {
       checkpoint_event event;
-      event.phase = public_phase(static_cast<messages::checkpoint_phase>(e.phase));
+      event.phase = static_cast<checkpoint_phase>(e.phase);
       event.reason = messages::to_string(static_cast<messages::checkpoint_reason>(e.reason));
       event.buffers_total = e.buffers_total;
       event.buffers_written = e.buffers_written;

@@ -99,19 +99,7 @@ statistics collect_statistics(runtime::engine& e) {
   s.buffers.written_by_bgwriter = e.writer->written(write_source::bgwriter);
   s.buffers.written_by_checkpointer = e.writer->written(write_source::checkpointer);
   s.buffers.bgwriter_maxwritten_clean = e.bgwriter.maxwritten_clean.load();
-  switch (e.checkpoints.phase.load()) {
-    case messages::checkpoint_phase::write:
-      s.checkpoints.phase = checkpoint_phase::write;
-      break;
-    case messages::checkpoint_phase::sync:
-      s.checkpoints.phase = checkpoint_phase::sync;
-      break;
-    case messages::checkpoint_phase::finish:
-      s.checkpoints.phase = checkpoint_phase::finish;
-      break;
-    case messages::checkpoint_phase::idle:
-      break;
-  }
+  s.checkpoints.phase = e.checkpoints.phase.load();
   s.checkpoints.timed = e.checkpoints.timed.load();
   s.checkpoints.requested = e.checkpoints.requested.load();
   s.checkpoints.write_ms = e.checkpoints.write_ms.load();

@@ -39,9 +39,6 @@ struct fault_injection {
   std::string journal_path;             // keep unsynced writes across runs in this file
 };
 
-enum class checkpoint_phase { idle, write, sync, finish };
-const char* to_string(checkpoint_phase phase);
-
 /// The checkpointer's progress, as it goes.
 struct checkpoint_event {
   checkpoint_phase phase = checkpoint_phase::idle;

@@ -32,6 +32,24 @@ inline std::size_t rows_per_page(std::size_t page_size, std::size_t row_size) {
   return row_size == 0 ? 0 : (page_size - page_header_bytes) / row_size;
 }
 
+/// Where the checkpointer is: idle, writing dirty buffers (paced), waiting for the fsyncs
+/// it asked for (paced), or writing its record and the control file.
+enum class checkpoint_phase : int { idle = 0, write = 1, sync = 2, finish = 3 };
+
+inline const char* to_string(checkpoint_phase phase) {
+  switch (phase) {
+    case checkpoint_phase::write:
+      return "write";
+    case checkpoint_phase::sync:
+      return "sync";
+    case checkpoint_phase::finish:
+      return "finish";
+    case checkpoint_phase::idle:
+      break;
+  }
+  return "idle";
+}
+
 /// What the commit-status log says about a transaction.
 enum class transaction_status { unknown, committed, aborted };
 
