@@ -12,10 +12,8 @@
 
 #include <caf/all.hpp>
 
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <random>

@@ -1,12 +1,8 @@
-// The embedding API: create or open a data directory (running crash recovery when it
-// needs it), open sessions that change pages atomically, checkpoint, close cleanly.
-//
-//   auto db = tidemark::runtime::database::open("/path/to/data", {});
-//   tidemark::runtime::session s = db->open_session();
-//   s.begin();
-//   s.add_i64({10, 0}, 64, +5);          // relation 10, block 0, offset 64
-//   s.commit();                          // durable when it returns (synchronous_commit=on)
-//   db->close();                         // shutdown checkpoint
+// The runtime's database and session: what the public API (include/tidemark/, implemented
+// in api.cpp) wraps. It creates or opens a data directory (running crash recovery when it
+// needs it), boots and stops the actors, and gives sessions that change pages atomically.
+// Not installed: the library's own tests use it directly (the deterministic scheduler,
+// traces, engine counters); applications use <tidemark/database.hpp>.
 //
 // Boot order: control file → WAL validated end to end (nothing is modified if it is
 // corrupt) → WAL made durable → doublewrite repair → storage objects → actors (sync
