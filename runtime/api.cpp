@@ -264,6 +264,7 @@ struct session::impl {
     : db(std::move(owner)), internal(*db->db) {}
   std::shared_ptr<database::impl> db;
   runtime::session internal;
+  std::atomic<bool> in_call{false}; // a session serves one thread at a time
 };
 
 session::session(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
@@ -273,72 +274,92 @@ session::~session() = default;
 
 namespace {
 
-session::impl& usable(const std::unique_ptr<session::impl>& s, const char* operation) {
-  if (!s)
-    throw usage_error(std::string(operation) + ": the session was moved from");
-  s->db->check_open(operation);
-  return *s;
-}
+// One call on a session: refuses a moved-from session, a closed database, and a second
+// thread calling while another call runs (instead of two threads corrupting the
+// transaction or spinning on each other's latches).
+class session_call {
+public:
+  session_call(const std::unique_ptr<session::impl>& state, const char* operation) {
+    if (!state)
+      throw usage_error(std::string(operation) + ": the session was moved from");
+    if (state->in_call.exchange(true, std::memory_order_acquire))
+      throw usage_error(std::string(operation) + ": the session is in use by another thread "
+                        "(open one session per thread)");
+    state_ = state.get();
+    try {
+      state_->db->check_open(operation);
+    } catch (...) {
+      state_->in_call.store(false, std::memory_order_release);
+      throw;
+    }
+  }
+  ~session_call() { state_->in_call.store(false, std::memory_order_release); }
+  session_call(const session_call&) = delete;
+  session_call& operator=(const session_call&) = delete;
+  session::impl* operator->() const { return state_; }
+
+private:
+  session::impl* state_ = nullptr;
+};
 
 storage::page_id internal(page_id page) { return {page.relation, page.block}; }
 
 } // namespace
 
-void session::begin() { usable(impl_, "begin").internal.begin(); }
+void session::begin() { session_call(impl_, "begin")->internal.begin(); }
 
 std::int64_t session::read_i64(page_id page, std::uint32_t offset) {
-  impl& s = usable(impl_, "read_i64");
-  s.db->check_page(page, offset, 8);
-  return s.internal.read_i64(internal(page), static_cast<std::uint16_t>(offset));
+  session_call s(impl_, "read_i64");
+  s->db->check_page(page, offset, 8);
+  return s->internal.read_i64(internal(page), static_cast<std::uint16_t>(offset));
 }
 
 void session::read_bytes(page_id page, std::uint32_t offset, void* out, std::uint32_t length) {
-  impl& s = usable(impl_, "read_bytes");
-  s.db->check_page(page, offset, length);
-  s.internal.read_bytes(internal(page), static_cast<std::uint16_t>(offset), out,
-                        static_cast<std::uint16_t>(length));
+  session_call s(impl_, "read_bytes");
+  s->db->check_page(page, offset, length);
+  s->internal.read_bytes(internal(page), static_cast<std::uint16_t>(offset), out,
+                         static_cast<std::uint16_t>(length));
 }
 
 std::uint32_t session::row_count(page_id page) {
-  impl& s = usable(impl_, "row_count");
+  session_call s(impl_, "row_count");
   check_relation(page.relation);
-  return s.internal.row_count(internal(page));
+  return s->internal.row_count(internal(page));
 }
 
 void session::add_i64(page_id page, std::uint32_t offset, std::int64_t delta) {
-  impl& s = usable(impl_, "add_i64");
-  s.db->check_page(page, offset, 8);
-  s.internal.add_i64(internal(page), static_cast<std::uint16_t>(offset), delta);
+  session_call s(impl_, "add_i64");
+  s->db->check_page(page, offset, 8);
+  s->internal.add_i64(internal(page), static_cast<std::uint16_t>(offset), delta);
 }
 
 void session::write_bytes(page_id page, std::uint32_t offset, const void* data,
                           std::uint32_t length) {
-  impl& s = usable(impl_, "write_bytes");
-  s.db->check_page(page, offset, length);
-  s.internal.write_bytes(internal(page), static_cast<std::uint16_t>(offset), data,
-                         static_cast<std::uint16_t>(length));
+  session_call s(impl_, "write_bytes");
+  s->db->check_page(page, offset, length);
+  s->internal.write_bytes(internal(page), static_cast<std::uint16_t>(offset), data,
+                          static_cast<std::uint16_t>(length));
 }
 
 void session::append_row(relation_id relation, const void* row, std::uint32_t row_size) {
-  impl& s = usable(impl_, "append_row");
+  session_call s(impl_, "append_row");
   check_relation(relation);
-  if (row_size == 0 || tidemark::rows_per_page(s.db->engine().config.page_size, row_size) == 0)
+  if (row_size == 0 || tidemark::rows_per_page(s->db->engine().config.page_size, row_size) == 0)
     throw usage_error("row size " + std::to_string(row_size) + " does not fit a page");
-  s.internal.append_row(relation, row, static_cast<std::uint16_t>(row_size));
+  s->internal.append_row(relation, row, static_cast<std::uint16_t>(row_size));
 }
 
 transaction_id session::commit() {
-  impl& s = usable(impl_, "commit");
-  transaction_id id = s.internal.commit();
-  s.db->commits.fetch_add(1, std::memory_order_relaxed);
+  session_call s(impl_, "commit");
+  transaction_id id = s->internal.commit();
+  s->db->commits.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
-void session::rollback() { usable(impl_, "rollback").internal.rollback(); }
+void session::rollback() { session_call(impl_, "rollback")->internal.rollback(); }
 
-transaction_id session::id() const { return usable(impl_, "id").internal.transaction_id(); }
+transaction_id session::id() const { return session_call(impl_, "id")->internal.transaction_id(); }
 
 runtime::database& internal_access::of(database& db) { return *db.impl_->db; }
-database::impl& internal_access::state_of(database& db) { return *db.impl_; }
 
 } // namespace tidemark

@@ -1,5 +1,5 @@
 // The library's own view behind the public API: the runtime database a public database
-// wraps. For the library's tests (traces, counters) and its statistics code, never for
+// wraps. For the library's tests (traces, counters, engine internals), never for
 // applications: it is not installed.
 #pragma once
 
@@ -11,7 +11,6 @@ namespace tidemark {
 
 struct internal_access {
   static runtime::database& of(database& db);
-  static database::impl& state_of(database& db);
 };
 
 } // namespace tidemark
