@@ -240,25 +240,13 @@ lsn_t wal_log::sync_through(lsn_t target) {
   return std::max(target, flushed);
 }
 
-// Wakes the first waiter the flushed LSN satisfies, which wakes the next (all of them
-// after a failure or a stop).
+// Wakes the waiters the flushed LSN satisfies (all of them after a failure or a stop).
 void wal_log::wake_waiters(bool everyone) {
   std::lock_guard lock(waiters_mutex_);
-  if (everyone) {
-    for (flush_waiter* waiter : flush_waiters_)
-      waiter->wake.notify_one();
-    return;
-  }
-  wake_next_satisfied_locked();
-}
-
-void wal_log::wake_next_satisfied_locked() {
   lsn_t flushed = flushed_lsn_.load(std::memory_order_acquire);
   for (flush_waiter* waiter : flush_waiters_)
-    if (waiter->lsn <= flushed) {
+    if (everyone || waiter->lsn <= flushed)
       waiter->wake.notify_one();
-      return;
-    }
 }
 
 void wal_log::wait_for_flush(lsn_t lsn) {
@@ -272,10 +260,8 @@ void wal_log::wait_for_flush(lsn_t lsn) {
            !stopped_because_.empty();
   });
   flush_waiters_.erase(std::find(flush_waiters_.begin(), flush_waiters_.end(), &self));
-  if (flushed_lsn_.load(std::memory_order_acquire) >= lsn) {
-    wake_next_satisfied_locked(); // the chain: the next waiter this publication satisfies
+  if (flushed_lsn_.load(std::memory_order_acquire) >= lsn)
     return;
-  }
   throw wal_not_durable(!stopped_because_.empty() ? stopped_because_
                                                   : "WAL sync failed: " + failure_.first_failure());
 }

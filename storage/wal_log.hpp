@@ -137,7 +137,6 @@ private:
   void write_out_locked(lsn_t upto);
   void finish_sync_locked(std::uint64_t ticket);
   void wake_waiters(bool everyone);
-  void wake_next_satisfied_locked(); // waiters_mutex_ held
   int segment_fd(lsn_t segment_start);
   void create_segment_file(lsn_t segment_start);
   void write_zeros(int fd, std::uint64_t offset, std::uint64_t length);
@@ -177,11 +176,8 @@ private:
   std::vector<io_write> pieces_;        // guarded by flush_mutex_; reused by every write-out
   // wait_for_flush(): each waiter sleeps on a condition variable of its own, listed with
   // its LSN in flush_waiters_ (guarded by waiters_mutex_). A publication of flushed_lsn_
-  // wakes the first waiter it satisfies, and each satisfied waiter, leaving, wakes the
-  // next one still listed (a chain): the syncer returns to its next fdatasync after one
-  // wake-up instead of one per commit, and the wake-ups run on the woken threads. A
-  // failure or stop wakes all. Waiters check and wakers notify under waiters_mutex_, so
-  // no wakeup is lost.
+  // wakes exactly the waiters it satisfies; a failure or stop wakes all. Waiters check
+  // and publishers notify under waiters_mutex_, so no wakeup is lost.
   struct flush_waiter {
     lsn_t lsn;
     std::condition_variable wake;
