@@ -134,7 +134,8 @@ struct periodic {
   latency_distribution before;
 };
 
-void wait_and_report(database& db, const commit_tally& tally, const bench_options& options,
+void wait_and_report(database& db, const commit_tally& tally,
+                     const std::atomic<std::uint32_t>& clients_running, const bench_options& options,
                      std::FILE* progress, steady_clock::time_point started) {
   auto at = [&](double s) {
     return started + std::chrono::duration_cast<steady_clock::duration>(std::chrono::duration<double>(s));
@@ -149,28 +150,26 @@ void wait_and_report(database& db, const commit_tally& tally, const bench_option
     timeline = std::make_unique<timeline_writer>(options.timeline_path, db);
     rows = periodic{1.0, at(1.0), initial};
   }
-  bool failed = false;
-  while (steady_clock::now() < deadline && !failed) {
+  while (steady_clock::now() < deadline && clients_running.load() > 0) {
     auto wake = deadline;
     for (auto* p : {&lines, &rows})
       if (*p)
         wake = std::min(wake, (*p)->next);
-    // Waking every 100 ms: the timeline samples the checkpoint phase, and a failed engine
-    // ends the run early.
+    // Waking every 100 ms: the timeline samples the checkpoint phase, and a run whose
+    // clients all stopped (a failed engine) ends early. The engine's statistics are read
+    // only when something uses them.
     std::this_thread::sleep_until(std::min(wake, steady_clock::now() + std::chrono::milliseconds(100)));
     auto now_time = steady_clock::now();
     double elapsed = std::chrono::duration<double>(now_time - started).count();
-    statistics stats = db.stats();
-    failed = stats.failed;
     if (timeline)
-      timeline->observe(stats.checkpoints.phase);
+      timeline->observe(db.stats().checkpoints.phase);
     for (auto* p : {&lines, &rows}) {
       if (!*p || now_time < (*p)->next)
         continue;
       latency_distribution now = tally.snapshot();
       latency_distribution window = now.since((*p)->before);
       if (p == &lines)
-        print_progress(progress, stats, elapsed, (*p)->interval_s, window);
+        print_progress(progress, db.stats(), elapsed, (*p)->interval_s, window);
       else
         timeline->row(elapsed, (*p)->interval_s, window);
       (*p)->before = std::move(now);
@@ -251,7 +250,8 @@ struct client {
 
 void run_client(database& db, const tpcb::layout& shape, const bench_options& options,
                 std::uint32_t index, ack_log* acks, commit_tally& tally,
-                const std::atomic<bool>& stop, client& out) {
+                const std::atomic<bool>& stop, std::atomic<std::uint32_t>& clients_running,
+                client& out) {
   std::mt19937_64 random(options.seed * 1000003 + index);
   latency_distribution unreported;
   auto last_report = steady_clock::now();
@@ -281,6 +281,7 @@ void run_client(database& db, const tpcb::layout& shape, const bench_options& op
     out.error = error.what();
   }
   report();
+  --clients_running;
 }
 
 } // namespace
@@ -295,12 +296,14 @@ bench_result run_bench(database& db, const tpcb::layout& shape, const bench_opti
   std::vector<client> clients(options.clients);
   std::vector<std::thread> threads;
   std::atomic<bool> stop{false};
+  std::atomic<std::uint32_t> clients_running{options.clients};
   auto started = steady_clock::now();
   for (std::uint32_t i = 0; i < options.clients; ++i)
     threads.emplace_back(run_client, std::ref(db), std::cref(shape), std::cref(options), i,
-                         acks.get(), std::ref(tally), std::cref(stop), std::ref(clients[i]));
+                         acks.get(), std::ref(tally), std::cref(stop), std::ref(clients_running),
+                         std::ref(clients[i]));
   if (options.transactions_per_client == 0) {
-    wait_and_report(db, tally, options, progress, started);
+    wait_and_report(db, tally, clients_running, options, progress, started);
     stop.store(true);
   }
   for (std::thread& thread : threads)
