@@ -93,6 +93,7 @@ struct database::impl {
   recovery_report recovery;
   std::atomic<bool> closed{false};
   std::atomic<std::uint64_t> commits{0};
+  std::atomic<std::uint64_t> conflicts{0};
   std::mutex close_mutex;
   bool traced = false;
 
@@ -219,6 +220,7 @@ std::string database::setting(const std::string& key) const {
 statistics database::stats() const {
   statistics s = collect_statistics(impl_->engine());
   s.commits = impl_->commits.load(std::memory_order_relaxed);
+  s.conflicts = impl_->conflicts.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -267,7 +269,7 @@ struct session::impl {
   std::atomic<bool> in_call{false}; // a session serves one thread at a time
 };
 
-session::session(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
+session::session(std::shared_ptr<impl> state) : impl_(std::move(state)) {}
 session::session(session&&) noexcept = default;
 session& session::operator=(session&&) noexcept = default;
 session::~session() = default;
@@ -279,13 +281,13 @@ namespace {
 // transaction or spinning on each other's latches).
 class session_call {
 public:
-  session_call(const std::unique_ptr<session::impl>& state, const char* operation) {
-    if (!state)
-      throw usage_error(std::string(operation) + ": the session was moved from");
+  session_call(session::impl* state, const char* operation) {
+    if (state == nullptr)
+      throw usage_error(std::string(operation) + ": the session was moved from, or is gone");
     if (state->in_call.exchange(true, std::memory_order_acquire))
       throw usage_error(std::string(operation) + ": the session is in use by another thread "
                         "(open one session per thread)");
-    state_ = state.get();
+    state_ = state;
     try {
       state_->db->check_open(operation);
     } catch (...) {
@@ -304,61 +306,161 @@ private:
 
 storage::page_id internal(page_id page) { return {page.relation, page.block}; }
 
+// A page a call reads or changes: a valid relation, bytes inside the data area, a block
+// the relation has (or, for a change, the next one).
+void check_access(session::impl& s, page_id page, std::uint32_t offset, std::uint32_t length,
+                  bool changing) {
+  s.db->check_page(page, offset, length);
+  s.internal.check_block(internal(page), changing);
+}
+
 } // namespace
 
-void session::begin() { session_call(impl_, "begin")->internal.begin(); }
+void session::begin() { session_call(impl_.get(), "begin")->internal.begin(); }
+
+bool session::in_transaction() const {
+  return session_call(impl_.get(), "in_transaction")->internal.in_transaction();
+}
 
 std::int64_t session::read_i64(page_id page, std::uint32_t offset) {
-  session_call s(impl_, "read_i64");
-  s->db->check_page(page, offset, 8);
+  session_call s(impl_.get(), "read_i64");
+  check_access(*impl_, page, offset, 8, false);
   return s->internal.read_i64(internal(page), static_cast<std::uint16_t>(offset));
 }
 
 void session::read_bytes(page_id page, std::uint32_t offset, void* out, std::uint32_t length) {
-  session_call s(impl_, "read_bytes");
-  s->db->check_page(page, offset, length);
+  session_call s(impl_.get(), "read_bytes");
+  check_access(*impl_, page, offset, length, false);
+  if (length > 0 && out == nullptr)
+    throw usage_error("read_bytes: out is null");
   s->internal.read_bytes(internal(page), static_cast<std::uint16_t>(offset), out,
                          static_cast<std::uint16_t>(length));
 }
 
 std::uint32_t session::row_count(page_id page) {
-  session_call s(impl_, "row_count");
+  session_call s(impl_.get(), "row_count");
   check_relation(page.relation);
-  return s->internal.row_count(internal(page));
+  s->internal.check_block(internal(page), false);
+  return s->internal.rows_on(internal(page)).count;
 }
 
 void session::add_i64(page_id page, std::uint32_t offset, std::int64_t delta) {
-  session_call s(impl_, "add_i64");
-  s->db->check_page(page, offset, 8);
+  session_call s(impl_.get(), "add_i64");
+  check_access(*impl_, page, offset, 8, true);
   s->internal.add_i64(internal(page), static_cast<std::uint16_t>(offset), delta);
 }
 
 void session::write_bytes(page_id page, std::uint32_t offset, const void* data,
                           std::uint32_t length) {
-  session_call s(impl_, "write_bytes");
-  s->db->check_page(page, offset, length);
+  session_call s(impl_.get(), "write_bytes");
+  check_access(*impl_, page, offset, length, true);
+  if (length > 0 && data == nullptr)
+    throw usage_error("write_bytes: data is null");
   s->internal.write_bytes(internal(page), static_cast<std::uint16_t>(offset), data,
                           static_cast<std::uint16_t>(length));
 }
 
 void session::append_row(relation_id relation, const void* row, std::uint32_t row_size) {
-  session_call s(impl_, "append_row");
+  session_call s(impl_.get(), "append_row");
   check_relation(relation);
   if (row_size == 0 || tidemark::rows_per_page(s->db->engine().config.page_size, row_size) == 0)
     throw usage_error("row size " + std::to_string(row_size) + " does not fit a page");
+  if (row == nullptr)
+    throw usage_error("append_row: row is null");
   s->internal.append_row(relation, row, static_cast<std::uint16_t>(row_size));
 }
 
 transaction_id session::commit() {
-  session_call s(impl_, "commit");
-  transaction_id id = s->internal.commit();
-  s->db->commits.fetch_add(1, std::memory_order_relaxed);
-  return id;
+  session_call s(impl_.get(), "commit");
+  try {
+    transaction_id id = s->internal.commit();
+    s->db->commits.fetch_add(1, std::memory_order_relaxed);
+    return id;
+  } catch (const conflict_error&) {
+    s->db->conflicts.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
 }
 
-void session::rollback() { session_call(impl_, "rollback")->internal.rollback(); }
+void session::rollback() { session_call(impl_.get(), "rollback")->internal.rollback(); }
 
-transaction_id session::id() const { return session_call(impl_, "id")->internal.transaction_id(); }
+transaction_id session::id() const {
+  return session_call(impl_.get(), "id")->internal.transaction_id();
+}
+
+// ---- row_cursor ----------------------------------------------------------------------------
+
+struct row_cursor::state {
+  std::weak_ptr<session::impl> owner;
+  relation_id relation = 0;
+  block_number blocks = 0;          // the relation's size when the scan began
+  block_number block = 0;           // next block to read
+  std::uint32_t next_slot = 0;      // next row on the current page
+  std::uint32_t count = 0, row_size = 0;
+  std::vector<unsigned char> rows;  // the current page's rows
+  std::size_t next_pending = 0;     // this transaction's own rows, after the pages
+  bool pages_done = false;
+};
+
+row_cursor session::rows(relation_id relation) {
+  session_call s(impl_.get(), "rows");
+  check_relation(relation);
+  auto cursor = std::make_shared<row_cursor::state>();
+  cursor->owner = impl_;
+  cursor->relation = relation;
+  cursor->blocks = s->internal.relation_size(relation);
+  return row_cursor(std::move(cursor));
+}
+
+bool row_cursor::next() {
+  if (!state_)
+    throw usage_error("row_cursor::next: the cursor was never made by session::rows");
+  std::shared_ptr<session::impl> owner = state_->owner.lock();
+  session_call s(owner.get(), "row_cursor::next");
+  state& c = *state_;
+  while (!c.pages_done && c.next_slot >= c.count) {
+    if (c.block >= c.blocks) {
+      c.pages_done = true;
+      break;
+    }
+    page_id page{c.relation, c.block++};
+    storage::page_rows rows = s->internal.rows_on(internal(page));
+    c.next_slot = 0;
+    c.count = rows.count;
+    c.row_size = rows.row_size;
+    if (c.count == 0)
+      continue;
+    std::size_t size = s->db->engine().config.page_size;
+    if (c.row_size == 0 || page_header_bytes + std::size_t(c.count) * c.row_size > size)
+      throw data_error("relation " + std::to_string(c.relation) + " block " +
+                       std::to_string(page.block) + " says it holds " + std::to_string(c.count) +
+                       " rows of " + std::to_string(c.row_size) + " bytes, which a " +
+                       std::to_string(size) + "-byte page cannot (or a page written before "
+                       "pages recorded their row size)");
+    c.rows.resize(std::size_t(c.count) * c.row_size);
+    s->internal.read_bytes(internal(page), static_cast<std::uint16_t>(page_header_bytes),
+                           c.rows.data(), static_cast<std::uint16_t>(c.rows.size()));
+  }
+  if (!c.pages_done) {
+    page_ = {c.relation, c.block - 1};
+    slot_ = c.next_slot++;
+    pending_ = false;
+    size_ = c.row_size;
+    row_ = c.rows.data() + std::size_t(slot_) * c.row_size;
+    return true;
+  }
+  const storage::page_transaction& txn = s->internal.transaction();
+  std::uint16_t size = 0;
+  const unsigned char* row = txn.active() ? txn.pending_row(c.relation, c.next_pending, &size) : nullptr;
+  if (row == nullptr)
+    return false;
+  page_ = {c.relation, 0};
+  slot_ = static_cast<std::uint32_t>(c.next_pending++);
+  pending_ = true;
+  size_ = size;
+  row_ = row;
+  return true;
+}
 
 runtime::database& internal_access::of(database& db) { return *db.impl_->db; }
 

@@ -234,12 +234,24 @@ void database::start_actors() {
 void database::request_checkpoint(messages::checkpoint_reason reason) {
   caf::scoped_actor self{*system_};
   messages::checkpoint_request request{static_cast<std::uint8_t>(reason), true};
-  std::string error;
+  bool refused = false;
+  std::string why;
   self->request(checkpointer_, caf::infinite, request)
     .receive([](const messages::checkpoint_done&) {},
-             [&](const caf::error& e) { error = system_->render(e); });
-  if (!error.empty())
-    throw storage::data_error("checkpoint failed: " + error);
+             [&](const caf::error& e) {
+               refused = true;
+               // The actors make their errors with one string in the context: our words.
+               const caf::message& context = e.context();
+               if (context.size() == 1 && context.match_element<std::string>(0))
+                 why = context.get_as<std::string>(0);
+             });
+  if (!refused)
+    return;
+  if (engine_->failed())
+    throw tidemark::engine_stopped_error("checkpoint failed: the engine stopped after a failure "
+                                         "(the next open runs crash recovery): " +
+                                         engine_->failure());
+  throw tidemark::data_error("checkpoint failed: " + (why.empty() ? std::string("no reason given") : why));
 }
 
 void database::checkpoint() { request_checkpoint(messages::checkpoint_reason::requested); }
@@ -306,8 +318,8 @@ void database::close() {
     lock_fd_ = -1;
   }
   if (!failure.empty())
-    throw storage::data_error("the engine stopped after a failure; the next start runs crash "
-                              "recovery: " + failure);
+    throw tidemark::engine_stopped_error("the engine stopped after a failure; the next open "
+                                         "runs crash recovery: " + failure);
 }
 
 database::~database() {
@@ -331,30 +343,78 @@ session::session(database& db)
   : db_(&db),
     txn_(std::make_unique<storage::page_transaction>(
       *db.internals().pool, *db.internals().wal, *db.internals().tails,
-      db.internals().full_page_writes(), db.internals().commit_log.get())) {}
+      db.internals().full_page_writes(), db.internals().commit_log.get(),
+      [e = &db.internals()](const std::string& why) { e->fail(why); })) {}
 
 session database::open_session() { return session(*this); }
 
-void session::begin() {
-  if (open_)
-    throw tidemark::usage_error("begin() inside a transaction: commit() or rollback() it first");
-  engine& e = db_->internals();
+void session::check_running() const {
+  const engine& e = db_->internals();
   if (e.failed())
-    throw storage::data_error("the engine stopped after a failure: " + e.failure());
-  txn_->begin(e.next_xid.fetch_add(1));
-  open_ = true;
+    throw tidemark::engine_stopped_error("the engine stopped after a failure (the next open "
+                                         "runs crash recovery): " + e.failure());
+}
+
+void session::wait_durable(storage::lsn_t lsn) {
+  engine& e = db_->internals();
+  if (!e.config.synchronous_commit || lsn <= e.wal->flushed_lsn())
+    return;
+  // Group commit: the wal_writer starts a sync covering `lsn` (together with every other
+  // commit waiting), and the sync's completion wakes this thread.
+  caf::anon_send(db_->wal_writer(), messages::flush_wanted{lsn});
+  e.wal->wait_for_flush(lsn);
+}
+
+void session::settle_read() {
+  if (txn_->active())
+    return; // the commit waits for everything the transaction read
+  try {
+    wait_durable(txn_->newest_seen());
+  } catch (const storage::wal_not_durable& error) {
+    throw tidemark::engine_stopped_error(std::string("a read saw a change that may not be "
+                                                     "durable: ") + error.what());
+  }
+}
+
+void session::begin() {
+  if (txn_->active())
+    throw tidemark::usage_error("begin() inside a transaction: commit() or rollback() it first");
+  check_running();
+  txn_->begin(db_->internals().next_xid.fetch_add(1));
+}
+
+void session::check_block(storage::page_id id, bool changing) const {
+  storage::block_id limit = txn_->extendable_to(id.rel); // blocks [0, limit) may be read
+  if (id.block < limit || (changing && id.block == limit))
+    return;
+  throw tidemark::usage_error(
+    "block " + std::to_string(id.block) + " is past the end of relation " +
+    std::to_string(id.rel) + " (" + std::to_string(limit) + " blocks" +
+    (changing ? "; a change may extend a relation by its next block only)" : ")"));
 }
 
 std::int64_t session::read_i64(storage::page_id id, std::uint16_t offset) {
-  return txn_->read_i64(id, offset);
+  check_running();
+  std::int64_t value = txn_->read_i64(id, offset);
+  settle_read();
+  return value;
 }
 
 void session::read_bytes(storage::page_id id, std::uint16_t offset, void* out,
                          std::uint16_t length) {
+  check_running();
   txn_->read_bytes(id, offset, out, length);
+  settle_read();
 }
 
-std::uint16_t session::row_count(storage::page_id id) { return txn_->row_count(id); }
+storage::page_rows session::rows_on(storage::page_id id) {
+  check_running();
+  storage::page_rows rows = txn_->rows_on(id);
+  settle_read();
+  return rows;
+}
+
+storage::block_id session::relation_size(storage::rel_id rel) { return txn_->relation_size(rel); }
 
 void session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
   txn_->add_i64(id, offset, delta);
@@ -371,27 +431,36 @@ void session::append_row(storage::rel_id rel, const void* row, std::uint16_t row
 
 storage::xid_t session::transaction_id() const { return txn_->xid(); }
 
-void session::rollback() {
-  txn_->abort();
-  open_ = false;
-}
+void session::rollback() { txn_->abort(); }
 
 storage::xid_t session::commit() {
-  if (!open_)
+  if (!txn_->active())
     throw tidemark::usage_error("commit() without begin()");
-  open_ = false;
-  storage::xid_t xid = txn_->xid();
-  storage::lsn_range position = txn_->commit();
-  engine& e = db_->internals();
-  if (!e.config.synchronous_commit)
-    return xid;
-  // Group commit: the wal_writer starts a sync covering this record (together with every
-  // other commit waiting), and the sync's completion wakes this thread.
-  caf::anon_send(db_->wal_writer(), messages::flush_wanted{position.end});
   try {
-    e.wal->wait_for_flush(position.end);
+    check_running();
+  } catch (...) {
+    txn_->abort();
+    throw;
+  }
+  storage::xid_t xid = txn_->xid();
+  storage::lsn_t seen = txn_->newest_seen();
+  storage::lsn_range position;
+  try {
+    position = txn_->commit(); // ends the transaction, whatever happens
+  } catch (...) {
+    check_running(); // a failure after applying stopped the engine: say so
+    throw;           // conflict_error, usage_error, page_corrupt_error: nothing was applied
+  }
+  try {
+    wait_durable(std::max(position.end, seen));
   } catch (const storage::wal_not_durable& error) {
-    throw storage::data_error(std::string("commit not durable: ") + error.what());
+    if (position.end == 0)
+      throw tidemark::engine_stopped_error("transaction " + std::to_string(xid) +
+                                           " read changes that may not be durable: " + error.what());
+    throw tidemark::commit_outcome_unknown(
+      "the outcome of transaction " + std::to_string(xid) + " is unknown: its WAL record was "
+      "written but the engine stopped before it was durable (" + error.what() + "); after the "
+      "next open it is either wholly present or wholly absent", xid);
   }
   return xid;
 }

@@ -122,28 +122,43 @@ private:
 };
 
 /// One application session: a sequence of transactions, used from one thread at a time.
+/// Transactions are validated at commit (storage/page_transaction.hpp); a read outside a
+/// transaction returns only once what it saw is durable, and so does a commit, read-only
+/// or not, for everything its transaction read (synchronous_commit=on).
 class session {
 public:
   explicit session(database& db);
   void begin();
+  bool in_transaction() const { return txn_->active(); }
   std::int64_t read_i64(storage::page_id id, std::uint16_t offset);
   void read_bytes(storage::page_id id, std::uint16_t offset, void* out, std::uint16_t length);
-  std::uint16_t row_count(storage::page_id id);
+  storage::page_rows rows_on(storage::page_id id);
+  storage::block_id relation_size(storage::rel_id rel);
   void add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta);
   void write_bytes(storage::page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
   void append_row(storage::rel_id rel, const void* row, std::uint16_t row_size);
-  /// Applies, logs and (synchronous_commit=on) waits until the commit is durable: the
-  /// thread sleeps until a group-commit sync covers its record, without a message round
-  /// trip of its own. Returns the transaction's id.
+  /// Throws usage_error when `id` is past the relation's end: a read may reach blocks the
+  /// relation has or this transaction extends it by; a change also the block just past them.
+  void check_block(storage::page_id id, bool changing) const;
+  const storage::page_transaction& transaction() const { return *txn_; }
+  /// Validates, applies, logs and (synchronous_commit=on) waits until the commit and
+  /// everything it read are durable: the thread sleeps until a group-commit sync covers
+  /// them, without a message round trip of its own. Returns the transaction's id.
+  /// conflict_error: nothing applied; commit_outcome_unknown: the engine stopped after
+  /// the record was written.
   storage::xid_t commit();
   /// The id of the transaction begun last (valid between begin() and commit()).
   storage::xid_t transaction_id() const;
   void rollback();
 
 private:
+  void check_running() const;
+  /// After a read outside a transaction: waits until what it returned is durable.
+  void settle_read();
+  void wait_durable(storage::lsn_t lsn);
+
   database* db_;
   std::unique_ptr<storage::page_transaction> txn_;
-  bool open_ = false;
 };
 
 } // namespace tidemark::runtime

@@ -398,6 +398,15 @@ void buffer_pool::lock_shared(buffer_id buffer) {
   }
 }
 
+bool buffer_pool::try_lock_shared(buffer_id buffer) {
+  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
+  std::int32_t current = latch.load(std::memory_order_relaxed);
+  while (current >= 0)
+    if (latch.compare_exchange_weak(current, current + 1, std::memory_order_acquire))
+      return true;
+  return false;
+}
+
 void buffer_pool::unlock_shared(buffer_id buffer) {
   descriptors_[buffer].latch.fetch_sub(1, std::memory_order_release);
 }

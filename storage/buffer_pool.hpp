@@ -97,6 +97,8 @@ public:
   void lock_exclusive(buffer_id buffer);
   void unlock_exclusive(buffer_id buffer);
   void lock_shared(buffer_id buffer);
+  /// Takes the shared latch only if no one holds it exclusively; never waits.
+  bool try_lock_shared(buffer_id buffer);
   void unlock_shared(buffer_id buffer);
   /// Caller holds the exclusive latch.
   void mark_dirty(buffer_id buffer);

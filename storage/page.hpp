@@ -7,8 +7,10 @@
 //                              the page's identity (rel, block)
 //       12     4  rel          identity, also stored: a misdirected write is caught
 //       16     4  block
-//       20     2  item_count   records on the page (used by append-only relations)
-//       22    10  reserved     zero
+//       20     2  item_count   rows appended to the page (append_row, the initial loader)
+//       22     2  row_size     their size in bytes; 0 on a page without rows (or one
+//                              written before the field existed)
+//       24     8  reserved     zero
 //
 // Invariants:
 //  - A page whose bytes are all zero is a valid, never-written page (relation extension
@@ -38,7 +40,8 @@ struct page_header {
   std::uint32_t rel;
   std::uint32_t block;
   std::uint16_t item_count;
-  unsigned char reserved[10];
+  std::uint16_t row_size;
+  unsigned char reserved[8];
 };
 static_assert(sizeof(page_header) == page_header_size, "page header layout is part of the format");
 static_assert(page_size_min % 4096 == 0, "pages are whole 4 KiB sectors");

@@ -1,4 +1,4 @@
-// One atomic multi-page change logged as one WAL record: see page_transaction.hpp.
+// One atomic, validated multi-page change logged as one WAL record: see page_transaction.hpp.
 #include "storage/page_transaction.hpp"
 
 #include "storage/page.hpp"
@@ -11,13 +11,28 @@ namespace tidemark::storage {
 
 namespace {
 
-constexpr std::uint16_t first_writable_offset = offsetof(page_header, item_count);
+constexpr std::uint16_t rows_header_offset = offsetof(page_header, item_count);
+// item_count and row_size, written together by an append.
+constexpr std::uint16_t rows_header_length = sizeof(std::uint16_t) * 2;
+static_assert(offsetof(page_header, row_size) == rows_header_offset + sizeof(std::uint16_t),
+              "an append writes item_count and row_size as one op");
 
-void check_range(std::size_t page_size, std::uint16_t offset, std::size_t length) {
-  if (offset < first_writable_offset || offset + length > page_size)
-    throw std::invalid_argument("page operation at offset " + std::to_string(offset) +
+void check_range(std::size_t page_size, std::size_t offset, std::size_t length) {
+  if (offset < rows_header_offset || offset + length > page_size)
+    throw tidemark::usage_error("page operation at offset " + std::to_string(offset) +
                                 " length " + std::to_string(length) +
                                 " is outside the page's writable area");
+}
+
+std::string describe(page_id id) {
+  return "relation " + std::to_string(id.rel) + " block " + std::to_string(id.block);
+}
+
+bool all_zero(const unsigned char* bytes, std::size_t length) {
+  for (std::size_t i = 0; i < length; ++i)
+    if (bytes[i] != 0)
+      return false;
+  return true;
 }
 
 } // namespace
@@ -46,21 +61,30 @@ void append_tails::advance(rel_id rel, block_id full_block) {
                                       std::memory_order_acq_rel);
 }
 
-// ---- page_transaction ----------------------------------------------------------------------
+// ---- page_transaction: setup and pending operations ---------------------------------------
 
 page_transaction::page_transaction(buffer_pool& pool, wal_log& wal, append_tails& tails,
-                                   bool full_page_writes, commit_log* status)
-  : pool_(pool), wal_(wal), tails_(tails), full_page_writes_(full_page_writes), status_(status) {}
+                                   bool full_page_writes, commit_log* status,
+                                   std::function<void(const std::string&)> on_half_applied)
+  : pool_(pool), wal_(wal), tails_(tails), full_page_writes_(full_page_writes), status_(status),
+    on_half_applied_(std::move(on_half_applied)) {}
 
 void page_transaction::begin(xid_t xid) {
   abort();
   xid_ = xid;
+  active_ = true;
 }
 
 void page_transaction::abort() {
   ops_.clear();
   appends_.clear();
   data_.clear();
+  op_pages_.clear();
+  reads_.clear();
+  read_data_.clear();
+  sizes_.clear();
+  newest_seen_ = 0;
+  active_ = false;
 }
 
 std::size_t page_transaction::store(const void* data, std::size_t length) {
@@ -70,7 +94,120 @@ std::size_t page_transaction::store(const void* data, std::size_t length) {
   return at;
 }
 
-void page_transaction::read_committed(page_id id, std::size_t offset, void* out, std::size_t length) {
+bool page_transaction::changes(page_id id) const {
+  return std::any_of(op_pages_.begin(), op_pages_.end(),
+                     [&](const std::pair<page_id, std::size_t>& p) { return p.first == id; });
+}
+
+block_id page_transaction::extendable_to(rel_id rel) const {
+  block_id limit = pool_.files().nblocks(rel);
+  while (changes({rel, limit}))
+    ++limit;
+  return limit;
+}
+
+const unsigned char* page_transaction::pending_row(rel_id rel, std::size_t index,
+                                                   std::uint16_t* size) const {
+  for (const pending_append& a : appends_)
+    if (a.rel == rel && index-- == 0) {
+      *size = a.row_size;
+      return &data_[a.data_at];
+    }
+  return nullptr;
+}
+
+// Counts `op_bytes` more of changes on `id`, refusing what the record could not hold: more
+// pages than a record has blocks (appended relations count one page each), or more than
+// max_block_ops_length bytes of ops on one page.
+void page_transaction::note_page(page_id id, std::size_t op_bytes) {
+  auto page = std::find_if(op_pages_.begin(), op_pages_.end(),
+                           [&](const std::pair<page_id, std::size_t>& p) { return p.first == id; });
+  if (page == op_pages_.end()) {
+    std::vector<rel_id> appended;
+    for (const pending_append& a : appends_)
+      if (std::find(appended.begin(), appended.end(), a.rel) == appended.end())
+        appended.push_back(a.rel);
+    if (op_pages_.size() + appended.size() >= max_blocks_per_record)
+      throw tidemark::usage_error("a transaction may change at most " +
+                                  std::to_string(max_blocks_per_record) +
+                                  " pages (each relation appended to counts as one)");
+    op_pages_.push_back({id, 0});
+    page = op_pages_.end() - 1;
+  }
+  if (page->second + op_bytes > max_block_ops_length)
+    throw tidemark::usage_error("a transaction may change at most " +
+                                std::to_string(max_block_ops_length) + " bytes of " + describe(id) +
+                                " (each change costs " + std::to_string(op_header_size) +
+                                " bytes more than its length)");
+  page->second += op_bytes;
+}
+
+std::size_t page_transaction::op_bytes_of(page_id id) const {
+  std::size_t bytes = 0;
+  for (const auto& p : op_pages_)
+    if (p.first == id)
+      bytes += p.second;
+  std::size_t rows_here = 0;
+  for (const pending_append& a : appends_)
+    if (page_id{a.rel, a.block} == id) {
+      bytes += op_header_size + a.row_size;
+      ++rows_here;
+    }
+  if (rows_here > 0)
+    bytes += op_header_size + rows_header_length;
+  return bytes;
+}
+
+void page_transaction::add_i64(page_id id, std::uint16_t offset, std::int64_t delta) {
+  check_range(pool_.page_size(), offset, 8);
+  note_page(id, op_header_size + 8);
+  ops_.push_back({id, op_kind::add_i64, offset, 8, store(&delta, 8)});
+}
+
+void page_transaction::write_bytes(page_id id, std::uint16_t offset, const void* data,
+                                   std::uint16_t length) {
+  check_range(pool_.page_size(), offset, length);
+  note_page(id, op_header_size + length);
+  ops_.push_back({id, op_kind::write_bytes, offset, length, store(data, length)});
+}
+
+void page_transaction::append_row(rel_id rel, const void* row, std::uint16_t row_size) {
+  if (row_size == 0 || rows_per_page(pool_.page_size(), row_size) == 0)
+    throw tidemark::usage_error("row of " + std::to_string(row_size) +
+                                " bytes does not fit a page");
+  std::size_t rows = 0;
+  std::vector<rel_id> appended;
+  for (const pending_append& a : appends_) {
+    if (std::find(appended.begin(), appended.end(), a.rel) == appended.end())
+      appended.push_back(a.rel);
+    if (a.rel != rel)
+      continue;
+    ++rows;
+    if (a.row_size != row_size)
+      throw tidemark::usage_error("rows appended to relation " + std::to_string(rel) +
+                                  " in one transaction must have one size (" +
+                                  std::to_string(a.row_size) + " bytes, not " +
+                                  std::to_string(row_size) + ")");
+  }
+  if (rows == 0 && op_pages_.size() + appended.size() >= max_blocks_per_record)
+    throw tidemark::usage_error("a transaction may change at most " +
+                                std::to_string(max_blocks_per_record) +
+                                " pages (each relation appended to counts as one)");
+  std::size_t capacity = rows_per_page(pool_.page_size(), row_size);
+  std::size_t bytes = (rows + 1) * (op_header_size + row_size) + op_header_size + rows_header_length;
+  if (rows + 1 > capacity || bytes > max_block_ops_length)
+    throw tidemark::usage_error("a transaction may append at most " +
+                                std::to_string(std::min(capacity, (max_block_ops_length - op_header_size -
+                                                                   rows_header_length) /
+                                                                    (op_header_size + row_size))) +
+                                " rows of " + std::to_string(row_size) + " bytes to one relation");
+  appends_.push_back({rel, row_size, store(row, row_size), 0, 0});
+}
+
+// ---- reads ---------------------------------------------------------------------------------
+
+lsn_t page_transaction::read_committed(page_id id, std::size_t offset, std::size_t length,
+                                       void* out) {
   pool_.reserve_pins(1);
   buffer_id buffer;
   try {
@@ -80,57 +217,104 @@ void page_transaction::read_committed(page_id id, std::size_t offset, void* out,
     throw;
   }
   pool_.lock_shared(buffer);
-  std::memcpy(out, static_cast<unsigned char*>(pool_.page(buffer)) + offset, length);
+  const void* page = pool_.page(buffer);
+  std::memcpy(out, static_cast<const unsigned char*>(page) + offset, length);
+  lsn_t lsn = page_lsn(page);
   pool_.unlock_shared(buffer);
   pool_.unpin(buffer);
   pool_.release_pins(1);
+  if (active_) {
+    record_read(id, offset, length, out, lsn);
+    newest_seen_ = std::max(newest_seen_, lsn);
+  } else {
+    newest_seen_ = lsn;
+  }
+  return lsn;
+}
+
+void page_transaction::record_read(page_id id, std::size_t offset, std::size_t length,
+                                   const void* bytes, lsn_t lsn) {
+  std::size_t at = read_data_.size();
+  read_data_.insert(read_data_.end(), static_cast<const unsigned char*>(bytes),
+                    static_cast<const unsigned char*>(bytes) + length);
+  reads_.push_back({id, static_cast<std::uint16_t>(offset), static_cast<std::uint16_t>(length), at, lsn});
+}
+
+// The bytes [offset, offset + length) of the page as this transaction would leave it: the
+// committed bytes, widened to every pending add it overlaps (an add changes its 8 bytes
+// together), with the pending operations applied in order.
+void page_transaction::read_view(page_id id, std::size_t offset, std::size_t length, void* out) {
+  std::size_t lo = offset, hi = offset + length;
+  for (bool widened = true; widened;) {
+    widened = false;
+    for (const pending_op& op : ops_)
+      if (op.id == id && op.kind == op_kind::add_i64 && op.offset < hi && op.offset + 8u > lo &&
+          (op.offset < lo || op.offset + 8u > hi)) {
+        lo = std::min<std::size_t>(lo, op.offset);
+        hi = std::max<std::size_t>(hi, op.offset + 8u);
+        widened = true;
+      }
+  }
+  scratch_.resize(hi - lo);
+  read_committed(id, lo, hi - lo, scratch_.data());
+  for (const pending_op& op : ops_) {
+    if (op.id != id || op.offset >= hi || op.offset + std::size_t(op.length) <= lo)
+      continue;
+    if (op.kind == op_kind::add_i64) {
+      std::int64_t value, delta;
+      std::memcpy(&value, &scratch_[op.offset - lo], 8);
+      std::memcpy(&delta, &data_[op.data_at], 8);
+      value = static_cast<std::int64_t>(std::uint64_t(value) + std::uint64_t(delta));
+      std::memcpy(&scratch_[op.offset - lo], &value, 8);
+    } else {
+      std::size_t from = std::max<std::size_t>(op.offset, lo);
+      std::size_t to = std::min<std::size_t>(op.offset + std::size_t(op.length), hi);
+      std::memcpy(&scratch_[from - lo], &data_[op.data_at + (from - op.offset)], to - from);
+    }
+  }
+  std::memcpy(out, &scratch_[offset - lo], length);
 }
 
 std::int64_t page_transaction::read_i64(page_id id, std::uint16_t offset) {
   check_range(pool_.page_size(), offset, 8);
   std::int64_t value;
-  read_committed(id, offset, &value, 8);
-  for (const pending_op& op : ops_)
-    if (op.id == id && op.offset == offset && op.kind == op_kind::add_i64) {
-      std::int64_t delta;
-      std::memcpy(&delta, &data_[op.data_at], 8);
-      value = static_cast<std::int64_t>(std::uint64_t(value) + std::uint64_t(delta));
-    }
+  read_view(id, offset, 8, &value);
   return value;
 }
 
 void page_transaction::read_bytes(page_id id, std::uint16_t offset, void* out, std::uint16_t length) {
   check_range(pool_.page_size(), offset, length);
-  read_committed(id, offset, out, length);
+  read_view(id, offset, length, out);
 }
 
-std::uint16_t page_transaction::row_count(page_id id) {
-  std::uint16_t count;
-  read_committed(id, offsetof(page_header, item_count), &count, sizeof count);
-  return count;
+page_rows page_transaction::rows_on(page_id id) {
+  std::uint16_t header[2];
+  page_rows rows;
+  rows.lsn = read_committed(id, rows_header_offset, rows_header_length, header);
+  rows.count = header[0];
+  rows.row_size = header[1];
+  return rows;
 }
 
-void page_transaction::add_i64(page_id id, std::uint16_t offset, std::int64_t delta) {
-  check_range(pool_.page_size(), offset, 8);
-  ops_.push_back({id, op_kind::add_i64, offset, 8, store(&delta, 8)});
+block_id page_transaction::relation_size(rel_id rel) {
+  block_id blocks = pool_.files().nblocks(rel);
+  if (active_)
+    sizes_.push_back({rel, blocks});
+  return blocks;
 }
 
-void page_transaction::write_bytes(page_id id, std::uint16_t offset, const void* data,
-                                   std::uint16_t length) {
-  check_range(pool_.page_size(), offset, length);
-  ops_.push_back({id, op_kind::write_bytes, offset, length, store(data, length)});
+// ---- commit --------------------------------------------------------------------------------
+
+void page_transaction::conflict(const std::string& what) {
+  abort();
+  throw tidemark::conflict_error("transaction " + std::to_string(xid_) + " conflicts: " + what +
+                                 "; nothing was applied, retry it");
 }
 
-void page_transaction::append_row(rel_id rel, const void* row, std::uint16_t row_size) {
-  if (row_size == 0 || rows_per_page(pool_.page_size(), row_size) == 0)
-    throw std::invalid_argument("row of " + std::to_string(row_size) + " bytes does not fit a page");
-  appends_.push_back({rel, row_size, store(row, row_size), 0, 0});
-}
-
-bool page_transaction::latch_pages() {
+void page_transaction::latch_pages() {
   pages_.clear();
-  for (const pending_op& op : ops_)
-    pages_.push_back({op.id, 0});
+  for (const auto& p : op_pages_)
+    pages_.push_back({p.first, 0});
   for (pending_append& append : appends_) {
     append.block = tails_.current(append.rel);
     pages_.push_back({{append.rel, append.block}, 0});
@@ -140,10 +324,11 @@ bool page_transaction::latch_pages() {
   pages_.erase(std::unique(pages_.begin(), pages_.end(),
                            [](const latched_page& a, const latched_page& b) { return a.id == b.id; }),
                pages_.end());
-  if (pages_.size() > max_blocks_per_record)
-    throw std::invalid_argument("a transaction may change at most " +
-                                std::to_string(max_blocks_per_record) + " pages");
-  pool_.reserve_pins(static_cast<std::uint32_t>(pages_.size()));
+  // One more pin than pages when reads of other pages are to be validated.
+  extra_pin_ = std::any_of(reads_.begin(), reads_.end(),
+                           [&](const recorded_read& r) { return held(r.id) == nullptr; });
+  auto pins = static_cast<std::uint32_t>(pages_.size() + (extra_pin_ ? 1 : 0));
+  pool_.reserve_pins(pins);
   std::size_t pinned = 0;
   try {
     for (; pinned < pages_.size(); ++pinned)
@@ -151,12 +336,12 @@ bool page_transaction::latch_pages() {
   } catch (...) {
     for (std::size_t i = 0; i < pinned; ++i)
       pool_.unpin(pages_[i].buffer);
-    pool_.release_pins(static_cast<std::uint32_t>(pages_.size()));
+    pool_.release_pins(pins);
+    pages_.clear();
     throw;
   }
   for (const latched_page& p : pages_)
     pool_.lock_exclusive(p.buffer);
-  return resolve_appends();
 }
 
 void page_transaction::release_pages() {
@@ -164,23 +349,33 @@ void page_transaction::release_pages() {
     pool_.unlock_exclusive(p.buffer);
     pool_.unpin(p.buffer);
   }
-  pool_.release_pins(static_cast<std::uint32_t>(pages_.size()));
+  pool_.release_pins(static_cast<std::uint32_t>(pages_.size() + (extra_pin_ ? 1 : 0)));
   pages_.clear();
+  extra_pin_ = false;
 }
 
 // Decides each append's slot from the latched tail page. Returns false (after moving the
-// tail on) when a tail page is full; the caller releases everything and tries again.
+// tail on) when the tail page cannot take this transaction's rows: too few free slots,
+// rows of another size, or non-zero bytes where the rows would go; the caller releases
+// everything and tries again on the next block.
 bool page_transaction::resolve_appends() {
   for (std::size_t i = 0; i < appends_.size(); ++i) {
     pending_append& append = appends_[i];
     page_id id{append.rel, append.block};
     auto page = std::find_if(pages_.begin(), pages_.end(),
                              [&](const latched_page& p) { return p.id == id; });
-    std::size_t used = header_of(pool_.page(page->buffer))->item_count;
+    const auto* bytes = static_cast<const unsigned char*>(pool_.page(page->buffer));
+    const page_header* header = header_of(bytes);
+    std::size_t used = header->item_count;
     for (std::size_t j = 0; j < i; ++j)
-      if (appends_[j].rel == append.rel && appends_[j].block == append.block)
+      if (appends_[j].rel == append.rel)
         ++used;
-    if (used >= rows_per_page(pool_.page_size(), append.row_size)) {
+    std::size_t at = page_header_size + used * append.row_size;
+    bool fits = (header->item_count == 0 || header->row_size == 0 ||
+                 header->row_size == append.row_size) &&
+                used < rows_per_page(pool_.page_size(), append.row_size) &&
+                all_zero(bytes + at, append.row_size);
+    if (!fits) {
       release_pages();
       tails_.advance(append.rel, append.block);
       return false;
@@ -189,6 +384,91 @@ bool page_transaction::resolve_appends() {
     pool_.files().note_block(id); // the relation now has this block, even before it is written
   }
   return true;
+}
+
+const page_transaction::latched_page* page_transaction::held(page_id id) const {
+  auto page = std::lower_bound(pages_.begin(), pages_.end(), id,
+                               [](const latched_page& p, page_id i) { return p.id < i; });
+  return page != pages_.end() && page->id == id ? &*page : nullptr;
+}
+
+// Pages this transaction latched exclusively (it changes them): the bytes it read are
+// still there.
+bool page_transaction::validate_held_pages() const {
+  for (const recorded_read& r : reads_)
+    if (const latched_page* page = held(r.id)) {
+      const auto* bytes = static_cast<const unsigned char*>(pool_.page(page->buffer));
+      if (std::memcmp(bytes + r.offset, &read_data_[r.data_at], r.length) != 0)
+        return false;
+    }
+  return true;
+}
+
+// Pages only read: unchanged since each read (same LSN). While this transaction holds
+// exclusive latches, the shared latch is taken without waiting: `busy` then names a page
+// another commit holds; `changed` names the page that changed.
+page_transaction::read_check page_transaction::validate_read_pages(page_id* page) {
+  std::vector<const recorded_read*> unchanged;
+  for (const recorded_read& r : reads_)
+    if (held(r.id) == nullptr)
+      unchanged.push_back(&r);
+  std::sort(unchanged.begin(), unchanged.end(),
+            [](const recorded_read* a, const recorded_read* b) { return a->id < b->id; });
+  bool holding = !pages_.empty(); // then latch_pages reserved the pin (extra_pin_)
+  for (std::size_t i = 0; i < unchanged.size();) {
+    page_id id = unchanged[i]->id;
+    if (!holding)
+      pool_.reserve_pins(1);
+    buffer_id buffer = pool_.pin(id);
+    if (holding && !pool_.try_lock_shared(buffer)) {
+      pool_.unpin(buffer);
+      *page = id;
+      return read_check::busy;
+    }
+    if (!holding)
+      pool_.lock_shared(buffer);
+    lsn_t lsn = page_lsn(pool_.page(buffer));
+    pool_.unlock_shared(buffer);
+    pool_.unpin(buffer);
+    if (!holding)
+      pool_.release_pins(1);
+    for (; i < unchanged.size() && unchanged[i]->id == id; ++i)
+      if (unchanged[i]->lsn != lsn) {
+        *page = id;
+        return read_check::changed;
+      }
+  }
+  return read_check::held;
+}
+
+bool page_transaction::validate_sizes() const {
+  for (const recorded_size& s : sizes_)
+    if (pool_.files().nblocks(s.rel) != s.blocks)
+      return false;
+  return true;
+}
+
+// Waits, holding nothing, until the commit that holds `id`'s latch is done with it.
+void page_transaction::wait_for_page(page_id id) {
+  pool_.reserve_pins(1);
+  buffer_id buffer = pool_.pin(id);
+  pool_.lock_shared(buffer);
+  pool_.unlock_shared(buffer);
+  pool_.unpin(buffer);
+  pool_.release_pins(1);
+}
+
+void page_transaction::check_op_limits() {
+  for (const latched_page& p : pages_)
+    if (op_bytes_of(p.id) > max_block_ops_length) {
+      std::string where = describe(p.id);
+      release_pages();
+      abort();
+      throw tidemark::usage_error("the transaction's changes of " + where + " exceed " +
+                                  std::to_string(max_block_ops_length) +
+                                  " bytes (its rows landed on a page it also changes); "
+                                  "nothing was applied");
+    }
 }
 
 void page_transaction::encode(bool apply, lsn_t redo_lsn) {
@@ -208,17 +488,18 @@ void page_transaction::encode(bool apply, lsn_t redo_lsn) {
         builder_.write_bytes(op.offset, &data_[op.data_at], op.length);
       }
     }
-    std::uint16_t item_count = 0;
+    std::uint16_t rows_header[2] = {0, 0};
     for (const pending_append& append : appends_) {
       if (page_id{append.rel, append.block} != p.id)
         continue;
       std::size_t offset = page_header_size + std::size_t(append.slot) * append.row_size;
       builder_.write_bytes(static_cast<std::uint16_t>(offset), &data_[append.data_at],
                            append.row_size);
-      item_count = std::max<std::uint16_t>(item_count, append.slot + 1);
+      rows_header[0] = std::max<std::uint16_t>(rows_header[0], append.slot + 1);
+      rows_header[1] = append.row_size;
     }
-    if (item_count > 0)
-      builder_.write_bytes(first_writable_offset, &item_count, sizeof item_count);
+    if (rows_header[0] > 0)
+      builder_.write_bytes(rows_header_offset, rows_header, rows_header_length);
     if (apply)
       apply_ops(page, pool_.page_size(), builder_.block_ops(), builder_.block_ops_length());
     builder_.end_block(needs_image ? page : nullptr, pool_.page_size());
@@ -226,9 +507,59 @@ void page_transaction::encode(bool apply, lsn_t redo_lsn) {
   builder_.finish();
 }
 
-lsn_range page_transaction::commit() {
-  while (!latch_pages()) {
+// Latches the pages to change and checks every read (see the header). Returns with the
+// pages latched; throws conflict_error (or what a read of a page threw) with nothing held.
+void page_transaction::latch_and_validate() {
+  for (;;) {
+    latch_pages();
+    if (!resolve_appends())
+      continue;
+    check_op_limits();
+    std::string changed;
+    page_id page;
+    read_check reads = read_check::held;
+    try {
+      if (!validate_held_pages())
+        changed = "bytes it read on a page it changes were changed by another commit";
+      else if ((reads = validate_read_pages(&page)) == read_check::changed)
+        changed = describe(page) + " changed after it was read";
+      else if (reads == read_check::held && !validate_sizes())
+        changed = "a relation it scanned grew";
+    } catch (...) {
+      release_pages();
+      throw;
+    }
+    if (reads == read_check::busy) {
+      release_pages();
+      wait_for_page(page);
+      continue;
+    }
+    if (!changed.empty()) {
+      release_pages();
+      conflict(changed);
+    }
+    return;
   }
+}
+
+lsn_range page_transaction::commit() {
+  try {
+    if (ops_.empty() && appends_.empty()) { // read-only: validate, write nothing
+      page_id changed;
+      if (validate_read_pages(&changed) != read_check::held)
+        conflict(describe(changed) + " changed after it was read");
+      if (!validate_sizes())
+        conflict("a relation it scanned grew");
+      abort();
+      return {0, 0};
+    }
+    latch_and_validate();
+  } catch (...) {
+    abort();
+    throw;
+  }
+  for (const pending_op& op : ops_)
+    pool_.files().note_block(op.id); // a change may extend the relation by this block
   lsn_t redo = wal_.redo_lsn();
   std::optional<lsn_range> position;
   try {
@@ -237,9 +568,13 @@ lsn_range page_transaction::commit() {
       redo = wal_.redo_lsn(); // a checkpoint moved the redo point: redo the image decisions
       encode(false, redo);
     }
-  } catch (...) {
-    // The pages may hold applied but unlogged changes: the runtime must stop (W3 path).
+  } catch (const std::exception& error) {
+    // The pages hold applied but unlogged changes: the engine must stop (W3) before anyone
+    // can see or write them.
+    if (on_half_applied_)
+      on_half_applied_(std::string("a commit failed after changing pages: ") + error.what());
     release_pages();
+    abort();
     throw;
   }
   for (const latched_page& p : pages_) {

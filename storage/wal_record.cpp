@@ -27,7 +27,6 @@ namespace {
 
 constexpr std::size_t header_size = sizeof(record_header);
 constexpr std::size_t block_header_size = sizeof(block_ref_header);
-constexpr std::size_t op_header_size = 5; // u8 kind, u16 offset, u16 length
 
 template <class T>
 T load(const unsigned char* at) {
@@ -178,7 +177,7 @@ std::size_t record_builder::block_ops_length() const {
 
 void record_builder::end_block(const void* image, std::size_t page_size) {
   std::size_t ops_length = block_ops_length();
-  if (block_start_ == 0 || ops_length > 0xFFFF)
+  if (block_start_ == 0 || ops_length > max_block_ops_length)
     throw std::logic_error("record_builder: no open block, or its ops exceed 64 KiB");
   std::uint16_t flags = 0;
   if (image) {

@@ -117,10 +117,54 @@ private:
   std::shared_ptr<impl> impl_;
 };
 
-/// A sequence of transactions. begin(), then reads and changes, then commit() or
-/// rollback(). Changes are invisible to everyone (this session's reads included, except
-/// that read_i64 adds this transaction's own add_i64 deltas) until commit() applies them
-/// all at once; a crash keeps either all of a committed transaction or none of it.
+/// The rows appended to a relation, in order: every page's committed rows, then (inside a
+/// transaction) the transaction's own pending rows. Reads go through the session that made
+/// it, with the same isolation; use it from that session's thread. A cursor whose session
+/// is gone throws usage_error.
+class row_cursor {
+public:
+  /// Moves to the next row; false at the end.
+  bool next();
+  /// Where the row is; a pending row has no page yet (pending() is true).
+  page_id page() const { return page_; }
+  std::uint32_t slot() const { return slot_; }
+  bool pending() const { return pending_; }
+  const void* data() const { return row_; }
+  std::uint32_t size() const { return size_; }
+
+private:
+  friend class session;
+  struct state;
+  explicit row_cursor(std::shared_ptr<state> s) : state_(std::move(s)) {}
+  std::shared_ptr<state> state_;
+  page_id page_{};
+  std::uint32_t slot_ = 0;
+  bool pending_ = false;
+  const void* row_ = nullptr;
+  std::uint32_t size_ = 0;
+};
+
+/// A sequence of transactions, used from one thread at a time. begin(), then reads and
+/// changes, then commit() or rollback().
+///
+/// Isolation: committed transactions are serializable. Changes are buffered until
+/// commit(); the transaction's reads see the committed data with its own pending
+/// add_i64 and write_bytes applied. commit() checks that everything the transaction read
+/// still holds (bytes on pages it changes, the page unchanged on pages it only reads, the
+/// relation's size for a scan that reached its end) and throws conflict_error, applying
+/// nothing, when it does not: retry the transaction. add_i64 deltas that the transaction
+/// does not read back conflict with nothing.
+///
+/// Durability: with synchronous_commit=on, commit() returns once the transaction and
+/// everything it read are durable; a read outside a transaction returns once what it saw
+/// is durable. A crash keeps either all of a committed transaction or none of it.
+///
+/// Limits, checked when the call is made: offsets and lengths inside the page's data area
+/// (page_header_bytes .. page_size); at most 8 pages changed per transaction (each
+/// relation appended to counts as one); at most 65 535 bytes of changes per page, each
+/// change costing 5 bytes more than its length; rows appended to one relation in one
+/// transaction share one size and fit one page. Reads reach blocks the relation has; a
+/// change may also extend a relation by its next block.
 class session {
 public:
   session(session&&) noexcept;
@@ -128,16 +172,25 @@ public:
   ~session();
 
   void begin();
+  /// True between begin() and commit() or rollback().
+  bool in_transaction() const;
   std::int64_t read_i64(page_id page, std::uint32_t offset);
   void read_bytes(page_id page, std::uint32_t offset, void* out, std::uint32_t length);
-  /// Rows appended to the page so far (committed).
+  /// Rows appended to the page (committed).
   std::uint32_t row_count(page_id page);
+  /// The rows appended to `relation`, in order (see row_cursor).
+  row_cursor rows(relation_id relation);
   void add_i64(page_id page, std::uint32_t offset, std::int64_t delta);
   void write_bytes(page_id page, std::uint32_t offset, const void* data, std::uint32_t length);
+  /// Adds a row to the relation's last page (or a new one). A page holds rows of one size;
+  /// an append never overwrites bytes that are not zero — it moves on to the next block.
   void append_row(relation_id relation, const void* row, std::uint32_t row_size);
-  /// Applies and logs the transaction and, with synchronous_commit=on, returns once it is
-  /// durable (group commit: the thread sleeps until a WAL sync covers its record). Returns
-  /// the transaction's id.
+  /// Validates, applies and logs the transaction and, with synchronous_commit=on, returns
+  /// once it is durable (group commit: the thread sleeps until a WAL sync covers it).
+  /// Returns the transaction's id. The transaction has ended whatever it throws:
+  /// conflict_error (retry), usage_error (a limit; nothing applied),
+  /// commit_outcome_unknown (the engine stopped after the record was written),
+  /// engine_stopped_error.
   transaction_id commit();
   void rollback();
   /// The id of the transaction begun last.
@@ -147,8 +200,8 @@ public:
 
 private:
   friend class database;
-  explicit session(std::unique_ptr<impl> state);
-  std::unique_ptr<impl> impl_;
+  explicit session(std::shared_ptr<impl> state);
+  std::shared_ptr<impl> impl_;
 };
 
 } // namespace tidemark

@@ -1,37 +1,54 @@
-// The exceptions the Tidemark API throws. Every one names what is wrong (the setting, the
-// file and block, the system call) in what().
+// The exceptions the Tidemark API throws. All derive from tidemark::error; every one names
+// what is wrong (the setting, the file and block, the system call) in what(), in Tidemark's
+// own words.
 //
-//   config_error        bad settings, arguments or data directory; nothing was changed
-//   usage_error         the API was used wrongly (for example a session used after its
-//                       database was closed); nothing was changed
-//   data_error          a problem with data on disk: corrupt WAL or control file, a failed
-//                       checksum; or the engine stopped after a failure (see failed())
-//   page_corrupt_error  a data_error for one page, with where() naming file and block
-//   io_error            a system call failed; fsync_failed() marks a failed fsync, after
-//                       which the engine stops and the next start runs crash recovery
+//   usage_error             the API was used wrongly (a bad id, offset or length, a closed
+//                           database, a session shared between threads); nothing changed
+//   config_error            bad settings, arguments or data directory; nothing changed
+//   conflict_error          what the transaction read changed before it could commit; it
+//                           applied nothing and is rolled back: retry it
+//   data_error              a problem with data on disk: corrupt WAL, control file or page
+//   page_corrupt_error      a data_error for one page; where() names file and block
+//   io_error                a system call failed; fsync_failed() marks a failed fsync
+//   engine_stopped_error    the engine stopped after a failure (W3: a failed fsync or WAL
+//                           write) and accepts no more work; the next open recovers
+//   commit_outcome_unknown  a commit's WAL record was written but the engine stopped
+//                           before it was known to be durable: after the next open, it is
+//                           either wholly present or wholly absent (status_of tells)
 //
 // This header is the one public header the library's own lower layers include: the
 // storage layer throws these types directly, so nothing is translated on the way out.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 namespace tidemark {
 
-class config_error : public std::runtime_error {
+class error : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
 
-class usage_error : public std::logic_error {
+class usage_error : public error {
 public:
-  using std::logic_error::logic_error;
+  using error::error;
 };
 
-class data_error : public std::runtime_error {
+class config_error : public error {
 public:
-  using std::runtime_error::runtime_error;
+  using error::error;
+};
+
+class conflict_error : public error {
+public:
+  using error::error;
+};
+
+class data_error : public error {
+public:
+  using error::error;
 };
 
 class page_corrupt_error : public data_error {
@@ -44,16 +61,32 @@ private:
   std::string where_;
 };
 
-class io_error : public std::runtime_error {
+class io_error : public error {
 public:
   io_error(const std::string& what, int error_number, bool fsync_failed = false)
-    : std::runtime_error(what), error_number_(error_number), fsync_failed_(fsync_failed) {}
+    : error(what), error_number_(error_number), fsync_failed_(fsync_failed) {}
   int error_number() const { return error_number_; }
   bool fsync_failed() const { return fsync_failed_; }
 
 private:
   int error_number_;
   bool fsync_failed_;
+};
+
+class engine_stopped_error : public error {
+public:
+  using error::error;
+};
+
+class commit_outcome_unknown : public error {
+public:
+  commit_outcome_unknown(const std::string& what, std::uint64_t transaction)
+    : error(what), transaction_(transaction) {}
+  /// The transaction whose outcome is unknown (ask status_of() after the next open).
+  std::uint64_t transaction() const { return transaction_; }
+
+private:
+  std::uint64_t transaction_;
 };
 
 } // namespace tidemark

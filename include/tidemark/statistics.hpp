@@ -74,6 +74,7 @@ struct statistics {
     latency_distribution fsync_latency;
   } doublewrite;
   std::uint64_t commits = 0;              // acknowledged (or, asynchronous, logged) commits
+  std::uint64_t conflicts = 0;            // commits refused with conflict_error
   std::uint64_t fault_writes_issued = 0;  // writes the fault-injecting engine saw (test hook)
   bool failed = false;                    // the engine stopped after a failure
   std::string failure;                    // why
