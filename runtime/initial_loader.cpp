@@ -49,6 +49,7 @@ void relation_loader::append_rows(relation_id relation, const void* rows, std::s
 void relation_loader::write_page(relation_id relation, relation_tail& tail) {
   storage::page_id id{relation, tail.block};
   storage::header_of(tail.page.data())->item_count = static_cast<std::uint16_t>(tail.rows_on_page);
+  storage::header_of(tail.page.data())->row_size = static_cast<std::uint16_t>(tail.row_size);
   storage::finalize_page_for_write(tail.page.data(), page_size(), id, checksums_);
   batch_.insert(batch_.end(), tail.page.begin(), tail.page.end());
   batch_ids_.push_back(id);

@@ -371,10 +371,12 @@ bool page_transaction::resolve_appends() {
       if (appends_[j].rel == append.rel)
         ++used;
     std::size_t at = page_header_size + used * append.row_size;
-    bool fits = (header->item_count == 0 || header->row_size == 0 ||
-                 header->row_size == append.row_size) &&
-                used < rows_per_page(pool_.page_size(), append.row_size) &&
-                all_zero(bytes + at, append.row_size);
+    // A page without rows takes them only if nothing was written on it by offset.
+    bool fits = header->item_count == 0
+                  ? all_zero(bytes + page_header_size, pool_.page_size() - page_header_size)
+                  : (header->row_size == 0 || header->row_size == append.row_size);
+    fits = fits && used < rows_per_page(pool_.page_size(), append.row_size) &&
+           all_zero(bytes + at, append.row_size);
     if (!fits) {
       release_pages();
       tails_.advance(append.rel, append.block);
@@ -441,10 +443,17 @@ page_transaction::read_check page_transaction::validate_read_pages(page_id* page
   return read_check::held;
 }
 
+// A relation a scan reached the end of has not grown, but by blocks this transaction
+// latched that no one had changed yet (page LSN 0): its own extensions.
 bool page_transaction::validate_sizes() const {
-  for (const recorded_size& s : sizes_)
-    if (pool_.files().nblocks(s.rel) != s.blocks)
-      return false;
+  for (const recorded_size& s : sizes_) {
+    block_id now = pool_.files().nblocks(s.rel);
+    for (block_id block = s.blocks; block < now; ++block) {
+      const latched_page* page = held({s.rel, block});
+      if (page == nullptr || page_lsn(pool_.page(page->buffer)) != 0)
+        return false;
+    }
+  }
   return true;
 }
 
@@ -515,6 +524,10 @@ void page_transaction::latch_and_validate() {
     if (!resolve_appends())
       continue;
     check_op_limits();
+    // Changes past the relation's end extend it now, before any read is checked: a scan
+    // checked after this sees the new block (validate_sizes).
+    for (const auto& p : op_pages_)
+      pool_.files().note_block(p.first);
     std::string changed;
     page_id page;
     read_check reads = read_check::held;
@@ -558,8 +571,6 @@ lsn_range page_transaction::commit() {
     abort();
     throw;
   }
-  for (const pending_op& op : ops_)
-    pool_.files().note_block(op.id); // a change may extend the relation by this block
   lsn_t redo = wal_.redo_lsn();
   std::optional<lsn_range> position;
   try {

@@ -30,8 +30,9 @@
 //
 // Append-only use: append_row() places rows in the relation's tail page; slots are decided
 // under the page latch, so concurrent appenders never collide. A page records its rows'
-// size (page_header::row_size); an append never overwrites a non-zero byte and never mixes
-// row sizes on one page — it moves on to the next block instead.
+// size (page_header::row_size); an append never overwrites a non-zero byte, never mixes
+// row sizes on one page, and never starts rows on a page written by offset — it moves on
+// to the next block instead.
 #pragma once
 
 #include "storage/buffer_pool.hpp"

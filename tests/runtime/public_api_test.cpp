@@ -146,10 +146,22 @@ TEST_CASE("public API: bad input is a usage_error before anything happens") {
   s.add_i64({2, 0}, 64, 1);
   s.commit(); // the transaction survived the mistakes around it
   CHECK(s.read_i64({2, 0}, 64) == 1);
-  // Repeated bad ids leak nothing: the pool (1 MB = 128 buffers) still serves reads.
-  for (int i = 0; i < 1000; ++i)
-    CHECK_THROWS_AS(s.read_i64({0, static_cast<block_number>(i)}, 64), usage_error);
-  CHECK(s.read_i64({2, 0}, 64) == 1);
+  // Repeated bad ids leak nothing: 10 × the pool's 128 buffers of each mistake, and the
+  // pool still serves reads and commits.
+  for (int i = 0; i < 1280; ++i) {
+    auto block = static_cast<block_number>(i);
+    CHECK_THROWS_AS(s.read_i64({0, block}, 64), usage_error);
+    CHECK_THROWS_AS(s.read_i64({1, 1000 + block}, 64), usage_error); // past the end
+    CHECK_THROWS_AS(s.row_count({2, 1 + block}), usage_error);
+    CHECK_THROWS_AS(s.read_bytes({1, 0}, 64, nullptr, 8), usage_error);
+  }
+  s.begin();
+  for (int i = 0; i < 1280; ++i)
+    CHECK_THROWS_AS(s.add_i64({1, 2 + static_cast<block_number>(i)}, 64, 1), usage_error);
+  s.add_i64({2, 0}, 64, 1);
+  s.commit();
+  CHECK(s.read_i64({2, 0}, 64) == 2);
+  CHECK(db->relation_blocks(1) == 1); // no block was created by a refused change
   db->close();
 }
 
@@ -239,6 +251,21 @@ TEST_CASE("public API: check_files names a page whose bytes were damaged on disk
   CHECK(report.failures == 1);
   REQUIRE(report.first_failures.size() == 1);
   CHECK(report.first_failures[0].find("block 1 (relation 1 block 1)") != std::string::npos);
+  // Reading the damaged page fails every time, naming it, and never keeps a buffer: 10 ×
+  // the pool's buffers of failed reads, then every other page still reads.
+  auto db = open_quiet(scratch.dir);
+  session s = db->open_session();
+  for (int i = 0; i < 1280; ++i) {
+    try {
+      s.read_i64({1, 1}, 64);
+      FAIL("a damaged page was read");
+    } catch (const page_corrupt_error& e) {
+      CHECK(e.where().find("relation 1 block 1") != std::string::npos);
+    }
+  }
+  for (block_number block = 0; block < db->relation_blocks(1); ++block)
+    if (block != 1)
+      CHECK(s.row_count({1, block}) > 0);
 }
 
 namespace {
