@@ -231,15 +231,17 @@ void log_checkpoint(context& e, const checkpoint_run& run, const sync_phase_done
     return;
   double share = 100.0 * double(run.written) / double(e.pool->size());
   double sync_s = double(sync.total_us) / 1e6;
-  std::fprintf(stderr,
-               "LOG:  checkpoint complete (%s): wrote %llu buffers (%.1f%%); write=%.3f s, "
-               "sync=%.3f s, total=%.3f s; sync files=%llu, longest=%.3f s, average=%.3f s; "
-               "distance=%llu kB\n",
-               to_string(run.reason), static_cast<unsigned long long>(run.written), share,
-               run.write_ms / 1000, sync_s, ms_since(run.started) / 1000,
-               static_cast<unsigned long long>(sync.files), double(sync.longest_us) / 1e6,
-               sync.files ? sync_s / double(sync.files) : 0.0,
-               static_cast<unsigned long long>((run.redo - run.previous_redo) / 1024));
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "LOG:  checkpoint complete (%s): wrote %llu buffers (%.1f%%); write=%.3f s, "
+                "sync=%.3f s, total=%.3f s; sync files=%llu, longest=%.3f s, average=%.3f s; "
+                "distance=%llu kB",
+                to_string(run.reason), static_cast<unsigned long long>(run.written), share,
+                run.write_ms / 1000, sync_s, ms_since(run.started) / 1000,
+                static_cast<unsigned long long>(sync.files), double(sync.longest_us) / 1e6,
+                sync.files ? sync_s / double(sync.files) : 0.0,
+                static_cast<unsigned long long>((run.redo - run.previous_redo) / 1024));
+  e.log(line);
 }
 
 void start_next_if_queued(checkpointer_pointer self) {

@@ -4,7 +4,17 @@
 
 #include <caf/all.hpp>
 
+#include <cstdio>
+
 namespace tidemark::actors {
+
+void context::log(const std::string& line) const {
+  if (log_sink) {
+    log_sink(line);
+    return;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 void context::sync_file(const storage::file_tag& tag) {
   switch (tag.kind) {

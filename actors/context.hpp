@@ -96,6 +96,10 @@ struct context {
   /// idle poller keeps CPUs awake for the wake-ups to come. Empty: nobody listens. It is
   /// on the commit path: it must be cheap and must not block.
   std::function<void()> commit_activity;
+  /// Where log lines go (checkpoints, recovery): the application's callback, or stderr
+  /// when it is empty. Called on the logging actor's thread.
+  std::function<void(const std::string&)> log_sink;
+  void log(const std::string& line) const;
 
   /// fsyncs one file the sync machinery knows (called by the sync worker).
   void sync_file(const storage::file_tag& tag);

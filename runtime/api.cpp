@@ -64,11 +64,30 @@ recovery_report public_report(const runtime::recovery_report& r) {
   return p;
 }
 
+// Set while an observer or log callback runs on this thread: such a callback runs on a
+// Tidemark thread that a checkpoint or close would wait for.
+thread_local bool in_callback = false;
+
+class callback_scope {
+public:
+  callback_scope() { in_callback = true; }
+  ~callback_scope() { in_callback = false; }
+  callback_scope(const callback_scope&) = delete;
+  callback_scope& operator=(const callback_scope&) = delete;
+};
+
+void refuse_in_callback(const char* operation) {
+  if (in_callback)
+    throw usage_error(std::string(operation) + ": called from an observer or log callback, on "
+                      "the Tidemark thread it would wait for");
+}
+
 // The fsyncs the sync worker traces, as the observer's events.
 messages::trace_sink::listener file_sync_listener(std::shared_ptr<observer> events) {
   return [events](const messages::trace_event& e) {
     if (std::strcmp(e.type, "fsync") != 0)
       return;
+    callback_scope scope;
     file_sync_event sync;
     if (e.c == static_cast<std::uint64_t>(storage::file_kind::commit_log))
       sync.kind = file_sync_event::file_kind::commit_log_segment;
@@ -136,12 +155,29 @@ void database::create(const std::string& dir, const create_options& options) {
 }
 
 std::unique_ptr<database> database::open(const std::string& dir, const open_options& options) {
+  if (options.read_only) {
+    if (options.faults || options.trace || options.events)
+      throw usage_error("open_options::read_only: fault injection, tracing and the observer "
+                        "need a database open for writing");
+    runtime::open_options internal_options;
+    internal_options.overrides = options.settings;
+    internal_options.log = options.log;
+    auto state = std::make_shared<impl>();
+    state->db = runtime::database::open_read_only(dir, internal_options);
+    state->recovery = public_report(state->db->recovery());
+    return std::unique_ptr<database>(new database(std::move(state)));
+  }
   runtime::open_options internal_options;
   internal_options.overrides = options.settings;
   internal_options.faults = internal(options.faults);
   internal_options.trace = options.trace;
   if (options.events)
     internal_options.trace_listener = file_sync_listener(options.events);
+  if (options.log)
+    internal_options.log = [log = options.log](const std::string& line) {
+      callback_scope scope;
+      log(line);
+    };
   auto state = std::make_shared<impl>();
   state->db = runtime::database::open(dir, internal_options);
   state->recovery = public_report(state->db->recovery());
@@ -157,6 +193,7 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
       event.progress = e.progress;
       event.schedule = e.schedule;
       event.napping = e.napping;
+      callback_scope scope;
       events->on_checkpoint(event);
     });
   }
@@ -200,11 +237,13 @@ session database::open_session() {
 }
 
 void database::checkpoint() {
+  refuse_in_callback("checkpoint");
   impl_->check_open("checkpoint");
   impl_->db->checkpoint();
 }
 
 void database::close() {
+  refuse_in_callback("close");
   std::lock_guard<std::mutex> guard(impl_->close_mutex);
   if (impl_->closed.exchange(true))
     return;
@@ -234,6 +273,9 @@ block_number database::relation_blocks(relation_id relation) const {
 
 transaction_status database::status_of(transaction_id id) const {
   impl_->check_open("status_of");
+  if (impl_->engine().commit_log == nullptr)
+    throw usage_error("status_of: the commit-status log is not read when the database is open "
+                      "read-only");
   switch (impl_->engine().commit_log->get(id)) {
     case storage::xact_status::committed:
       return transaction_status::committed;

@@ -84,20 +84,24 @@ double latency_distribution::average_ms() const {
 statistics collect_statistics(runtime::engine& e) {
   using storage::write_source;
   statistics s;
-  const auto& wal = e.wal->counters();
-  s.wal.bytes = wal.bytes.load();
-  s.wal.records = wal.records.load();
-  s.wal.full_page_images = wal.fpi.load();
-  s.wal.fsyncs = wal.fsyncs.load();
-  s.wal.fsync_micros = wal.fsync_micros.load();
-  s.wal.fsync_latency = latency_distribution::of_buckets(wal.fsync_latency.snapshot());
+  if (e.wal) { // none when open read-only
+    const auto& wal = e.wal->counters();
+    s.wal.bytes = wal.bytes.load();
+    s.wal.records = wal.records.load();
+    s.wal.full_page_images = wal.fpi.load();
+    s.wal.fsyncs = wal.fsyncs.load();
+    s.wal.fsync_micros = wal.fsync_micros.load();
+    s.wal.fsync_latency = latency_distribution::of_buckets(wal.fsync_latency.snapshot());
+  }
   s.buffers.pool_size = e.pool->size();
   for (storage::buffer_id b = 0; b < e.pool->size(); ++b)
     s.buffers.dirty += e.pool->is_dirty(b);
   s.buffers.allocated = e.pool->counters().allocations.load();
-  s.buffers.written_by_sessions = e.writer->written(write_source::backend);
-  s.buffers.written_by_bgwriter = e.writer->written(write_source::bgwriter);
-  s.buffers.written_by_checkpointer = e.writer->written(write_source::checkpointer);
+  if (e.writer) {
+    s.buffers.written_by_sessions = e.writer->written(write_source::backend);
+    s.buffers.written_by_bgwriter = e.writer->written(write_source::bgwriter);
+    s.buffers.written_by_checkpointer = e.writer->written(write_source::checkpointer);
+  }
   s.buffers.bgwriter_maxwritten_clean = e.bgwriter.maxwritten_clean.load();
   s.checkpoints.phase = e.checkpoints.phase.load();
   s.checkpoints.timed = e.checkpoints.timed.load();

@@ -161,6 +161,36 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
   return db;
 }
 
+std::unique_ptr<database> database::open_read_only(const std::string& dir,
+                                                   const open_options& options) {
+  check_data_directory(dir);
+  std::unique_ptr<database> db(new database());
+  db->read_only_ = true;
+  db->lock_fd_ = share_data_directory_lock(dir);
+  auto e = std::make_unique<engine>();
+  e->data_dir = dir;
+  e->io = storage::make_read_only_engine();
+  e->control = storage::read_control_file(*e->io, dir);
+  if (needs_recovery(e->control))
+    throw config_error("data directory \"" + dir + "\" was not shut down cleanly (" +
+                       storage::to_string(static_cast<storage::cluster_state>(e->control.state)) +
+                       "): a read-only open cannot run crash recovery; open it for writing "
+                       "once, then read-only");
+  e->config = resolve_settings(dir, options.overrides, e->control);
+  e->log_sink = options.log;
+  const settings& s = e->config;
+  e->files = std::make_unique<storage::relation_files>(*e->io, dir + "/base", s.page_size,
+                                                       s.segment_size);
+  e->pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e->files, s.data_checksums);
+  e->tails = std::make_unique<storage::append_tails>(*e->files);
+  e->next_xid.store(e->control.next_xid);
+  db->recovery_.previous_state =
+    storage::to_string(static_cast<storage::cluster_state>(e->control.state));
+  db->recovery_.protection = to_string(s.protection);
+  db->engine_ = std::move(e);
+  return db;
+}
+
 std::unique_ptr<database> database::open_once(const std::string& dir, const open_options& options) {
   std::unique_ptr<database> db(new database());
   db->lock_fd_ = lock_data_directory(dir);
@@ -173,6 +203,7 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
     e->control = storage::read_control_file(*reader, dir);
   }
   e->config = resolve_settings(dir, options.overrides, e->control);
+  e->log_sink = options.log;
   e->io = make_engine(e->config, options.faults, &e->faults);
   if (options.trace || options.trace_listener)
     e->trace = std::make_unique<messages::trace_sink>(options.trace ? std::size_t(1) << 20 : 0,
@@ -187,6 +218,7 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
     replay(*db->engine_, db->recovery_);
     if (db->recovery_.needed) {
       db->request_checkpoint(messages::checkpoint_reason::end_of_recovery);
+      db->log_recovery();
     } else {
       storage::control_data control = db->engine_->control;
       control.state = static_cast<std::uint32_t>(storage::cluster_state::in_production);
@@ -201,6 +233,22 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
   }
   db->engine_->recovering.store(false);
   return db;
+}
+
+void database::log_recovery() const {
+  const recovery_report& r = recovery_;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "LOG:  recovery complete (%s): %llu WAL records replayed in %.3f s (%.0f records/s), "
+                "%llu blocks changed, %llu page images restored, %llu pages repaired from the "
+                "doublewrite buffer; startup sync %.3f s; redo stopped at %s",
+                r.protection.c_str(), static_cast<unsigned long long>(r.records), r.seconds,
+                r.seconds > 0 ? double(r.records) / r.seconds : 0.0,
+                static_cast<unsigned long long>(r.blocks_applied),
+                static_cast<unsigned long long>(r.images_restored),
+                static_cast<unsigned long long>(r.pages_repaired), r.startup_sync_seconds,
+                r.end_reason.c_str());
+  engine_->log(line);
 }
 
 void database::start_actors() {
@@ -254,7 +302,11 @@ void database::request_checkpoint(messages::checkpoint_reason reason) {
   throw tidemark::data_error("checkpoint failed: " + (why.empty() ? std::string("no reason given") : why));
 }
 
-void database::checkpoint() { request_checkpoint(messages::checkpoint_reason::requested); }
+void database::checkpoint() {
+  if (read_only_)
+    throw tidemark::usage_error("checkpoint: the database is open read-only");
+  request_checkpoint(messages::checkpoint_reason::requested);
+}
 
 void database::observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event) {
   if (checkpoint_watcher_)
@@ -302,7 +354,9 @@ void database::close() {
     return;
   closed_ = true;
   std::string failure;
-  if (!engine_->failed()) {
+  if (read_only_) {
+    // nothing to write
+  } else if (!engine_->failed()) {
     try {
       request_checkpoint(messages::checkpoint_reason::shutdown);
     } catch (const std::exception& e) {
@@ -342,7 +396,7 @@ database::~database() {
 session::session(database& db)
   : db_(&db),
     txn_(std::make_unique<storage::page_transaction>(
-      *db.internals().pool, *db.internals().wal, *db.internals().tails,
+      *db.internals().pool, db.internals().wal.get(), *db.internals().tails,
       db.internals().full_page_writes(), db.internals().commit_log.get(),
       [e = &db.internals()](const std::string& why) { e->fail(why); })) {}
 
@@ -357,6 +411,8 @@ void session::check_running() const {
 
 void session::wait_durable(storage::lsn_t lsn) {
   engine& e = db_->internals();
+  if (e.wal == nullptr) // read-only: everything on disk was made durable by the clean stop
+    return;
   if (!e.config.synchronous_commit || lsn <= e.wal->flushed_lsn())
     return;
   // Group commit: the wal_writer starts a sync covering `lsn` (together with every other
@@ -416,16 +472,24 @@ storage::page_rows session::rows_on(storage::page_id id) {
 
 storage::block_id session::relation_size(storage::rel_id rel) { return txn_->relation_size(rel); }
 
+void session::check_writable(const char* operation) const {
+  if (db_->read_only())
+    throw tidemark::usage_error(std::string(operation) + ": the database is open read-only");
+}
+
 void session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
+  check_writable("add_i64");
   txn_->add_i64(id, offset, delta);
 }
 
 void session::write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
                           std::uint16_t length) {
+  check_writable("write_bytes");
   txn_->write_bytes(id, offset, data, length);
 }
 
 void session::append_row(storage::rel_id rel, const void* row, std::uint16_t row_size) {
+  check_writable("append_row");
   txn_->append_row(rel, row, row_size);
 }
 

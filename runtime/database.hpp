@@ -33,6 +33,7 @@ struct open_options {
   bool detach_io_actors = true;                // off under the deterministic test scheduler
   bool trace = false;                          // record every write-path message
   messages::trace_sink::listener trace_listener; // sees every write-path message (trace or not)
+  std::function<void(const std::string&)> log;   // log lines; empty: stderr
 };
 
 struct recovery_report {
@@ -75,6 +76,11 @@ public:
   /// mode first, then opened in the new one. If recovery fails, nothing marks the
   /// directory clean: the next open retries it.
   static std::unique_ptr<database> open(const std::string& dir, const open_options& options);
+  /// Opens a cleanly shut down directory for reading: no actors, no WAL, no recovery, no
+  /// file created or written (the engine opens files O_RDONLY). A shared lock is taken on
+  /// the lock file when there is one, so no writer opens the directory meanwhile; a
+  /// directory that needs recovery is refused (config_error).
+  static std::unique_ptr<database> open_read_only(const std::string& dir, const open_options& options);
 
   ~database();
   database(const database&) = delete;
@@ -90,6 +96,7 @@ public:
   void observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event);
 
   const recovery_report& recovery() const { return recovery_; }
+  bool read_only() const { return read_only_; }
   engine& internals() { return *engine_; }
   caf::actor_system& system() { return *system_; }
   messages::wal_writer_actor wal_writer() const { return wal_writer_; }
@@ -103,6 +110,7 @@ private:
   database() = default;
   static std::unique_ptr<database> open_once(const std::string& dir, const open_options& options);
   void request_checkpoint(messages::checkpoint_reason reason);
+  void log_recovery() const;
   void start_actors();
   void stop_actors();
 
@@ -117,6 +125,7 @@ private:
   messages::checkpoint_observer_actor checkpoint_watcher_;
   recovery_report recovery_;
   bool detach_io_actors_ = true;
+  bool read_only_ = false;
   bool closed_ = false;
   int lock_fd_ = -1;
 };
@@ -153,6 +162,7 @@ public:
 
 private:
   void check_running() const;
+  void check_writable(const char* operation) const;
   /// After a read outside a transaction: waits until what it returned is durable.
   void settle_read();
   void wait_durable(storage::lsn_t lsn);

@@ -237,4 +237,16 @@ int lock_data_directory(const std::string& dir) {
   return fd;
 }
 
+int share_data_directory_lock(const std::string& dir) {
+  std::string path = dir + "/tidemark.lock";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    ::close(fd);
+    throw config_error("data directory \"" + dir + "\" is in use by another process");
+  }
+  return fd;
+}
+
 } // namespace tidemark::runtime

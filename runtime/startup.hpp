@@ -41,6 +41,9 @@ bool needs_recovery(const storage::control_data& control);
 /// One process per data directory: an exclusive advisory lock on <dir>/tidemark.lock,
 /// held through the returned descriptor. config_error when another process holds it.
 int lock_data_directory(const std::string& dir);
+/// A shared lock on the directory's lock file, for a read-only open: -1 when there is no
+/// lock file (nothing is created); config_error when a writer holds it.
+int share_data_directory_lock(const std::string& dir);
 
 /// Throws config_error when `dir` is missing or not a Tidemark data directory.
 void check_data_directory(const std::string& dir);

@@ -80,4 +80,8 @@ void write_whole_file(io_engine& io, const std::string& path, const std::string&
 /// constructor throws io_error and the caller reports it (choose io_method=sync then).
 std::unique_ptr<io_engine> make_io_engine(io_method method);
 
+/// A synchronous engine that opens every file O_RDONLY and creates none (inspection of a
+/// directory, possibly without write permission).
+std::unique_ptr<io_engine> make_read_only_engine();
+
 } // namespace tidemark::storage

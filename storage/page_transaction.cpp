@@ -63,7 +63,7 @@ void append_tails::advance(rel_id rel, block_id full_block) {
 
 // ---- page_transaction: setup and pending operations ---------------------------------------
 
-page_transaction::page_transaction(buffer_pool& pool, wal_log& wal, append_tails& tails,
+page_transaction::page_transaction(buffer_pool& pool, wal_log* wal, append_tails& tails,
                                    bool full_page_writes, commit_log* status,
                                    std::function<void(const std::string&)> on_half_applied)
   : pool_(pool), wal_(wal), tails_(tails), full_page_writes_(full_page_writes), status_(status),
@@ -566,17 +566,19 @@ lsn_range page_transaction::commit() {
       abort();
       return {0, 0};
     }
+    if (wal_ == nullptr)
+      throw tidemark::usage_error("the database is open read-only: a transaction may not change it");
     latch_and_validate();
   } catch (...) {
     abort();
     throw;
   }
-  lsn_t redo = wal_.redo_lsn();
+  lsn_t redo = wal_->redo_lsn();
   std::optional<lsn_range> position;
   try {
     encode(true, redo);
-    while (!(position = wal_.insert(builder_, redo))) {
-      redo = wal_.redo_lsn(); // a checkpoint moved the redo point: redo the image decisions
+    while (!(position = wal_->insert(builder_, redo))) {
+      redo = wal_->redo_lsn(); // a checkpoint moved the redo point: redo the image decisions
       encode(false, redo);
     }
   } catch (const std::exception& error) {

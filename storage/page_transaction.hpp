@@ -72,10 +72,11 @@ struct page_rows {
 
 class page_transaction {
 public:
-  /// `status` may be null (no commit-status log, as in some tests). `on_half_applied` is
+  /// `wal` is null for a read-only database: only read-only transactions commit. `status`
+  /// may be null (no commit-status log, as in some tests). `on_half_applied` is
   /// called when a failure leaves applied but unlogged changes in the pool (the runtime
   /// stops the engine, W3); it runs before the pages' latches are released.
-  page_transaction(buffer_pool& pool, wal_log& wal, append_tails& tails, bool full_page_writes,
+  page_transaction(buffer_pool& pool, wal_log* wal, append_tails& tails, bool full_page_writes,
                    commit_log* status = nullptr,
                    std::function<void(const std::string&)> on_half_applied = {});
 
@@ -170,7 +171,7 @@ private:
   [[noreturn]] void conflict(const std::string& what);
 
   buffer_pool& pool_;
-  wal_log& wal_;
+  wal_log* wal_;
   append_tails& tails_;
   bool full_page_writes_;
   commit_log* status_;

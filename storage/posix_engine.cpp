@@ -120,7 +120,8 @@ void posix_engine::write_back(int fd, std::uint64_t offset, std::uint64_t length
 // ---- metadata ----
 
 int posix_engine::open_file(const std::string& path, bool create) {
-  const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+  const int flags = read_only_ ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+  create = create && !read_only_;
   const int fd = open_retrying(path.c_str(), flags, 0600);
   if (fd < 0) throw_path_error(create ? "open (create)" : "open", path, errno);
   std::unique_lock lock(registry_mutex_);

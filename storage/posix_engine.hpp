@@ -23,6 +23,9 @@ namespace tidemark::storage {
 
 class posix_engine : public io_engine {
 public:
+  /// `read_only`: every file is opened O_RDONLY and none is created (open_file's `create`
+  /// is ignored), so a write fails with the kernel's EBADF.
+  explicit posix_engine(bool read_only = false) : read_only_(read_only) {}
   std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override;
   void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override;
   void sync(int fd, sync_kind kind) override;
@@ -49,6 +52,7 @@ private:
   [[noreturn]] void throw_sync_failure(const std::string& operation, const std::string& path,
                                        int error_number);
 
+  bool read_only_;
   sync_failure_latch sync_failure_;
   mutable std::shared_mutex registry_mutex_;
   std::unordered_map<int, std::string> paths_;
@@ -62,7 +66,7 @@ inline bool is_retryable(int error_number) {
   return error_number == EINTR || error_number == EAGAIN;
 }
 
-std::unique_ptr<io_engine> make_sync_engine();
+std::unique_ptr<io_engine> make_sync_engine(bool read_only = false);
 /// Throws io_error (suggesting io_method=sync) when the kernel refuses an io_uring.
 std::unique_ptr<io_engine> make_uring_engine();
 

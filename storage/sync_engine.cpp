@@ -11,6 +11,7 @@ namespace {
 
 class sync_engine final : public posix_engine {
 public:
+  explicit sync_engine(bool read_only) : posix_engine(read_only) {}
   std::string name() const override { return "sync"; }
 
   void write_batch(const io_write* writes, std::size_t count) override {
@@ -21,6 +22,10 @@ public:
 
 } // namespace
 
-std::unique_ptr<io_engine> make_sync_engine() { return std::make_unique<sync_engine>(); }
+std::unique_ptr<io_engine> make_sync_engine(bool read_only) {
+  return std::make_unique<sync_engine>(read_only);
+}
+
+std::unique_ptr<io_engine> make_read_only_engine() { return make_sync_engine(true); }
 
 } // namespace tidemark::storage

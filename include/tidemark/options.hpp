@@ -69,6 +69,15 @@ public:
 struct open_options {
   std::vector<std::string> settings;          // KEY=VALUE, for this run
   std::shared_ptr<observer> events;           // optional
+  /// Receives each log line (checkpoints with log_checkpoints=on, the end of a recovery),
+  /// on a Tidemark thread; empty: lines go to stderr. Like the observer's callbacks it must
+  /// not call database::checkpoint() or close() (usage_error).
+  std::function<void(const std::string& line)> log;
+  /// Opens a cleanly shut down directory for reading only: no lock, no recovery, no file
+  /// written or created (a directory without write permission opens). Sessions may read
+  /// and run read-only transactions; any change is a usage_error. A directory that needs
+  /// recovery is refused with a config_error.
+  bool read_only = false;
   std::optional<fault_injection> faults;      // test hook
   bool trace = false;                         // test hook: record every write-path message
 };

@@ -36,7 +36,7 @@ struct engine_fixture {
 
   /// Commits one transaction adding 1 at (rel, block, 64), through the real write path.
   void touch(storage::rel_id rel, storage::block_id block) {
-    storage::page_transaction txn(*engine.pool, *engine.wal, *engine.tails, engine.full_page_writes(),
+    storage::page_transaction txn(*engine.pool, engine.wal.get(), *engine.tails, engine.full_page_writes(),
                                   engine.commit_log.get());
     txn.begin(engine.next_xid++);
     txn.add_i64({rel, block}, 64, 1);

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -324,4 +326,74 @@ TEST_CASE("public API: latency_distribution quantiles, merging and intervals") {
   latency_distribution interval = merged.since(a);
   CHECK(interval.count() == 1);
   CHECK(interval.average_ms() == doctest::Approx(5.0));
+}
+
+namespace {
+
+// Every file under `dir` with its size and bytes: what a read-only open must not change.
+std::map<std::string, std::string> directory_contents(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file())
+      continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    files[entry.path().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return files;
+}
+
+} // namespace
+
+TEST_CASE("public API: a read-only open reads and runs read-only transactions, and writes nothing") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 1000);
+  {
+    auto db = open_quiet(scratch.dir);
+    session s = db->open_session();
+    s.begin();
+    s.add_i64({1, 0}, page_header_bytes + 8, 41); // row 0's value
+    s.commit();
+    db->close();
+  }
+  std::map<std::string, std::string> before = directory_contents(scratch.dir);
+  open_options options;
+  options.settings = quiet;
+  options.read_only = true;
+  {
+    auto db = database::open(scratch.dir, options);
+    CHECK_THROWS_AS(open_quiet(scratch.dir), config_error); // no writer while it reads
+    session s = db->open_session();
+    CHECK(s.read_i64({1, 0}, page_header_bytes + 8) == 41);
+    s.begin();
+    std::uint64_t rows = 0;
+    row_cursor cursor = s.rows(1);
+    while (cursor.next())
+      ++rows;
+    CHECK(rows == 1000);
+    s.commit(); // a read-only transaction
+    s.begin();
+    CHECK_THROWS_AS(s.add_i64({1, 0}, 64, 1), usage_error);
+    CHECK_THROWS_AS(s.append_row(2, "x", 1), usage_error);
+    s.rollback();
+    CHECK_THROWS_AS(db->checkpoint(), usage_error);
+    CHECK_THROWS_AS(db->status_of(1), usage_error);
+    CHECK(db->stats().buffers.pool_size > 0);
+    db->close();
+  }
+  CHECK(directory_contents(scratch.dir) == before);
+  SUBCASE("a directory that needs recovery is refused") {
+    {
+      open_options faulty;
+      faulty.settings = quiet;
+      faulty.faults = fault_injection{};
+      auto db = database::open(scratch.dir, faulty);
+      db->simulate_power_loss();
+    }
+    try {
+      database::open(scratch.dir, options);
+      FAIL("a crashed directory opened read-only");
+    } catch (const config_error& e) {
+      CHECK(std::string(e.what()).find("not shut down cleanly") != std::string::npos);
+    }
+  }
 }

@@ -40,7 +40,7 @@ void run_transfers(engine_fixture& f, int threads, int per_thread, bool full_pag
   std::atomic<xid_t> next_xid{1};
   for (int t = 0; t < threads; ++t) {
     sessions.emplace_back([&, t] {
-      page_transaction txn(f.pool, f.wal, f.tails, full_page_writes);
+      page_transaction txn(f.pool, &f.wal, f.tails, full_page_writes);
       std::mt19937 random(t);
       for (int i = 0; i < per_thread; ++i) {
         txn.begin(next_xid++);
@@ -112,7 +112,7 @@ TEST_CASE("page transaction: concurrent appends fill each slot exactly once") {
 
 TEST_CASE("page transaction: a full-page image is logged on the first change after a redo point") {
   engine_fixture f;
-  page_transaction txn(f.pool, f.wal, f.tails, true);
+  page_transaction txn(f.pool, &f.wal, f.tails, true);
   auto change = [&](xid_t xid) {
     txn.begin(xid);
     txn.add_i64({1, 7}, 64, 1);
