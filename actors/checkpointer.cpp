@@ -297,7 +297,7 @@ void start_sync_phase(checkpointer_pointer self) {
   }
   self->request(e.batcher, caf::infinite, dw_flush_request{})
     .then([=](const dw_flushed&) { request_sync_phase(self); },
-          [=](const caf::error& error) { fail_run(self, self->system().render(error)); });
+          [=](const caf::error& error) { fail_run(self, error_text(error)); });
 }
 
 void request_sync_phase(checkpointer_pointer self) {
@@ -313,7 +313,7 @@ void request_sync_phase(checkpointer_pointer self) {
   trace(e, actor_role::sync_worker, "sync_phase_request", request.pace_ms);
   self->request(st.sync_worker, caf::infinite, request)
     .then([=](const sync_phase_done& done) { finish_checkpoint(self, done); },
-          [=](const caf::error& error) { fail_run(self, self->system().render(error)); });
+          [=](const caf::error& error) { fail_run(self, error_text(error)); });
 }
 
 void fail_run(checkpointer_pointer self, const std::string& why) {

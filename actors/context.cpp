@@ -8,6 +8,13 @@
 
 namespace tidemark::actors {
 
+std::string error_text(const caf::error& error) {
+  const caf::message& context = error.context();
+  if (context.size() == 1 && context.match_element<std::string>(0))
+    return context.get_as<std::string>(0);
+  return "actor error code " + std::to_string(static_cast<int>(error.code()));
+}
+
 void context::log(const std::string& line) const {
   if (log_sink) {
     log_sink(line);

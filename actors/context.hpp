@@ -21,6 +21,8 @@
 #include "storage/relation_files.hpp"
 #include "storage/wal_log.hpp"
 
+#include <caf/error.hpp>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -68,6 +70,11 @@ private:
   messages::sync_worker_actor worker_;
   messages::trace_sink* trace_ = nullptr;
 };
+
+/// The text of an error an actor replied with: our actors make their errors with one
+/// string in the context (their own words, without CAF's rendering); anything else is
+/// described by its code.
+std::string error_text(const caf::error& error);
 
 struct context {
   std::string data_dir;

@@ -4,6 +4,7 @@
 // internal vocabulary, and keeps the engine alive for as long as a session refers to it:
 // a session outliving its database gets usage_error, never freed memory.
 #include "runtime/api_bridge.hpp"
+#include "runtime/api_check.hpp"
 #include "runtime/api_statistics.hpp"
 #include "runtime/config.hpp"
 #include "runtime/initial_loader.hpp"
@@ -19,8 +20,6 @@
 namespace tidemark {
 
 namespace {
-
-constexpr std::size_t failures_listed = 20;
 
 storage::fault_config internal(const fault_injection& f) {
   storage::fault_config c;
@@ -200,35 +199,7 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
   return std::unique_ptr<database>(new database(std::move(state)));
 }
 
-file_check_report database::check_files(const std::string& dir) {
-  runtime::check_data_directory(dir);
-  int lock = runtime::lock_data_directory(dir);
-  file_check_report report;
-  try {
-    auto io = storage::make_io_engine(storage::io_method::sync);
-    storage::control_data control = storage::read_control_file(*io, dir);
-    storage::relation_files files(*io, dir + "/base", control.page_size, control.segment_size);
-    std::vector<unsigned char> page(control.page_size);
-    for (relation_id relation = 1; relation <= max_relation; ++relation)
-      for (block_number block = 0, blocks = files.nblocks(relation); block < blocks; ++block) {
-        storage::page_id id{relation, block};
-        files.read_page(id, page.data());
-        ++report.pages_checked;
-        auto verdict = storage::verify_page(page.data(), page.size(), id, control.data_checksums);
-        if (verdict == storage::page_verdict::ok || verdict == storage::page_verdict::all_zero)
-          continue;
-        ++report.failures;
-        if (report.first_failures.size() < failures_listed)
-          report.first_failures.push_back(std::string(storage::to_string(verdict)) + " in " +
-                                          files.describe(id));
-      }
-  } catch (...) {
-    ::close(lock);
-    throw;
-  }
-  ::close(lock);
-  return report;
-}
+file_check_report database::check_files(const std::string& dir) { return check_data_files(dir); }
 
 session database::open_session() {
   impl_->check_open("open_session");

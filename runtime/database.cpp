@@ -288,10 +288,7 @@ void database::request_checkpoint(messages::checkpoint_reason reason) {
     .receive([](const messages::checkpoint_done&) {},
              [&](const caf::error& e) {
                refused = true;
-               // The actors make their errors with one string in the context: our words.
-               const caf::message& context = e.context();
-               if (context.size() == 1 && context.match_element<std::string>(0))
-                 why = context.get_as<std::string>(0);
+               why = actors::error_text(e);
              });
   if (!refused)
     return;
@@ -299,7 +296,7 @@ void database::request_checkpoint(messages::checkpoint_reason reason) {
     throw tidemark::engine_stopped_error("checkpoint failed: the engine stopped after a failure "
                                          "(the next open runs crash recovery): " +
                                          engine_->failure());
-  throw tidemark::data_error("checkpoint failed: " + (why.empty() ? std::string("no reason given") : why));
+  throw tidemark::data_error("checkpoint failed: " + why);
 }
 
 void database::checkpoint() {
@@ -440,6 +437,8 @@ void session::begin() {
 }
 
 void session::check_block(storage::page_id id, bool changing) const {
+  if (id.block < db_->internals().files->nblocks(id.rel))
+    return; // the common case: a block the relation has
   storage::block_id limit = txn_->extendable_to(id.rel); // blocks [0, limit) may be read
   if (id.block < limit || (changing && id.block == limit))
     return;

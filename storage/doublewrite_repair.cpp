@@ -74,6 +74,30 @@ void for_each_image(io_engine& io, int fd, std::uint64_t size, std::size_t page_
 // image that has it. Both read page headers first and decompress and verify a whole page
 // only when its LSN would matter: an image older than the newest valid one seen is never
 // decoded.
+ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::size_t page_size) {
+  ring_check_report report;
+  struct stat st;
+  if (::stat(ring_path.c_str(), &st) != 0)
+    return report;
+  report.present = true;
+  int fd = io.open_file(ring_path, false);
+  try {
+    for_each_image(io, fd, static_cast<std::uint64_t>(st.st_size), page_size,
+                   [&](const ring_image& image) {
+                     ++report.images;
+                     page_id id;
+                     lsn_t lsn;
+                     if (!identify(image, &id, &lsn) || verified_page(image, id, page_size) == nullptr)
+                       ++report.unreadable;
+                   });
+  } catch (...) {
+    io.close_file(fd);
+    throw;
+  }
+  io.close_file(fd);
+  return report;
+}
+
 repair_report repair_from_ring(io_engine& io, const std::string& ring_path, relation_files& files) {
   repair_report report;
   struct stat st;

@@ -46,6 +46,16 @@ struct repair_report {
   std::uint64_t repaired_bytes = 0;    // same LSN, different bytes
 };
 
+struct ring_check_report {
+  bool present = false;
+  std::uint64_t images = 0;     // images in intact records
+  std::uint64_t unreadable = 0; // of which the page does not decode or verify
+};
+
+/// Reads the ring file (if it exists) and checks every image of every intact record,
+/// changing nothing.
+ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::size_t page_size);
+
 /// Reads the ring file (if it exists) and repairs pages through `files`.
 repair_report repair_from_ring(io_engine& io, const std::string& ring_path, relation_files& files);
 

@@ -29,10 +29,9 @@ std::string describe(page_id id) {
 }
 
 bool all_zero(const unsigned char* bytes, std::size_t length) {
-  for (std::size_t i = 0; i < length; ++i)
-    if (bytes[i] != 0)
-      return false;
-  return true;
+  // Zero at the start, and equal to itself shifted by one: zero throughout (memcmp is
+  // vectorised, a byte loop is not).
+  return length == 0 || (bytes[0] == 0 && std::memcmp(bytes, bytes + 1, length - 1) == 0);
 }
 
 } // namespace
@@ -116,6 +115,17 @@ const unsigned char* page_transaction::pending_row(rel_id rel, std::size_t index
   return nullptr;
 }
 
+std::size_t page_transaction::appended_relations() const {
+  std::size_t distinct = 0;
+  for (std::size_t i = 0; i < appends_.size(); ++i) {
+    auto earlier = appends_.begin() + static_cast<std::ptrdiff_t>(i);
+    distinct += std::none_of(appends_.begin(), earlier, [&](const pending_append& a) {
+      return a.rel == appends_[i].rel;
+    });
+  }
+  return distinct;
+}
+
 // Counts `op_bytes` more of changes on `id`, refusing what the record could not hold: more
 // pages than a record has blocks (appended relations count one page each), or more than
 // max_block_ops_length bytes of ops on one page.
@@ -123,11 +133,8 @@ void page_transaction::note_page(page_id id, std::size_t op_bytes) {
   auto page = std::find_if(op_pages_.begin(), op_pages_.end(),
                            [&](const std::pair<page_id, std::size_t>& p) { return p.first == id; });
   if (page == op_pages_.end()) {
-    std::vector<rel_id> appended;
-    for (const pending_append& a : appends_)
-      if (std::find(appended.begin(), appended.end(), a.rel) == appended.end())
-        appended.push_back(a.rel);
-    if (op_pages_.size() + appended.size() >= max_blocks_per_record)
+    if (op_pages_.size() + appends_.size() >= max_blocks_per_record && // a cheap bound first
+        op_pages_.size() + appended_relations() >= max_blocks_per_record)
       throw tidemark::usage_error("a transaction may change at most " +
                                   std::to_string(max_blocks_per_record) +
                                   " pages (each relation appended to counts as one)");
@@ -176,10 +183,7 @@ void page_transaction::append_row(rel_id rel, const void* row, std::uint16_t row
     throw tidemark::usage_error("row of " + std::to_string(row_size) +
                                 " bytes does not fit a page");
   std::size_t rows = 0;
-  std::vector<rel_id> appended;
   for (const pending_append& a : appends_) {
-    if (std::find(appended.begin(), appended.end(), a.rel) == appended.end())
-      appended.push_back(a.rel);
     if (a.rel != rel)
       continue;
     ++rows;
@@ -189,7 +193,7 @@ void page_transaction::append_row(rel_id rel, const void* row, std::uint16_t row
                                   std::to_string(a.row_size) + " bytes, not " +
                                   std::to_string(row_size) + ")");
   }
-  if (rows == 0 && op_pages_.size() + appended.size() >= max_blocks_per_record)
+  if (rows == 0 && op_pages_.size() + appended_relations() >= max_blocks_per_record)
     throw tidemark::usage_error("a transaction may change at most " +
                                 std::to_string(max_blocks_per_record) +
                                 " pages (each relation appended to counts as one)");
@@ -410,13 +414,15 @@ bool page_transaction::validate_held_pages() const {
 // exclusive latches, the shared latch is taken without waiting: `busy` then names a page
 // another commit holds; `changed` names the page that changed.
 page_transaction::read_check page_transaction::validate_read_pages(page_id* page) {
+  bool holding = !pages_.empty(); // then latch_pages reserved the pin (extra_pin_)
+  if (holding && !extra_pin_)
+    return read_check::held; // every read was of a page this transaction latched
   std::vector<const recorded_read*> unchanged;
   for (const recorded_read& r : reads_)
     if (held(r.id) == nullptr)
       unchanged.push_back(&r);
   std::sort(unchanged.begin(), unchanged.end(),
             [](const recorded_read* a, const recorded_read* b) { return a->id < b->id; });
-  bool holding = !pages_.empty(); // then latch_pages reserved the pin (extra_pin_)
   for (std::size_t i = 0; i < unchanged.size();) {
     page_id id = unchanged[i]->id;
     if (!holding)
@@ -468,6 +474,13 @@ void page_transaction::wait_for_page(page_id id) {
 }
 
 void page_transaction::check_op_limits() {
+  std::size_t total = 0; // no page can be over the limit when all of them together are not
+  for (const auto& p : op_pages_)
+    total += p.second;
+  for (const pending_append& a : appends_)
+    total += op_header_size + a.row_size;
+  if (total + op_header_size + rows_header_length <= max_block_ops_length)
+    return;
   for (const latched_page& p : pages_)
     if (op_bytes_of(p.id) > max_block_ops_length) {
       std::string where = describe(p.id);

@@ -154,6 +154,7 @@ private:
   void read_view(page_id id, std::size_t offset, std::size_t length, void* out);
   lsn_t read_committed(page_id id, std::size_t offset, std::size_t length, void* out);
   void record_read(page_id id, std::size_t offset, std::size_t length, const void* bytes, lsn_t lsn);
+  std::size_t appended_relations() const;
   void note_page(page_id id, std::size_t op_bytes);
   std::size_t op_bytes_of(page_id id) const;
   void latch_and_validate();

@@ -47,9 +47,14 @@ struct recovery_report {
   double seconds = 0;
 };
 
-/// What check_files() found.
+/// What check_files() found. failures counts every problem of every kind.
 struct file_check_report {
+  bool control_file_ok = false;
+  bool needs_recovery = false;             // the last stop was not clean (pages may be torn)
+  std::uint64_t wal_records = 0, wal_bytes = 0; // valid WAL from the redo point on
+  std::string wal_end;                     // why that WAL ends where it does
   std::uint64_t pages_checked = 0;
+  std::uint64_t ring_images = 0;           // doublewrite ring images in intact records
   std::uint64_t failures = 0;
   std::vector<std::string> first_failures; // "bad checksum in base/3.0 block 17", ...
 };
@@ -75,9 +80,10 @@ public:
   /// nothing marks the directory clean: the next open retries it.
   static std::unique_ptr<database> open(const std::string& dir, const open_options& options = {});
 
-  /// Reads every page of every relation of a directory that is not open and checks its
-  /// checksum and identity. Run it after a clean close (open() and close() first, to
-  /// recover a crashed directory).
+  /// Checks a directory that no process has open for writing, changing nothing: the
+  /// control file, every WAL record's CRC from the redo point to the end, every page of
+  /// every relation (checksum and identity), every doublewrite ring image. Run it after a
+  /// clean close: after a crash, torn pages are expected until recovery repairs them.
   static file_check_report check_files(const std::string& dir);
 
   ~database(); // closes (ignoring a failure already reported) if close() was not called

@@ -1,0 +1,101 @@
+// The offline check of a data directory: see api_check.hpp.
+#include "runtime/api_check.hpp"
+
+#include "runtime/startup.hpp"
+#include "storage/control_file.hpp"
+#include "storage/doublewrite_repair.hpp"
+#include "storage/relation_files.hpp"
+#include "storage/wal_reader.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace tidemark {
+
+namespace {
+
+constexpr std::size_t failures_listed = 20;
+
+void fail(file_check_report& report, const std::string& what) {
+  ++report.failures;
+  if (report.first_failures.size() < failures_listed)
+    report.first_failures.push_back(what);
+}
+
+std::string hex(std::uint64_t lsn) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llX", static_cast<unsigned long long>(lsn));
+  return text;
+}
+
+void check_wal(storage::io_engine& io, const std::string& dir, const storage::control_data& c,
+               file_check_report& report) {
+  std::string wal = dir + "/wal";
+  storage::wal_reader at_checkpoint(io, wal, c.wal_segment_size, c.page_size, c.redo_lsn);
+  if (at_checkpoint.read_at(c.checkpoint_lsn) == nullptr)
+    fail(report, "WAL: no valid record at the checkpoint " + hex(c.checkpoint_lsn) +
+                   " the control file names");
+  storage::wal_reader scan(io, wal, c.wal_segment_size, c.page_size, c.redo_lsn);
+  while (const storage::record_view* record = scan.next()) {
+    ++report.wal_records;
+    report.wal_bytes += record->header.total_length;
+  }
+  report.wal_end = scan.end_description();
+  if (auto corruption = scan.find_corruption())
+    fail(report, "WAL: corrupt at " + hex(corruption->bad_lsn) + " in " + corruption->segment_path +
+                   " (" + corruption->reason + ") although later WAL had been made durable");
+}
+
+void check_pages(storage::io_engine& io, const std::string& dir, const storage::control_data& c,
+                 file_check_report& report) {
+  storage::relation_files files(io, dir + "/base", c.page_size, c.segment_size);
+  std::vector<unsigned char> page(c.page_size);
+  for (relation_id relation = 1; relation <= max_relation; ++relation)
+    for (block_number block = 0, blocks = files.nblocks(relation); block < blocks; ++block) {
+      storage::page_id id{relation, block};
+      files.read_page(id, page.data());
+      ++report.pages_checked;
+      auto verdict = storage::verify_page(page.data(), page.size(), id, c.data_checksums);
+      if (verdict != storage::page_verdict::ok && verdict != storage::page_verdict::all_zero)
+        fail(report, std::string(storage::to_string(verdict)) + " in " + files.describe(id));
+    }
+}
+
+} // namespace
+
+file_check_report check_data_files(const std::string& dir) {
+  runtime::check_data_directory(dir);
+  int lock = runtime::share_data_directory_lock(dir);
+  file_check_report report;
+  try {
+    auto io = storage::make_read_only_engine();
+    storage::control_data control;
+    try {
+      control = storage::read_control_file(*io, dir);
+      report.control_file_ok = true;
+    } catch (const data_error& e) {
+      fail(report, std::string("control file: ") + e.what());
+    }
+    if (report.control_file_ok) {
+      report.needs_recovery = runtime::needs_recovery(control);
+      check_wal(*io, dir, control, report);
+      check_pages(*io, dir, control, report);
+      storage::ring_check_report ring =
+        storage::check_ring(*io, dir + "/doublewrite/ring", control.page_size);
+      report.ring_images = ring.images;
+      if (ring.unreadable > 0)
+        fail(report, "doublewrite ring: " + std::to_string(ring.unreadable) + " of " +
+                       std::to_string(ring.images) + " page images in intact records do not verify");
+    }
+  } catch (...) {
+    if (lock >= 0)
+      ::close(lock);
+    throw;
+  }
+  if (lock >= 0)
+    ::close(lock);
+  return report;
+}
+
+} // namespace tidemark
