@@ -14,6 +14,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -396,4 +397,60 @@ TEST_CASE("public API: a read-only open reads and runs read-only transactions, a
       CHECK(std::string(e.what()).find("not shut down cleanly") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("public API: log lines go to the application's callback, which may not checkpoint") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  std::mutex lines_mutex;
+  std::vector<std::string> lines;
+  std::atomic<int> refused{0};
+  std::atomic<database*> running{nullptr};
+  open_options options;
+  options.settings = {"log_checkpoints=on", "shared_buffers=1MB"};
+  options.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> guard(lines_mutex);
+    lines.push_back(line);
+    if (database* db = running.load()) {
+      try {
+        db->checkpoint(); // would wait for the thread this runs on
+      } catch (const usage_error&) {
+        ++refused;
+      }
+    }
+  };
+  {
+    auto db = database::open(scratch.dir, options);
+    running = db.get();
+    db->checkpoint();
+    running = nullptr;
+    {
+      std::lock_guard<std::mutex> guard(lines_mutex);
+      REQUIRE(lines.size() == 1);
+      CHECK(lines[0].find("checkpoint complete (requested)") != std::string::npos);
+      CHECK(lines[0].find("wrote ") != std::string::npos);
+    }
+    CHECK(refused.load() == 1);
+    db->close();
+  }
+  {
+    open_options faulty = options;
+    faulty.faults = fault_injection{};
+    auto db = database::open(scratch.dir, faulty);
+    session s = db->open_session();
+    s.begin();
+    s.add_i64({2, 0}, 64, 1);
+    s.commit();
+    db->simulate_power_loss();
+  }
+  lines.clear();
+  auto db = database::open(scratch.dir, options);
+  CHECK(db->recovery().needed);
+  bool recovery_line = false;
+  {
+    std::lock_guard<std::mutex> guard(lines_mutex);
+    for (const std::string& line : lines)
+      recovery_line = recovery_line || line.find("recovery complete") != std::string::npos;
+  }
+  CHECK(recovery_line);
 }
