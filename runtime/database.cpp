@@ -424,6 +424,7 @@ void session::settle_read() {
   try {
     wait_durable(txn_->newest_seen());
   } catch (const storage::wal_not_durable& error) {
+    db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
     throw tidemark::engine_stopped_error(std::string("a read saw a change that may not be "
                                                      "durable: ") + error.what());
   }
@@ -517,6 +518,7 @@ storage::xid_t session::commit() {
   try {
     wait_durable(std::max(position.end, seen));
   } catch (const storage::wal_not_durable& error) {
+    db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
     if (position.end == 0)
       throw tidemark::engine_stopped_error("transaction " + std::to_string(xid) +
                                            " read changes that may not be durable: " + error.what());

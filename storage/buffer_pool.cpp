@@ -128,9 +128,7 @@ bool buffer_pool::write_in_progress(buffer_id buffer) const {
 }
 
 void buffer_pool::wait_for_write(buffer_id buffer) const {
-  backoff wait;
-  while (write_in_progress(buffer))
-    wait.pause();
+  waits_.wait(buffer, [&] { return !write_in_progress(buffer); });
 }
 
 bool buffer_pool::is_reusable(buffer_id buffer) const {
@@ -141,19 +139,19 @@ bool buffer_pool::is_reusable(buffer_id buffer) const {
 // ---- pins --------------------------------------------------------------------------------
 
 void buffer_pool::reserve_pins(std::uint32_t count) {
-  backoff wait;
-  for (;;) {
+  waits_.wait(pins_key(), [&] {
     std::int64_t available = pins_available_.load(std::memory_order_relaxed);
-    if (available >= count &&
-        pins_available_.compare_exchange_weak(available, available - count,
-                                              std::memory_order_acq_rel))
-      return;
-    wait.pause();
-  }
+    while (available >= count)
+      if (pins_available_.compare_exchange_weak(available, available - count,
+                                                std::memory_order_acq_rel))
+        return true;
+    return false;
+  });
 }
 
 void buffer_pool::release_pins(std::uint32_t count) {
   pins_available_.fetch_add(count, std::memory_order_acq_rel);
+  waits_.wake(pins_key());
 }
 
 // Applies `change` to the state word atomically, waiting while the header is locked.
@@ -219,7 +217,6 @@ buffer_id buffer_pool::pin(page_id id, read_mode mode) {
 // Waits for another session's read of the page; if that read failed, reads it here.
 void buffer_pool::wait_until_readable(buffer_id buffer, page_id id, read_mode mode) {
   std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
-  backoff wait;
   for (;;) {
     std::uint32_t s = state.load(std::memory_order_acquire);
     if (s & valid)
@@ -234,7 +231,10 @@ void buffer_pool::wait_until_readable(buffer_id buffer, page_id id, read_mode mo
       }
       return;
     }
-    wait.pause();
+    waits_.wait(buffer, [&] {
+      std::uint32_t now = state.load(std::memory_order_acquire);
+      return (now & valid) || !(now & io_in_progress); // (a header lock is momentary)
+    });
   }
 }
 
@@ -249,6 +249,7 @@ void buffer_pool::read_into(buffer_id buffer, page_id id, read_mode mode) {
     page_verdict verdict = verify_page(frame, page_size_, id, checksums_);
     if (verdict != page_verdict::ok && verdict != page_verdict::all_zero) {
       state.fetch_and(~io_in_progress, std::memory_order_acq_rel);
+      waits_.wake(buffer);
       throw page_corrupt_error("page verification failed (" + std::string(to_string(verdict)) +
                                  ") in " + files_.describe(id),
                                files_.describe(id));
@@ -256,6 +257,7 @@ void buffer_pool::read_into(buffer_id buffer, page_id id, read_mode mode) {
   }
   std::uint32_t s = lock_header(buffer);
   unlock_header(buffer, (s | valid) & ~io_in_progress);
+  waits_.wake(buffer);
 }
 
 // ---- clock sweep -------------------------------------------------------------------------
@@ -369,37 +371,18 @@ bool buffer_pool::retag(buffer_id victim, page_id id, buffer_id* existing) {
 
 // ---- content latch -----------------------------------------------------------------------
 
-void buffer_pool::lock_exclusive(buffer_id buffer) {
-  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
-  backoff wait;
+namespace {
+
+// Latches are held for a page copy or a commit's apply-and-log: spin this long with the
+// CPU's pause hint before sleeping.
+constexpr int latch_spins = 64;
+
+bool try_exclusive(std::atomic<std::int32_t>& latch) {
   std::int32_t expected = 0;
-  while (!latch.compare_exchange_weak(expected, -1, std::memory_order_acquire)) {
-    expected = 0;
-    wait.pause();
-  }
+  return latch.compare_exchange_strong(expected, -1, std::memory_order_acquire);
 }
 
-void buffer_pool::unlock_exclusive(buffer_id buffer) {
-  descriptors_[buffer].latch.store(0, std::memory_order_release);
-}
-
-void buffer_pool::lock_shared(buffer_id buffer) {
-  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
-  backoff wait;
-  std::int32_t current = latch.load(std::memory_order_relaxed);
-  for (;;) {
-    if (current >= 0 &&
-        latch.compare_exchange_weak(current, current + 1, std::memory_order_acquire))
-      return;
-    if (current < 0) {
-      wait.pause();
-      current = latch.load(std::memory_order_relaxed);
-    }
-  }
-}
-
-bool buffer_pool::try_lock_shared(buffer_id buffer) {
-  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
+bool try_shared(std::atomic<std::int32_t>& latch) {
   std::int32_t current = latch.load(std::memory_order_relaxed);
   while (current >= 0)
     if (latch.compare_exchange_weak(current, current + 1, std::memory_order_acquire))
@@ -407,8 +390,44 @@ bool buffer_pool::try_lock_shared(buffer_id buffer) {
   return false;
 }
 
+inline void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+template <class Try>
+void take_latch(wait_board& waits, buffer_id buffer, Try attempt) {
+  for (int i = 0; i < latch_spins; ++i) {
+    if (attempt())
+      return;
+    cpu_pause();
+  }
+  waits.wait(buffer, attempt);
+}
+
+} // namespace
+
+void buffer_pool::lock_exclusive(buffer_id buffer) {
+  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
+  take_latch(waits_, buffer, [&] { return try_exclusive(latch); });
+}
+
+void buffer_pool::unlock_exclusive(buffer_id buffer) {
+  descriptors_[buffer].latch.store(0, std::memory_order_release);
+  waits_.wake(buffer);
+}
+
+void buffer_pool::lock_shared(buffer_id buffer) {
+  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
+  take_latch(waits_, buffer, [&] { return try_shared(latch); });
+}
+
+bool buffer_pool::try_lock_shared(buffer_id buffer) { return try_shared(descriptors_[buffer].latch); }
+
 void buffer_pool::unlock_shared(buffer_id buffer) {
-  descriptors_[buffer].latch.fetch_sub(1, std::memory_order_release);
+  if (descriptors_[buffer].latch.fetch_sub(1, std::memory_order_release) == 1)
+    waits_.wake(buffer); // the last reader: a writer may wait
 }
 
 void buffer_pool::mark_dirty(buffer_id buffer) {
@@ -445,6 +464,7 @@ void buffer_pool::finish_write(buffer_id buffer, bool succeeded) {
   if (succeeded && !(s & just_dirtied))
     next &= ~dirty;
   unlock_header(buffer, next);
+  waits_.wake(buffer);
 }
 
 } // namespace tidemark::storage

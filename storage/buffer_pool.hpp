@@ -18,11 +18,15 @@
 //    evicted, and a write never reports newer changes clean.
 //  - Sessions reserve their pins up front (reserve_pins), so the pool never runs out of
 //    unpinned buffers however small it is: writers (bgwriter, checkpointer) pin nothing.
+//  - A thread waiting for another's I/O, for a content latch or for pins sleeps
+//    (wait_board.hpp) after a short spin; whoever ends the I/O, releases the latch or
+//    returns pins wakes it.
 #pragma once
 
 #include "storage/page.hpp"
 #include "storage/relation_files.hpp"
 #include "storage/types.hpp"
+#include "storage/wait_board.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -149,6 +153,7 @@ private:
   bool retag(buffer_id victim, page_id id, buffer_id* existing);
   void read_into(buffer_id buffer, page_id id, read_mode mode);
 
+  std::size_t pins_key() const { return buffer_count_; }
   std::uint32_t lock_header(buffer_id buffer);
   void unlock_header(buffer_id buffer, std::uint32_t new_state);
 
@@ -167,6 +172,9 @@ private:
   std::size_t bucket_mask_;
   std::atomic<std::uint64_t> next_victim_{0};
   std::atomic<std::int64_t> pins_available_;
+  // Sleeping waits: for a buffer's I/O (key: the buffer), its latch (key: the buffer) and
+  // free pins (key: pins_key()).
+  mutable wait_board waits_;
   buffer_pool_counters counters_;
 };
 
