@@ -33,6 +33,7 @@ double ms_since(steady_clock::time_point t) {
 struct checkpoint_run {
   checkpoint_reason reason = checkpoint_reason::time;
   bool immediate = false;
+  bool hurried = false; // paced until an immediate request or too much WAL arrived
   steady_clock::time_point started;
   storage::lsn_t redo = 0;
   storage::lsn_t previous_redo = 0;
@@ -89,7 +90,7 @@ double write_progress(const checkpoint_run& run) {
 
 /// Time left for the sync phase: until completion_target of the interval (0: unpaced).
 std::uint64_t sync_pace_ms(const context& e, const checkpoint_run& run) {
-  if (run.immediate)
+  if (run.immediate || run.hurried)
     return 0;
   double budget = e.config.checkpoint_completion_target * double(e.config.checkpoint_timeout.count());
   double left = budget - ms_since(run.started);
@@ -175,7 +176,7 @@ void write_step(checkpointer_pointer self) {
   auto& st = self->state;
   checkpoint_run& run = *st.run;
   context& e = *st.ctx;
-  bool hurry = run.immediate || st.queued_immediate || e.failed();
+  bool hurry = run.immediate || run.hurried || e.failed();
   std::size_t total = run.to_write.size();
   std::size_t due = hurry ? total
                           : std::min(total, static_cast<std::size_t>(
@@ -333,6 +334,23 @@ void fail_run(checkpointer_pointer self, const std::string& why) {
 
 // ---- triggers ------------------------------------------------------------------------------
 
+// Finishes the running paced checkpoint unpaced: the write phase writes what is left at its
+// next step (taken now), the sync phase's remaining fsyncs run one after another.
+void hurry(checkpointer_pointer self, const char* why) {
+  auto& st = self->state;
+  if (!st.run || st.run->immediate || st.run->hurried)
+    return;
+  context& e = *st.ctx;
+  st.run->hurried = true;
+  trace(e, actor_role::checkpointer, why);
+  checkpoint_phase phase = e.checkpoints.phase.load();
+  if (phase == checkpoint_phase::write)
+    self->send(self, step_atom::value); // the nap's own step finds the phase over, or writes
+  else if (phase == checkpoint_phase::sync)
+    self->send(st.sync_worker, hurry_atom::value); // ignored before its phase begins: that
+                                                   // one is asked for unpaced (sync_pace_ms)
+}
+
 void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immediate,
                 caf::typed_response_promise<checkpoint_done> promise) {
   auto& st = self->state;
@@ -356,6 +374,8 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
       st.queued_reason = reason;
     st.queued_immediate = st.queued_immediate || immediate;
     st.queued.push_back(std::move(promise));
+    if (immediate)
+      hurry(self, "checkpoint_hurried_by_request");
     return;
   }
   begin_checkpoint(self, reason, immediate, {std::move(promise)});
@@ -373,8 +393,11 @@ void on_tick(checkpointer_pointer self) {
     e.fail(std::string("cannot create WAL segment: ") + error.what());
     return;
   }
-  if (st.run)
+  if (st.run) {
+    if (double(e.wal->inserted_lsn() - st.run->redo) >= wal_budget(e))
+      hurry(self, "checkpoint_hurried_by_wal"); // the next checkpoint is due already
     return;
+  }
   bool idle = e.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last checkpoint
   if (steady_clock::now() - st.last_start >= e.config.checkpoint_timeout) {
     if (idle)

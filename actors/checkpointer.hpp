@@ -6,8 +6,11 @@
 // max_wal_size / (1 + checkpoint_completion_target). Anyone may send a checkpoint_request
 // (explicit, shutdown, end of recovery); requests arriving during a checkpoint are merged
 // into the next one, and each is answered when a checkpoint that began after it completes.
-// An immediate request also makes a running checkpoint stop napping. Subscribers receive a
-// checkpoint_event at every phase change and write step.
+// An immediate request arriving during a paced checkpoint, or WAL since its redo point
+// reaching the trigger budget, hurries it: the write phase writes what is left at once, and
+// the sync phase's remaining fsyncs run unpaced (hurry_atom to the sync worker), so a
+// shutdown never waits out a paced sync phase. Subscribers receive a checkpoint_event at
+// every phase change and write step.
 //
 // A checkpoint: BEGIN takes the redo point and lists the buffers dirty now, sorted by file
 // and block (C5). WRITE runs in steps 100 ms apart: each step writes, in batches, the

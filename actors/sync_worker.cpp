@@ -63,6 +63,7 @@ struct sync_phase {
   std::uint64_t cycle = 0;
   file_walk walk; // the due files: their pieces, then each one's fsync
   std::chrono::milliseconds pace{0};
+  bool hurried = false; // unpaced from now on, and no more write-back pieces
   caf::typed_response_promise<sync_phase_done> promise;
   sync_phase_done result;
 };
@@ -196,7 +197,7 @@ void sync_step(sync_worker_pointer self) {
   }
   const storage::file_tag tag = walk.files[walk.next];
   ++walk.steps_done;
-  if (walk.piece_left()) {
+  if (walk.piece_left() && !phase.hurried) {
     std::uint64_t offset = walk.offset;
     walk.offset += write_back_piece;
     if (!write_back_piece_of(self, tag, offset)) {
@@ -291,6 +292,16 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
     [=](step_atom) {
       if (self->state.phase)
         sync_step(self);
+    },
+    [=](hurry_atom) {
+      auto& st = self->state;
+      if (!st.phase || st.phase->hurried)
+        return;
+      trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_hurried",
+            st.phase->walk.steps_done, st.phase->walk.steps);
+      st.phase->hurried = true;
+      st.phase->pace = std::chrono::milliseconds(0);
+      sync_step(self); // the paced step still pending finds the phase done, or takes a turn
     },
     [=](const sync_notify_request& request) -> caf::result<files_synced> {
       auto& st = self->state;

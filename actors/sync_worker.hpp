@@ -4,7 +4,8 @@
 // after its writes completed and before it reports the buffers clean (W2); the same file
 // registered many times is absorbed into one entry. The checkpointer sends
 // sync_phase_request in its SYNC phase and is answered once every file registered before
-// that request has been fsynced (C1), the fsyncs spread over the requested time. Before a
+// that request has been fsynced (C1), the fsyncs spread over the requested time — unless a
+// hurry_atom arrives, after which the rest run one after another without write-back. Before a
 // relation segment's fsync it writes the segment's dirty pages back a megabyte at a time,
 // waiting for each piece, so the fsync never queues the whole checkpoint cycle's writes in
 // front of commits at once. Between checkpoints the same piece-by-piece write-back sweeps

@@ -43,8 +43,9 @@ struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
     bool error = false;
   };
 
-  void request(answer& out, checkpoint_reason reason = checkpoint_reason::requested) {
-    messages::checkpoint_request request{static_cast<std::uint8_t>(reason), true};
+  void request(answer& out, checkpoint_reason reason = checkpoint_reason::requested,
+               bool immediate = true) {
+    messages::checkpoint_request request{static_cast<std::uint8_t>(reason), immediate};
     system.spawn([=, &out](caf::event_based_actor* self) {
       self->request(checkpointer, caf::infinite, request)
         .then([&out](const checkpoint_done& d) { out.done = d; },
@@ -200,6 +201,49 @@ TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint m
   REQUIRE(end_of_recovery.done);
   CHECK(end_of_recovery.done->buffers_written == 5);
   CHECK(f.engine.control.checkpoint_lsn != previous);
+}
+
+// A paced checkpoint waits on the actor clock, which these tests never advance: it can
+// only finish if something hurries it.
+TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of its sync phase") {
+  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9"});
+  for (storage::rel_id rel : {5u, 6u, 7u, 8u})
+    f.create_file(rel);
+  storage::file_tag files[] = {{storage::file_kind::relation, {5, 0}},
+                               {storage::file_kind::relation, {6, 0}},
+                               {storage::file_kind::relation, {7, 0}},
+                               {storage::file_kind::relation, {8, 0}}};
+  f.engine.registry.register_files(files, 4, storage::write_source::backend);
+  checkpoint_fixture::answer paced, shutdown;
+  f.request(paced, checkpoint_reason::time, false);
+  f.run();
+  REQUIRE_FALSE(paced.done); // in its sync phase, the next fsync minutes away
+  CHECK(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
+  CHECK(f.events("fsync").size() < 4);
+  f.request(shutdown, checkpoint_reason::shutdown);
+  f.run();
+  REQUIRE(paced.done);
+  REQUIRE(shutdown.done);
+  CHECK(f.events("sync_phase_hurried").size() == 1);
+  CHECK(f.events("checkpoint_hurried_by_request").size() == 1);
+  CHECK(f.events("fsync").size() >= 4);
+}
+
+TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of its write phase") {
+  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9"});
+  for (storage::block_id b = 0; b < 50; ++b)
+    f.touch(3, b);
+  checkpoint_fixture::answer paced, requested;
+  f.request(paced, checkpoint_reason::time, false);
+  f.run();
+  REQUIRE_FALSE(paced.done); // napping between write steps
+  CHECK(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::write);
+  f.request(requested);
+  f.run();
+  REQUIRE(paced.done);
+  REQUIRE(requested.done);
+  CHECK(paced.done->buffers_written == 50);
+  CHECK(f.events("sync_phase_hurried").empty()); // its sync phase was asked for unpaced
 }
 
 } // namespace
