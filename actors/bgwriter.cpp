@@ -27,11 +27,13 @@ struct bgwriter_state {
 
 using bgwriter_pointer = bgwriter_actor::stateful_pointer<bgwriter_state>;
 
-// Wakes the bgwriter from hibernation at the next buffer allocation.
+// Wakes the bgwriter from hibernation at the next buffer allocation, and whenever sessions
+// find the victim supply below its low-water mark.
 class wake_on_allocation final : public storage::allocation_listener {
 public:
   explicit wake_on_allocation(bgwriter_actor bgwriter) : bgwriter_(std::move(bgwriter)) {}
   void on_allocation() override { caf::anon_send(bgwriter_, wake_atom::value); }
+  void on_supply_low() override { caf::anon_send(bgwriter_, wake_atom::value); }
 
 private:
   bgwriter_actor bgwriter_;
@@ -59,11 +61,14 @@ bool clean_round(bgwriter_state& st) {
     ++scanned;
     if (!pool.is_reusable(b))
       continue;
-    if (st.sink->add(b, true))
+    if (st.sink->add(b, true)) // joins the supply once written (finish_write's offer)
       ++written;
+    else
+      pool.offer_victim(b);   // clean already (or being written by someone else)
     reusable += 1;
   }
   st.sink->flush();
+  pool.rearm_supply_alarm();
   if (written > 0 && e.trace)
     e.trace->record(actor_role::bgwriter, actor_role::bgwriter, "bgwriter_write", written);
   if (written >= maxpages && maxpages > 0)

@@ -188,8 +188,11 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
     tags.push_back({storage::file_kind::relation, {f.rel, f.segno}});
   e.registry.register_files(tags.data(), tags.size(), source_of(source));
   e.writer->count_written(entries.size(), source_of(source));
+  // Buffers the bgwriter cleaned, and victims a session handed over and left for another,
+  // are reusable now: offered to the sessions' next allocations.
+  bool offer = source == actor_role::bgwriter || source == actor_role::backend;
   for (const storage::dw_entry& entry : entries)
-    e.pool->finish_write(entry.buffer, true); // W2: registered before reported clean
+    e.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);
   trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_written", chunk);
   st.awaiting_fsync.push_back(chunk);

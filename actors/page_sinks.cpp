@@ -47,8 +47,9 @@ public:
         context_.pool->finish_write(buffers_[i], false);
       throw;
     }
+    bool offer = source_ == storage::write_source::bgwriter; // it cleaned them for sessions
     for (std::size_t i = 0; i < count; ++i)
-      context_.pool->finish_write(buffers_[i], true);
+      context_.pool->finish_write(buffers_[i], true, offer);
   }
 
 private:

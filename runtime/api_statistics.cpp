@@ -97,6 +97,8 @@ statistics collect_statistics(runtime::engine& e) {
   for (storage::buffer_id b = 0; b < e.pool->size(); ++b)
     s.buffers.dirty += e.pool->is_dirty(b);
   s.buffers.allocated = e.pool->counters().allocations.load();
+  s.buffers.from_supply = e.pool->counters().supplied.load();
+  s.buffers.supply_alarms = e.pool->counters().supply_low.load();
   if (e.writer) {
     s.buffers.written_by_sessions = e.writer->written(write_source::backend);
     s.buffers.written_by_bgwriter = e.writer->written(write_source::bgwriter);

@@ -24,6 +24,7 @@ constexpr std::uint32_t tag_valid = 1u << 24;
 constexpr std::uint32_t dirty = 1u << 25;
 constexpr std::uint32_t io_in_progress = 1u << 26;
 constexpr std::uint32_t just_dirtied = 1u << 27;
+constexpr std::uint32_t in_supply = 1u << 28;
 
 std::uint32_t pins(std::uint32_t state) { return state & pin_mask; }
 std::uint32_t usage(std::uint32_t state) { return (state & usage_mask) >> usage_shift; }
@@ -50,7 +51,9 @@ buffer_pool::buffer_pool(std::size_t buffer_count, relation_files& files, bool c
     checksums_(checksums),
     descriptors_(new descriptor[buffer_count]),
     partitions_(new partition_lock[partition_count]),
-    pins_available_(static_cast<std::int64_t>(buffer_count)) {
+    pins_available_(static_cast<std::int64_t>(buffer_count)),
+    supply_(buffer_count),
+    supply_low_water_(std::max<std::size_t>(8, buffer_count / 32)) {
   if (buffer_count < 16 || buffer_count > pin_mask)
     throw std::invalid_argument("buffer pool needs 16 .. 262143 buffers");
   void* memory = nullptr;
@@ -268,11 +271,68 @@ void buffer_pool::clock_position(std::uint32_t* hand, std::uint64_t* passes) con
   *passes = next / buffer_count_;
 }
 
+// ---- victim supply ------------------------------------------------------------------------
+
+bool buffer_pool::offer_victim(buffer_id buffer) {
+  std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
+  std::uint32_t s = state.load(std::memory_order_acquire);
+  for (;;) {
+    if ((s & (header_locked | dirty | io_in_progress | in_supply)) || !(s & valid) ||
+        pins(s) > 0 || usage(s) > 0)
+      return false;
+    if (state.compare_exchange_weak(s, s | in_supply, std::memory_order_acq_rel))
+      break;
+  }
+  if (!supply_.bounded_push(buffer)) {
+    update_state(buffer, [](std::uint32_t old) { return old & ~in_supply; });
+    return false;
+  }
+  supply_size_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+std::size_t buffer_pool::supply_size() const {
+  return static_cast<std::size_t>(std::max<std::int64_t>(0, supply_size_.load(std::memory_order_relaxed)));
+}
+
+// Pops supply entries until one is still a victim, and pins it as the clock sweep would.
+bool buffer_pool::take_from_supply(buffer_id* victim) {
+  buffer_id b;
+  while (supply_.pop(b)) {
+    supply_size_.fetch_sub(1, std::memory_order_relaxed);
+    bool taken = false;
+    update_state(b, [&taken](std::uint32_t old) {
+      taken = pins(old) == 0 && usage(old) == 0 && !(old & (dirty | io_in_progress));
+      return (old & ~in_supply) + (taken ? 1u : 0u);
+    });
+    if (taken) {
+      counters_.supplied.fetch_add(1, std::memory_order_relaxed);
+      *victim = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+void buffer_pool::check_supply() {
+  if (supply_size() >= supply_low_water_ || listener_ == nullptr ||
+      supply_alarm_.load(std::memory_order_relaxed) ||
+      supply_alarm_.exchange(true, std::memory_order_acq_rel))
+    return;
+  counters_.supply_low.fetch_add(1, std::memory_order_relaxed);
+  listener_->on_supply_low();
+}
+
 buffer_id buffer_pool::clock_sweep_victim() {
   counters_.allocations.fetch_add(1, std::memory_order_relaxed);
   if (notify_allocation_.load(std::memory_order_relaxed) &&
       notify_allocation_.exchange(false, std::memory_order_acq_rel) && listener_ != nullptr)
     listener_->on_allocation();
+  buffer_id supplied;
+  bool from_supply = take_from_supply(&supplied);
+  check_supply();
+  if (from_supply)
+    return supplied;
   thread_local std::vector<unsigned char> copy_storage; // one per thread, reused
   std::size_t scanned = 0;
   std::size_t dirty_seen = 0; // dirty victims met in this search
@@ -458,13 +518,15 @@ bool buffer_pool::start_write(buffer_id buffer, void* copy, page_id* id, lsn_t* 
   return true;
 }
 
-void buffer_pool::finish_write(buffer_id buffer, bool succeeded) {
+void buffer_pool::finish_write(buffer_id buffer, bool succeeded, bool offer) {
   std::uint32_t s = lock_header(buffer);
   std::uint32_t next = s & ~io_in_progress;
   if (succeeded && !(s & just_dirtied))
     next &= ~dirty;
   unlock_header(buffer, next);
   waits_.wake(buffer);
+  if (offer && succeeded)
+    offer_victim(buffer);
 }
 
 } // namespace tidemark::storage

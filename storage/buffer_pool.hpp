@@ -5,6 +5,7 @@
 //   0..17  pin count           18..21 usage count (0..5)
 //   22 header locked   23 valid   24 tag valid   25 dirty   26 I/O in progress
 //   27 just dirtied (dirtied again while a write of it was in progress)
+//   28 in supply (offered to the victim supply; a hint: retagging drops it)
 //
 // Invariants (storage/README.md has the numbered write-ordering rules):
 //  - A buffer is in the page table under tag T iff its tag is T and tag-valid is set.
@@ -18,6 +19,11 @@
 //    evicted, and a write never reports newer changes clean.
 //  - Sessions reserve their pins up front (reserve_pins), so the pool never runs out of
 //    unpinned buffers however small it is: writers (bgwriter, checkpointer) pin nothing.
+//  - The victim supply (a lock-free queue the bgwriter fills with clean, reusable buffers)
+//    only suggests: a session takes a buffer from it only by the same checks, under the
+//    same CAS, as the clock sweep (unpinned, usage 0, clean, no I/O); stale entries are
+//    dropped. Sessions take the supply before sweeping, and sound the alarm when it runs
+//    below the low-water mark, so the bgwriter cleans now instead of at its next round.
 //  - A thread waiting for another's I/O, for a content latch or for pins sleeps
 //    (wait_board.hpp) after a short spin; whoever ends the I/O, releases the latch or
 //    returns pins wakes it.
@@ -27,6 +33,8 @@
 #include "storage/relation_files.hpp"
 #include "storage/types.hpp"
 #include "storage/wait_board.hpp"
+
+#include <boost/lockfree/queue.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -56,11 +64,13 @@ public:
                                     bool may_wait) = 0;
 };
 
-/// Told about a buffer allocation while someone asked to be (the hibernating bgwriter).
+/// Told about a buffer allocation while someone asked to be (the hibernating bgwriter), and
+/// when sessions find the victim supply running low (once until rearm_supply_alarm()).
 class allocation_listener {
 public:
   virtual ~allocation_listener() = default;
   virtual void on_allocation() = 0;
+  virtual void on_supply_low() = 0;
 };
 
 enum class read_mode {
@@ -70,6 +80,8 @@ enum class read_mode {
 
 struct buffer_pool_counters {
   std::atomic<std::uint64_t> allocations{0};       // victims handed out (bgwriter reads it)
+  std::atomic<std::uint64_t> supplied{0};          // of which taken from the victim supply
+  std::atomic<std::uint64_t> supply_low{0};        // times sessions sounded the alarm
   std::atomic<std::uint64_t> reads{0};
 };
 
@@ -114,7 +126,20 @@ public:
   bool start_write(buffer_id buffer, void* copy, page_id* id, lsn_t* lsn,
                    bool only_reusable = false);
   /// Ends a write started by start_write; clears dirty unless dirtied again meanwhile.
-  void finish_write(buffer_id buffer, bool succeeded);
+  /// With `offer`, a buffer that is then clean and reusable joins the victim supply.
+  void finish_write(buffer_id buffer, bool succeeded, bool offer = false);
+
+  // --- the victim supply ---------------------------------------------------------------
+  /// Offers a clean, valid, unpinned buffer with usage count 0 to the sessions' next
+  /// allocations, which take the supply before they sweep. False if the buffer is not
+  /// such a buffer, is offered already, or the supply is full.
+  bool offer_victim(buffer_id buffer);
+  /// Buffers in the supply (approximate: entries may have been reused since).
+  std::size_t supply_size() const;
+  /// Below this, an allocation sounds the alarm (allocation_listener::on_supply_low).
+  std::size_t supply_low_water() const { return supply_low_water_; }
+  /// Lets the next allocation below the low-water mark sound the alarm again.
+  void rearm_supply_alarm() { supply_alarm_.store(false, std::memory_order_release); }
 
   /// Waits until no write of `buffer` is in progress. A checkpoint must not move on to
   /// its sync phase while a write it relies on (begun by someone else) is still running:
@@ -150,6 +175,8 @@ private:
   void update_state(buffer_id buffer, Change change);
   void wait_until_readable(buffer_id buffer, page_id id, read_mode mode);
   buffer_id clock_sweep_victim();
+  bool take_from_supply(buffer_id* victim);
+  void check_supply();
   bool retag(buffer_id victim, page_id id, buffer_id* existing);
   void read_into(buffer_id buffer, page_id id, read_mode mode);
 
@@ -172,6 +199,10 @@ private:
   std::size_t bucket_mask_;
   std::atomic<std::uint64_t> next_victim_{0};
   std::atomic<std::int64_t> pins_available_;
+  boost::lockfree::queue<buffer_id> supply_; // capacity buffer_count_, never allocates
+  std::atomic<std::int64_t> supply_size_{0};
+  std::size_t supply_low_water_;
+  std::atomic<bool> supply_alarm_{false};   // sounded, not yet rearmed
   // Sleeping waits: for a buffer's I/O (key: the buffer), its latch (key: the buffer) and
   // free pins (key: pins_key()).
   mutable wait_board waits_;

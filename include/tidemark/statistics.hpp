@@ -54,6 +54,8 @@ struct statistics {
     std::uint64_t pool_size = 0;          // buffers
     std::uint64_t dirty = 0;              // now
     std::uint64_t allocated = 0;          // buffers handed out for a page not in the pool
+    std::uint64_t from_supply = 0;        // of which the bgwriter had cleaned and set aside
+    std::uint64_t supply_alarms = 0;      // sessions found that supply low and woke the bgwriter
     std::uint64_t written_by_sessions = 0;     // dirty victims a session wrote itself
     std::uint64_t written_by_bgwriter = 0;
     std::uint64_t written_by_checkpointer = 0;

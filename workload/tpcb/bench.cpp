@@ -214,6 +214,8 @@ void fill_report(json_object& r, database& db, const bench_options& options, dou
   const auto& ab = a.buffers;
   const auto& bb = b.buffers;
   r.set("buffers.allocated", bb.allocated - ab.allocated);
+  r.set("buffers.from_supply", bb.from_supply - ab.from_supply);
+  r.set("buffers.supply_alarms", bb.supply_alarms - ab.supply_alarms);
   r.set("buffers.written_checkpoint", bb.written_by_checkpointer - ab.written_by_checkpointer);
   r.set("buffers.written_bgwriter", bb.written_by_bgwriter - ab.written_by_bgwriter);
   r.set("buffers.written_backend", bb.written_by_sessions - ab.written_by_sessions);
