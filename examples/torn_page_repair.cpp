@@ -27,7 +27,7 @@ constexpr std::uint32_t far_counter = 8000; // in the last: any tear mixes two v
 void run_until_torn(const std::string& dir, const std::string& mode) {
   std::vector<std::string> settings = {"torn_page_protection=" + mode, "shared_buffers=16",
                                        "checkpoint_timeout=1h", "bgwriter_lru_maxpages=0",
-                                       "doublewrite_batch_pages=1", "doublewrite_ring_pages=256",
+                                       "doublewrite_batch_pages=1", "doublewrite_ring_pages=1024",
                                        "log_checkpoints=off"}; // a ring with room: no retirement fsync
   create_options create;
   create.settings = settings;
@@ -48,7 +48,7 @@ void run_until_torn(const std::string& dir, const std::string& mode) {
   s.add_i64(page, counter, 1); // version 2: 42 and 42
   s.add_i64(page, far_counter, 1);
   s.commit();
-  for (block_number b = 0; b < 40; ++b) { // push the page out of the 16-page pool
+  for (block_number b = 0; b < 200; ++b) { // push the page out of the 16-page pool
     s.begin();
     s.add_i64({11, b}, counter, 1);
     s.commit();

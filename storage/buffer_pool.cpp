@@ -30,6 +30,10 @@ std::uint32_t pins(std::uint32_t state) { return state & pin_mask; }
 std::uint32_t usage(std::uint32_t state) { return (state & usage_mask) >> usage_shift; }
 
 constexpr std::size_t partition_count = 128;
+// How long a session that handed a dirty victim to the doublewrite batcher waits for a
+// supplied buffer before it looks at (and writes) the next dirty one: about a batch's
+// ring write, fdatasync and in-place write.
+constexpr auto supply_wait = std::chrono::milliseconds(2);
 
 } // namespace
 
@@ -288,6 +292,7 @@ bool buffer_pool::offer_victim(buffer_id buffer) {
     return false;
   }
   supply_size_.fetch_add(1, std::memory_order_relaxed);
+  waits_.wake(supply_key());
   return true;
 }
 
@@ -336,6 +341,7 @@ buffer_id buffer_pool::clock_sweep_victim() {
   thread_local std::vector<unsigned char> copy_storage; // one per thread, reused
   std::size_t scanned = 0;
   std::size_t dirty_seen = 0; // dirty victims met in this search
+  std::size_t handed_over = 0; // dirty victims this search handed to someone else to write
   backoff wait;
   for (;;) {
     buffer_id b = static_cast<buffer_id>(next_victim_.fetch_add(1, std::memory_order_acq_rel) %
@@ -356,6 +362,16 @@ buffer_id buffer_pool::clock_sweep_victim() {
       continue;
     if (!(s & dirty))
       return b;
+    if (handed_over > 0) {
+      // A victim of ours is on its way to disk (doublewrite) and joins the supply when it
+      // gets there: wait for the supply a moment rather than hand over more of the pool.
+      unpin(b);
+      if (waits_.wait_until(supply_key(), std::chrono::steady_clock::now() + supply_wait,
+                            [&] { return take_from_supply(&supplied); }))
+        return supplied;
+      handed_over = 0;
+      continue;
+    }
     // A dirty victim: the session writes it itself (the bgwriter exists to make this rare).
     if (copy_storage.size() < page_size_)
       copy_storage.resize(page_size_);
@@ -372,6 +388,8 @@ buffer_id buffer_pool::clock_sweep_victim() {
         throw;
       }
       ++dirty_seen;
+      if (outcome == victim_write::handed_over)
+        ++handed_over;
       if (outcome == victim_write::declined)
         finish_write(b, false); // still dirty: look for a clean victim first
       if (outcome == victim_write::completed) {

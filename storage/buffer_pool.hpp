@@ -181,6 +181,7 @@ private:
   void read_into(buffer_id buffer, page_id id, read_mode mode);
 
   std::size_t pins_key() const { return buffer_count_; }
+  std::size_t supply_key() const { return buffer_count_ + 1; }
   std::uint32_t lock_header(buffer_id buffer);
   void unlock_header(buffer_id buffer, std::uint32_t new_state);
 

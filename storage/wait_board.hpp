@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -38,6 +39,24 @@ public:
     while (!ready())
       s.wake.wait(lock);
     s.waiters.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  /// As wait(), but gives up at `deadline`; returns whether `ready()` succeeded.
+  template <class Ready>
+  bool wait_until(std::size_t key, std::chrono::steady_clock::time_point deadline, Ready ready) {
+    if (ready())
+      return true;
+    stripe& s = stripes_[key % stripe_count];
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.waiters.fetch_add(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bool done = ready();
+    while (!done && s.wake.wait_until(lock, deadline) != std::cv_status::timeout)
+      done = ready();
+    if (!done)
+      done = ready();
+    s.waiters.fetch_sub(1, std::memory_order_relaxed);
+    return done;
   }
 
   /// Call after changing what a waiter on `key` may be waiting for.
