@@ -4,6 +4,8 @@
 // offline page check. Only public headers are included.
 #include <tidemark/database.hpp>
 
+#include "scratch_directory.hpp"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -23,14 +25,8 @@ using namespace tidemark;
 
 namespace {
 
-struct scratch_directory {
-  std::string root, dir;
-  scratch_directory() {
-    char pattern[] = "/tmp/tidemark-public-api-XXXXXX";
-    root = mkdtemp(pattern);
-    dir = root + "/data";
-  }
-  ~scratch_directory() { std::filesystem::remove_all(root); }
+struct scratch_directory : test::scratch_directory {
+  scratch_directory() : test::scratch_directory("tidemark-public-api") {}
 };
 
 const std::vector<std::string> quiet = {"log_checkpoints=off", "shared_buffers=1MB"};

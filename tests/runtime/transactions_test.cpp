@@ -5,6 +5,8 @@
 // data, the error types, and the row cursor.
 #include <tidemark/database.hpp>
 
+#include "scratch_directory.hpp"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -20,14 +22,8 @@ using namespace tidemark;
 
 namespace {
 
-struct scratch_directory {
-  std::string root, dir;
-  scratch_directory() {
-    char pattern[] = "/tmp/tidemark-transactions-XXXXXX";
-    root = mkdtemp(pattern);
-    dir = root + "/data";
-  }
-  ~scratch_directory() { std::filesystem::remove_all(root); }
+struct scratch_directory : test::scratch_directory {
+  scratch_directory() : test::scratch_directory("tidemark-transactions") {}
 };
 
 const std::vector<std::string> quiet = {"log_checkpoints=off", "shared_buffers=1MB"};
