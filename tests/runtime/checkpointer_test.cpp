@@ -246,5 +246,63 @@ TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of 
   CHECK(f.events("sync_phase_hurried").empty()); // its sync phase was asked for unpaced
 }
 
+TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpoint (C4)") {
+  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
+                        "wal_segment_size=256kB", "max_wal_size=1MB"});
+  for (storage::block_id b = 0; b < 20; ++b)
+    f.touch(3, b);
+  checkpoint_fixture::answer paced;
+  f.request(paced, checkpoint_reason::time, false);
+  f.run();
+  REQUIRE_FALSE(paced.done); // napping: by time, the schedule is barely under way
+  for (storage::block_id b = 0; f.engine.wal->inserted_lsn() - f.engine.control.redo_lsn < (1200u << 10); ++b)
+    f.touch(4, b % 200); // WAL past max_wal_size / (1 + target) since the redo point
+  caf::anon_send(f.checkpointer, messages::tick_atom::value);
+  f.run();
+  REQUIRE(paced.done);
+  CHECK(f.events("checkpoint_hurried_by_wal").size() == 1);
+}
+
+TEST_CASE("checkpointer: checkpoint_completion_target = 0 makes a timed checkpoint unpaced") {
+  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0"});
+  f.create_file(5);
+  storage::file_tag file{storage::file_kind::relation, {5, 0}};
+  f.engine.registry.register_files(&file, 1, storage::write_source::backend);
+  for (storage::block_id b = 0; b < 30; ++b)
+    f.touch(3, b);
+  checkpoint_fixture::answer timed;
+  f.request(timed, checkpoint_reason::time, false);
+  f.run(); // the clock never moves: only an unpaced checkpoint can finish
+  REQUIRE(timed.done);
+  CHECK(timed.done->buffers_written == 30);
+  CHECK(f.events("sync_phase_hurried").empty());
+}
+
+TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did") {
+  checkpoint_fixture f({"log_checkpoints=on"});
+  std::vector<std::string> lines;
+  f.engine.log_sink = [&lines](const std::string& line) { lines.push_back(line); };
+  f.create_file(5);
+  storage::file_tag file{storage::file_kind::relation, {5, 0}};
+  f.engine.registry.register_files(&file, 1, storage::write_source::backend);
+  for (storage::block_id b = 0; b < 12; ++b)
+    f.touch(3, b);
+  checkpoint_fixture::answer a;
+  f.request(a);
+  f.run();
+  REQUIRE(a.done);
+  REQUIRE(lines.size() == 1);
+  const std::string& line = lines[0];
+  CAPTURE(line);
+  CHECK(line.rfind("LOG:  checkpoint complete (requested): wrote 12 buffers (", 0) == 0);
+  for (const char* field : {"write=", "sync=", "total=", "sync files=", "longest=", "average=",
+                            "distance="})
+    CHECK(line.find(field) != std::string::npos);
+  // The files it fsynced: relation 5's and relation 3's first segments at least.
+  std::size_t at = line.find("sync files=");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoul(line.substr(at + 11)) >= 2);
+}
+
 } // namespace
 } // namespace tidemark

@@ -19,7 +19,7 @@ struct engine_fixture {
   explicit engine_fixture(std::vector<std::string> settings = {}) {
     char pattern[] = "/tmp/tidemark-actor-test-XXXXXX";
     dir = std::string(mkdtemp(pattern)) + "/data";
-    settings.push_back("log_checkpoints=off");
+    settings.insert(settings.begin(), "log_checkpoints=off"); // a test may turn it on
     runtime::database::create(dir, settings, [](auto&, const auto&) {});
     auto plain = storage::make_io_engine(storage::io_method::sync);
     engine.data_dir = dir;
