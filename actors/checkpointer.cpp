@@ -223,7 +223,9 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   control.checkpoint_time_unix_ms = payload.time_unix_ms;
   storage::write_control_file(*e.io, e.data_dir, control);
   e.control = control;
+  trace(e, actor_role::checkpointer, "control_file_written", position->start, run.redo);
   e.wal->remove_segments_before(run.redo); // C2: only now that the control file moved on
+  trace(e, actor_role::checkpointer, "wal_recycled", run.redo);
   return position->start;
 }
 

@@ -304,5 +304,28 @@ TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did"
   CHECK(std::stoul(line.substr(at + 11)) >= 2);
 }
 
+TEST_CASE("checkpointer: WAL before the redo point goes only after the control file points past it (C2)") {
+  checkpoint_fixture f({"wal_segment_size=256kB", "max_wal_size=64MB"});
+  const std::uint64_t segment = f.engine.config.wal_segment_size;
+  for (storage::block_id b = 0; f.engine.wal->inserted_lsn() < 3 * segment; ++b)
+    f.touch(3, b % 500); // WAL over several segments
+  storage::lsn_t oldest = storage::wal_log::list_segments(f.engine.data_dir + "/wal").front();
+  checkpoint_fixture::answer a;
+  f.request(a);
+  f.run();
+  REQUIRE(a.done);
+  auto all = f.engine.trace->events();
+  std::size_t control = f.index_of(all, "control_file_written");
+  std::size_t recycled = f.index_of(all, "wal_recycled");
+  REQUIRE(control < all.size());
+  REQUIRE(recycled < all.size());
+  CHECK(control < recycled);
+  storage::lsn_t redo = f.engine.control.redo_lsn;
+  CHECK(redo - oldest >= 2 * segment); // there was WAL to recycle
+  for (storage::lsn_t start : storage::wal_log::list_segments(f.engine.data_dir + "/wal"))
+    CHECK_MESSAGE(start + segment > redo - redo % segment,
+                  "segment " << start << " lies wholly before the redo point " << redo);
+}
+
 } // namespace
 } // namespace tidemark
