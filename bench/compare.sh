@@ -14,8 +14,11 @@
 # cache), checkpoint_timeout, max_wal_size, checkpoint_completion_target,
 # synchronous_commit=on and checksums for Tidemark and PostgreSQL; the peers have no such
 # checkpoint settings (SQLite checkpoints every 1000 WAL frames, RocksDB flushes full
-# memtables). Runs alternate systems: tidemark fpw, postgres fpw=on, tidemark dw,
-# tidemark off, postgres fpw=off, sqlite, rocksdb (dw and off back to back, so that the
+# memtables). PostgreSQL runs three ways: full_page_writes on, on with
+# wal_compression=lz4 (Tidemark always compresses its full-page images, so this is the
+# like-for-like row), and off. Runs alternate systems: tidemark fpw, postgres fpw=on,
+# postgres fpw=on lz4, tidemark dw, tidemark off, postgres fpw=off, sqlite, rocksdb (dw
+# and off back to back, so that the
 # two are measured close together). `sync` runs right before every timed run, so that no
 # run pays for the writeback of the previous run's dirty page cache. Each system's balance
 # invariant is checked after its run. Prints one table (Tidemark-to-peer ratios, the
@@ -28,7 +31,9 @@
 #            [--shared-buffers 128MB] [--max-wal-size 1GB] [--completion-target 0.9]
 #            [--quick] [--json FILE] [--tidemark PATH] [--port 54329]
 #            [--only tidemark,postgres,sqlite,rocksdb] [--keep]
-#   defaults: -s 50 -c 8 -T 30 (about 6 minutes on 2 cores); --quick: -s 2 -T 5.
+#   defaults: -s 50 -c 8 -T 60 (about 12 minutes on 2 cores): with checkpoint_timeout 30s
+#   (PostgreSQL's minimum) every configuration completes at least one timed checkpoint
+#   within its run; --quick: -s 2 -T 5.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -71,7 +76,7 @@ done
 if [ "$quick" = 1 ]; then
   scale=${scale:-2} seconds=${seconds:-5}
 fi
-scale=${scale:-50} seconds=${seconds:-30}
+scale=${scale:-50} seconds=${seconds:-60}
 for v in "$scale" "$clients" "$seconds"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "scale, clients and seconds must be positive integers" >&2; exit 2; }
 done
@@ -176,8 +181,9 @@ psql_q() {  # each argument runs as its own statement (its own transaction)
   for sql in "$@"; do args+=(-c "$sql"); done
   as_pg "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$work/pg/sock" -p "$port" -d postgres "${args[@]}"
 }
-pg_start() {  # full_page_writes value
-  as_pg "$pgbin/pg_ctl" -D "$pgdata" -l "$work/pg/server.log" -w -t 300 -o "-c full_page_writes=$1" start >/dev/null
+pg_start() {  # full_page_writes value, wal_compression value
+  as_pg "$pgbin/pg_ctl" -D "$pgdata" -l "$work/pg/server.log" -w -t 300 \
+    -o "-c full_page_writes=$1 -c wal_compression=$2" start >/dev/null
   pg_started=1
 }
 pg_stop() {
@@ -208,7 +214,7 @@ synchronous_commit = on
 fsync = on
 log_checkpoints = on
 EOF
-  pg_start on
+  pg_start on off
   as_pg "$pgbin/pgbench" -i -q -s "$scale" -h "$work/pg/sock" -p "$port" postgres > "$work/logs/pgbench-init.log" 2>&1
   pg_stop
 fi
@@ -242,11 +248,12 @@ run_tidemark() {  # fpw | dw | off
   printf 'tidemark %s\ttidemark\t%s\t%s\n' "$protection" "$work/res/tm-$mode.json" "$work/res/tm-$mode.verify.json" >> "$manifest"
 }
 
-run_postgres() {  # on | off
-  local fpw=$1 out=$work/res/pg/fpw-$1
-  log "run: postgres full_page_writes=$fpw"
+run_postgres() {  # on | off | lz4 (full_page_writes=on with wal_compression=lz4)
+  local fpw=$1 compression=off name="postgres fpw=$1" out=$work/res/pg/fpw-$1
+  if [ "$1" = lz4 ]; then fpw=on compression=lz4 name="postgres fpw=on lz4"; fi
+  log "run: postgres full_page_writes=$fpw wal_compression=$compression"
   as_pg mkdir -p "$out"
-  pg_start "$fpw"
+  pg_start "$fpw" "$compression"
   # pgbench's own pre-run vacuum (history is kept, so the invariant holds over all runs),
   # then a checkpoint so that the run starts, like Tidemark's, right after one.
   psql_q "VACUUM pgbench_branches" "VACUUM pgbench_tellers" "CHECKPOINT"
@@ -260,6 +267,7 @@ run_postgres() {  # on | off
   sleep 1  # let exiting backends and the checkpointer publish their statistics
   psql_q "SELECT json_build_object(
       'full_page_writes', current_setting('full_page_writes'),
+      'wal_compression', current_setting('wal_compression'),
       'data_checksums', current_setting('data_checksums'),
       'version', current_setting('server_version'),
       'wal_lsn_bytes', pg_wal_lsn_diff(pg_current_wal_lsn(), '$start_lsn'),
@@ -279,7 +287,7 @@ run_postgres() {  # on | off
           'history_rows', (SELECT count(*) FROM pgbench_history))))
     FROM pg_stat_wal w, pg_stat_bgwriter b" > "$out/stats.json"
   pg_stop
-  printf 'postgres fpw=%s\tpostgres\t%s\t\n' "$fpw" "$out" >> "$manifest"
+  printf '%s\tpostgres\t%s\t\n' "$name" "$out" >> "$manifest"
 }
 
 run_peer() {  # sqlite | rocksdb
@@ -293,6 +301,7 @@ run_peer() {  # sqlite | rocksdb
 
 wants tidemark && run_tidemark fpw
 wants postgres && run_postgres on
+wants postgres && run_postgres lz4
 wants tidemark && run_tidemark dw
 wants tidemark && run_tidemark off
 wants postgres && run_postgres off
