@@ -126,6 +126,17 @@ std::size_t page_transaction::appended_relations() const {
   return distinct;
 }
 
+// Refuses `new_pages` more pages when the record would then have more blocks than it can:
+// changed pages, plus one per relation appended to.
+void page_transaction::refuse_past_page_limit(std::size_t new_pages) const {
+  if (op_pages_.size() + appends_.size() + new_pages <= max_blocks_per_record)
+    return; // a cheap bound first: appends_ counts every row, not every relation
+  if (op_pages_.size() + appended_relations() + new_pages > max_blocks_per_record)
+    throw tidemark::usage_error("a transaction may change at most " +
+                                std::to_string(max_blocks_per_record) +
+                                " pages (each relation appended to counts as one)");
+}
+
 // Counts `op_bytes` more of changes on `id`, refusing what the record could not hold: more
 // pages than a record has blocks (appended relations count one page each), or more than
 // max_block_ops_length bytes of ops on one page.
@@ -133,11 +144,7 @@ void page_transaction::note_page(page_id id, std::size_t op_bytes) {
   auto page = std::find_if(op_pages_.begin(), op_pages_.end(),
                            [&](const std::pair<page_id, std::size_t>& p) { return p.first == id; });
   if (page == op_pages_.end()) {
-    if (op_pages_.size() + appends_.size() >= max_blocks_per_record && // a cheap bound first
-        op_pages_.size() + appended_relations() >= max_blocks_per_record)
-      throw tidemark::usage_error("a transaction may change at most " +
-                                  std::to_string(max_blocks_per_record) +
-                                  " pages (each relation appended to counts as one)");
+    refuse_past_page_limit(1);
     op_pages_.push_back({id, 0});
     page = op_pages_.end() - 1;
   }
@@ -193,10 +200,8 @@ void page_transaction::append_row(rel_id rel, const void* row, std::uint16_t row
                                   std::to_string(a.row_size) + " bytes, not " +
                                   std::to_string(row_size) + ")");
   }
-  if (rows == 0 && op_pages_.size() + appended_relations() >= max_blocks_per_record)
-    throw tidemark::usage_error("a transaction may change at most " +
-                                std::to_string(max_blocks_per_record) +
-                                " pages (each relation appended to counts as one)");
+  if (rows == 0)
+    refuse_past_page_limit(1);
   std::size_t capacity = rows_per_page(pool_.page_size(), row_size);
   std::size_t bytes = (rows + 1) * (op_header_size + row_size) + op_header_size + rows_header_length;
   if (rows + 1 > capacity || bytes > max_block_ops_length)
@@ -294,7 +299,7 @@ void page_transaction::read_bytes(page_id id, std::uint16_t offset, void* out, s
 page_rows page_transaction::rows_on(page_id id) {
   std::uint16_t header[2];
   page_rows rows;
-  rows.lsn = read_committed(id, rows_header_offset, rows_header_length, header);
+  read_committed(id, rows_header_offset, rows_header_length, header);
   rows.count = header[0];
   rows.row_size = header[1];
   return rows;

@@ -67,7 +67,6 @@ inline std::size_t rows_per_page(std::size_t page_size, std::size_t row_size) {
 struct page_rows {
   std::uint16_t count = 0;
   std::uint16_t row_size = 0; // 0: no rows, or written before pages recorded it
-  lsn_t lsn = 0;
 };
 
 class page_transaction {
@@ -155,6 +154,7 @@ private:
   lsn_t read_committed(page_id id, std::size_t offset, std::size_t length, void* out);
   void record_read(page_id id, std::size_t offset, std::size_t length, const void* bytes, lsn_t lsn);
   std::size_t appended_relations() const;
+  void refuse_past_page_limit(std::size_t new_pages) const;
   void note_page(page_id id, std::size_t op_bytes);
   std::size_t op_bytes_of(page_id id) const;
   void latch_and_validate();

@@ -38,6 +38,16 @@ struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
     run();
   }
 
+  /// Creates each relation's first segment and registers it for sync, as a session's
+  /// write of it would.
+  void dirty_files(std::initializer_list<storage::rel_id> rels) {
+    for (storage::rel_id rel : rels) {
+      create_file(rel);
+      storage::file_tag file{storage::file_kind::relation, {rel, 0}};
+      engine.registry.register_files(&file, 1, storage::write_source::backend);
+    }
+  }
+
   struct answer {
     std::optional<checkpoint_done> done;
     bool error = false;
@@ -85,11 +95,7 @@ TEST_CASE("checkpointer: requests arriving during a checkpoint are merged into t
 
 TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before its record (C1)") {
   checkpoint_fixture f;
-  f.create_file(5);
-  f.create_file(6);
-  storage::file_tag earlier[] = {{storage::file_kind::relation, {5, 0}},
-                                 {storage::file_kind::relation, {6, 0}}};
-  f.engine.registry.register_files(earlier, 2, storage::write_source::backend);
+  f.dirty_files({5, 6});
   for (storage::block_id block = 0; block < 300; block += 30)
     f.touch(3, block); // dirty pages the checkpoint itself writes and registers
   checkpoint_fixture::answer a;
@@ -207,13 +213,7 @@ TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint m
 // only finish if something hurries it.
 TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of its sync phase") {
   checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9"});
-  for (storage::rel_id rel : {5u, 6u, 7u, 8u})
-    f.create_file(rel);
-  storage::file_tag files[] = {{storage::file_kind::relation, {5, 0}},
-                               {storage::file_kind::relation, {6, 0}},
-                               {storage::file_kind::relation, {7, 0}},
-                               {storage::file_kind::relation, {8, 0}}};
-  f.engine.registry.register_files(files, 4, storage::write_source::backend);
+  f.dirty_files({5, 6, 7, 8});
   checkpoint_fixture::answer paced, shutdown;
   f.request(paced, checkpoint_reason::time, false);
   f.run();
@@ -265,9 +265,7 @@ TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpo
 
 TEST_CASE("checkpointer: checkpoint_completion_target = 0 makes a timed checkpoint unpaced") {
   checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0"});
-  f.create_file(5);
-  storage::file_tag file{storage::file_kind::relation, {5, 0}};
-  f.engine.registry.register_files(&file, 1, storage::write_source::backend);
+  f.dirty_files({5});
   for (storage::block_id b = 0; b < 30; ++b)
     f.touch(3, b);
   checkpoint_fixture::answer timed;
@@ -282,9 +280,7 @@ TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did"
   checkpoint_fixture f({"log_checkpoints=on"});
   std::vector<std::string> lines;
   f.engine.log_sink = [&lines](const std::string& line) { lines.push_back(line); };
-  f.create_file(5);
-  storage::file_tag file{storage::file_kind::relation, {5, 0}};
-  f.engine.registry.register_files(&file, 1, storage::write_source::backend);
+  f.dirty_files({5});
   for (storage::block_id b = 0; b < 12; ++b)
     f.touch(3, b);
   checkpoint_fixture::answer a;
