@@ -88,14 +88,22 @@ double write_progress(const checkpoint_run& run) {
   return run.to_write.empty() ? 1.0 : double(run.next) / double(run.to_write.size());
 }
 
-/// Time left for the sync phase: until completion_target of the interval (0: unpaced).
+/// Time left for the sync phase (0: unpaced): until completion_target of the interval, or
+/// sooner if WAL, at the rate it has been consumed since the redo point, would reach
+/// completion_target of the WAL trigger's budget first (C4).
 std::uint64_t sync_pace_ms(const context& e, const checkpoint_run& run) {
   if (run.immediate || run.hurried)
     return 0;
-  double budget = e.config.checkpoint_completion_target * double(e.config.checkpoint_timeout.count());
-  double left = budget - ms_since(run.started);
-  double wal_left = 1.0 - double(e.wal->inserted_lsn() - run.redo) / wal_budget(e);
-  return left > 0 && wal_left > 0 ? static_cast<std::uint64_t>(left * std::min(1.0, wal_left)) : 0;
+  double target = e.config.checkpoint_completion_target;
+  double elapsed = ms_since(run.started);
+  double left = target * double(e.config.checkpoint_timeout.count()) - elapsed;
+  double used = double(e.wal->inserted_lsn() - run.redo);
+  double wal_left = target * wal_budget(e) - used;
+  if (left <= 0 || wal_left <= 0)
+    return 0;
+  if (used > 0 && elapsed > 0)
+    left = std::min(left, wal_left / (used / elapsed));
+  return static_cast<std::uint64_t>(left);
 }
 
 // ---- events --------------------------------------------------------------------------------
@@ -398,6 +406,10 @@ void on_tick(checkpointer_pointer self) {
   if (st.run) {
     if (double(e.wal->inserted_lsn() - st.run->redo) >= wal_budget(e))
       hurry(self, "checkpoint_hurried_by_wal"); // the next checkpoint is due already
+    else if (e.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
+             !st.run->immediate)
+      self->send(st.sync_worker, sync_deadline{sync_pace_ms(e, *st.run)}); // re-plans if
+                                                                         // WAL runs ahead
     return;
   }
   bool idle = e.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last checkpoint

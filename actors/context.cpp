@@ -34,16 +34,6 @@ void context::sync_file(const storage::file_tag& tag) {
   }
 }
 
-std::uint64_t context::write_back_bytes(const storage::file_tag& tag) {
-  if (tag.kind != storage::file_kind::relation)
-    return 0;
-  try {
-    return files->segment_bytes(tag.segment);
-  } catch (const storage::io_error&) {
-    return 0; // nothing to pace: the fsync that follows reports what is wrong with the file
-  }
-}
-
 void context::write_back_file(const storage::file_tag& tag, std::uint64_t offset,
                              std::uint64_t length) {
   if (tag.kind == storage::file_kind::relation)
@@ -73,21 +63,26 @@ storage::write_source source_of(messages::actor_role role) {
   }
 }
 
-void actor_sync_registry::register_files(const storage::file_tag* files, std::size_t count,
+void actor_sync_registry::register_files(const storage::file_write* files, std::size_t count,
                                          storage::write_source source) {
   messages::sync_register request;
   request.source = static_cast<std::uint8_t>(role_of(source));
   request.files.reserve(count);
-  for (std::size_t i = 0; i < count; ++i)
-    request.files.push_back({static_cast<std::uint8_t>(files[i].kind), files[i].segment.rel,
-                             files[i].segment.segno});
+  for (std::size_t i = 0; i < count; ++i) {
+    const storage::file_write& w = files[i];
+    request.files.push_back({{static_cast<std::uint8_t>(w.tag.kind), w.tag.segment.rel,
+                              w.tag.segment.segno},
+                             w.bytes,
+                             w.begin,
+                             w.end});
+  }
   caf::anon_send(worker_, std::move(request));
   // Recorded after the send: a registration traced before an event was enqueued before it.
   if (trace_ != nullptr)
     for (std::size_t i = 0; i < count; ++i)
       trace_->record(role_of(source), messages::actor_role::sync_worker, "sync_register",
-                     files[i].segment.rel, files[i].segment.segno,
-                     static_cast<std::uint64_t>(files[i].kind));
+                     files[i].tag.segment.rel, files[i].tag.segment.segno,
+                     static_cast<std::uint64_t>(files[i].tag.kind));
 }
 
 } // namespace tidemark::actors

@@ -63,7 +63,7 @@ public:
     worker_ = std::move(worker);
     trace_ = trace;
   }
-  void register_files(const storage::file_tag* files, std::size_t count,
+  void register_files(const storage::file_write* files, std::size_t count,
                       storage::write_source source) override;
 
 private:
@@ -110,10 +110,8 @@ struct context {
 
   /// fsyncs one file the sync machinery knows (called by the sync worker).
   void sync_file(const storage::file_tag& tag);
-  /// Bytes a sync of `tag` may have to write back ahead of the fsync: the relation
-  /// segment's size; 0 for commit-log segments (small, fsynced whole).
-  std::uint64_t write_back_bytes(const storage::file_tag& tag);
-  /// Writes back part of a relation segment before its fsync (pacing, not durability).
+  /// Writes back part of a relation segment before its fsync (pacing, not durability);
+  /// nothing for commit-log segments (small, fsynced whole).
   void write_back_file(const storage::file_tag& tag, std::uint64_t offset, std::uint64_t length);
 
   bool full_page_writes() const {

@@ -183,10 +183,13 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
     fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());
     return;
   }
-  std::vector<storage::file_tag> tags;
-  for (const file_ref& f : files)
-    tags.push_back({storage::file_kind::relation, {f.rel, f.segno}});
-  e.registry.register_files(tags.data(), tags.size(), source_of(source));
+  std::vector<storage::file_write> written(files.size() + 1);
+  std::size_t written_files = 0;
+  for (const storage::dw_entry& entry : entries)
+    written_files = storage::note_write(
+      written.data(), written_files, {storage::file_kind::relation, e.files->segment_of(entry.id)},
+      e.files->offset_in_segment(entry.id), e.files->page_size());
+  e.registry.register_files(written.data(), written_files, source_of(source));
   e.writer->count_written(entries.size(), source_of(source));
   // Buffers the bgwriter cleaned, and victims a session handed over and left for another,
   // are reusable now: offered to the sessions' next allocations.

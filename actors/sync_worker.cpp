@@ -26,43 +26,81 @@ storage::file_tag to_tag(const file_ref& f) {
 // piece at most, and the fsync that follows has little left to write.
 constexpr std::uint64_t write_back_piece = 1ull << 20;
 
-std::uint64_t pieces_of(std::uint64_t bytes) {
-  return (bytes + write_back_piece - 1) / write_back_piece;
-}
+// The slowest a sync phase goes: written data at this rate, however long its budget. Two
+// small files are fsynced at once rather than minutes apart (the seed's objection to
+// stretching a few fsyncs over the whole budget), while the data of a whole checkpoint cycle
+// still spreads over the budget the checkpointer gave.
+constexpr double slowest_sync_bytes_per_second = 8.0 * (1u << 20);
 
-// A paced walk over files, a write-back piece at a time, the steps spread evenly over a
-// span from `started`: what a sync phase (which adds one fsync step per file) and the
-// write-back sweep share.
+// A paced walk over files' written ranges, a write-back piece at a time, what a sync phase
+// (which adds each file's fsync after its pieces) and the write-back sweep share. The pace
+// follows what was written, not file length: a step is due when the share of `span` since
+// `started` reaches the share of the walk's written bytes the steps before it covered. A
+// piece covers its share of the file's written bytes; a file without write-back pieces (a
+// commit-log segment) covers its bytes with its fsync. A re-plan restarts the clock for
+// what is left.
 struct file_walk {
-  std::vector<storage::file_tag> files;
-  std::vector<std::uint64_t> bytes; // of each file when the walk began
-  std::size_t next = 0;             // the file being walked
-  std::uint64_t offset = 0;         // its next piece
-  std::uint64_t steps = 0;          // planned, all files
-  std::uint64_t steps_done = 0;
+  std::vector<storage::file_write> files; // as registered when the walk began
+  std::size_t next = 0;                   // the file being walked
+  std::uint64_t offset = 0;               // its next piece
+  double bytes_total = 0;
+  double bytes_done = 0;
+  double bytes_at_start = 0; // bytes_done when the clock last (re)started
   caf::actor_clock::time_point started; // the actor clock: tests advance it by hand
+  caf::actor_clock::duration_type span{0};
 
-  void add(const storage::file_tag& tag, std::uint64_t file_bytes, std::uint64_t extra_steps) {
-    files.push_back(tag);
-    bytes.push_back(file_bytes);
-    steps += pieces_of(file_bytes) + extra_steps;
+  static bool has_pieces(const storage::file_write& f) {
+    return f.tag.kind == storage::file_kind::relation && f.end > f.begin;
+  }
+  void add(const storage::file_write& f) {
+    if (files.empty())
+      offset = f.begin;
+    files.push_back(f);
+    bytes_total += double(f.bytes);
   }
   bool done() const { return next == files.size(); }
-  bool piece_left() const { return offset < bytes[next]; }
+  bool piece_left() const { return has_pieces(files[next]) && offset < files[next].end; }
+  /// Takes the next piece of the current file: returns its offset.
+  std::uint64_t take_piece() {
+    const storage::file_write& f = files[next];
+    std::uint64_t at = offset;
+    offset = std::min(f.end, offset + write_back_piece);
+    bytes_done += double(f.bytes) * double(offset - at) / double(f.end - f.begin);
+    return at;
+  }
+  /// Ends the current file; a file without pieces covers its bytes now.
   void next_file() {
+    if (!has_pieces(files[next]))
+      bytes_done += double(files[next].bytes);
     ++next;
-    offset = 0;
+    offset = done() ? 0 : files[next].begin;
   }
   /// When the next step is due.
-  caf::actor_clock::time_point due(std::chrono::milliseconds span) const {
-    return started + span * steps_done / steps;
+  caf::actor_clock::time_point due() const {
+    double left = bytes_total - bytes_at_start;
+    if (left <= 0)
+      return started;
+    auto share = std::chrono::duration<double>(span) * ((bytes_done - bytes_at_start) / left);
+    return started + std::chrono::duration_cast<caf::actor_clock::duration_type>(share);
+  }
+  caf::actor_clock::time_point ends() const { return started + span; }
+  /// Spreads what is left over `new_span` from `now`.
+  void replan(caf::actor_clock::time_point now, caf::actor_clock::duration_type new_span) {
+    started = now;
+    span = new_span;
+    bytes_at_start = bytes_done;
+  }
+  /// The span a sync phase asked to take `pace` gets: no slower than the slowest rate.
+  static caf::actor_clock::duration_type capped(std::chrono::milliseconds pace, double bytes) {
+    auto slowest = std::chrono::duration<double>(bytes / slowest_sync_bytes_per_second);
+    return std::min<caf::actor_clock::duration_type>(
+      pace, std::chrono::duration_cast<caf::actor_clock::duration_type>(slowest));
   }
 };
 
 struct sync_phase {
   std::uint64_t cycle = 0;
   file_walk walk; // the due files: their pieces, then each one's fsync
-  std::chrono::milliseconds pace{0};
   bool hurried = false; // unpaced from now on, and no more write-back pieces
   caf::typed_response_promise<sync_phase_done> promise;
   sync_phase_done result;
@@ -82,6 +120,8 @@ struct sync_worker_state {
                    // files pending at its start
   std::map<storage::file_tag, std::vector<std::uint32_t>> waiting; // file -> chunks
   std::map<std::uint32_t, notification> notifications;             // chunk -> what is left
+  std::uint64_t step_generation = 0; // of the phase's one live step message; older ones are
+                                     // stale (a re-plan or hurry sent a newer one)
   static inline const char* name = "sync_worker";
 };
 
@@ -170,18 +210,28 @@ void fail_phase(sync_worker_pointer self) {
   st.phase.reset();
 }
 
+// Sends the phase's next step message, after `delay`; every older one is stale from now on.
+void schedule_step(sync_worker_pointer self, caf::actor_clock::duration_type delay) {
+  auto generation = ++self->state.step_generation;
+  if (delay.count() > 0)
+    self->delayed_send(self, delay, step_atom::value, generation);
+  else
+    self->send(self, step_atom::value, generation); // behind what is queued: registrations
+                                                     // already sent are absorbed first
+}
+
 // The next step of the sync phase: a piece of write-back or an fsync, unless the schedule
-// says to wait first. Steps are spread evenly over the phase's pace.
+// says to wait first.
 void sync_step(sync_worker_pointer self) {
   auto& st = self->state;
   context& e = *st.ctx;
   sync_phase& phase = *st.phase;
   file_walk& walk = phase.walk;
-  if (walk.steps_done < walk.steps && phase.pace.count() > 0) {
-    auto due_at = walk.due(phase.pace);
+  if (!walk.done() && !phase.hurried) {
+    auto due_at = walk.due();
     auto now = self->clock().now();
     if (now < due_at) {
-      self->delayed_send(self, due_at - now, step_atom::value);
+      schedule_step(self, due_at - now);
       return;
     }
   }
@@ -195,16 +245,13 @@ void sync_step(sync_worker_pointer self) {
     fail_phase(self);
     return;
   }
-  const storage::file_tag tag = walk.files[walk.next];
-  ++walk.steps_done;
+  const storage::file_tag tag = walk.files[walk.next].tag;
   if (walk.piece_left() && !phase.hurried) {
-    std::uint64_t offset = walk.offset;
-    walk.offset += write_back_piece;
-    if (!write_back_piece_of(self, tag, offset)) {
+    if (!write_back_piece_of(self, tag, walk.take_piece())) {
       fail_phase(self);
       return;
     }
-    self->send(self, step_atom::value);
+    schedule_step(self, {});
     return;
   }
   walk.next_file();
@@ -217,12 +264,13 @@ void sync_step(sync_worker_pointer self) {
   phase.result.files++;
   phase.result.total_us += us;
   phase.result.longest_us = std::max(phase.result.longest_us, us);
-  self->send(self, step_atom::value); // behind registrations already queued: they are absorbed
+  schedule_step(self, {});
 }
 
 // One piece of the write-back sweep, then the next tick at its place in the pass. A pass
-// covers the relation files pending when it starts; with none, the sweep looks again a
-// tenth of a pass later.
+// covers the written ranges of the relation files pending when it starts, paced by their
+// written bytes over one write_back_sweep; with none, the sweep looks again a tenth of a
+// pass later.
 void sweep_step(sync_worker_pointer self) {
   auto& st = self->state;
   context& e = *st.ctx;
@@ -232,22 +280,21 @@ void sweep_step(sync_worker_pointer self) {
     return;
   if (sweep.done()) {
     sweep = file_walk{};
-    sweep.started = self->clock().now();
-    for (const storage::file_tag& tag : st.table.pending())
-      if (std::uint64_t bytes = e.write_back_bytes(tag); bytes > 0)
-        sweep.add(tag, bytes, 0);
+    sweep.replan(self->clock().now(), period);
+    for (const storage::file_write& f : st.table.pending())
+      if (file_walk::has_pieces(f))
+        sweep.add(f);
     if (sweep.done()) {
       self->delayed_send(self, period / 10, tick_atom::value);
       return;
     }
   }
-  if (!write_back_piece_of(self, sweep.files[sweep.next], sweep.offset))
+  const storage::file_tag tag = sweep.files[sweep.next].tag;
+  if (!write_back_piece_of(self, tag, sweep.take_piece()))
     return;
-  sweep.offset += write_back_piece;
-  ++sweep.steps_done;
   if (!sweep.piece_left())
     sweep.next_file();
-  auto due_at = sweep.due(period);
+  auto due_at = sweep.due();
   auto now = self->clock().now();
   if (due_at > now)
     self->delayed_send(self, due_at - now, tick_atom::value);
@@ -264,9 +311,10 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
     [=](const sync_register& request) {
       context& e = *self->state.ctx;
       e.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
-      for (const file_ref& f : request.files)
-        if (!self->state.table.remember(to_tag(f)))
+      for (const file_written& f : request.files) {
+        if (!self->state.table.remember({to_tag(f.file), f.bytes, f.begin, f.end}))
           e.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
+      }
     },
     [=](const sync_forget& request) { self->state.table.forget(to_tag(request.file)); },
     [=](const sync_phase_request& request) -> caf::result<sync_phase_done> {
@@ -277,31 +325,47 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
         return caf::make_error(caf::sec::runtime_error, "a sync phase is already running");
       sync_phase phase;
       phase.cycle = st.table.begin_cycle();
-      for (const storage::file_tag& tag : st.table.due(phase.cycle))
-        phase.walk.add(tag, st.ctx->write_back_bytes(tag), 1); // its pieces, its fsync
-      phase.walk.started = self->clock().now();
-      phase.pace = std::chrono::milliseconds(request.pace_ms);
+      for (const storage::file_write& f : st.table.due(phase.cycle))
+        phase.walk.add(f); // its pieces, its fsync
+      phase.walk.replan(self->clock().now(),
+                        file_walk::capped(std::chrono::milliseconds(request.pace_ms),
+                                          phase.walk.bytes_total));
       phase.promise = self->make_response_promise<sync_phase_done>();
       auto promise = phase.promise;
       trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_begin", phase.cycle,
-            phase.walk.files.size());
+            phase.walk.files.size(),
+            static_cast<std::uint64_t>(
+              std::chrono::duration_cast<std::chrono::milliseconds>(phase.walk.span).count()));
       st.phase = std::move(phase);
       sync_step(self);
       return promise;
     },
-    [=](step_atom) {
-      if (self->state.phase)
+    [=](step_atom, std::uint64_t generation) {
+      if (self->state.phase && generation == self->state.step_generation)
         sync_step(self);
+    },
+    [=](const sync_deadline& deadline) {
+      auto& st = self->state;
+      if (!st.phase || st.phase->hurried)
+        return;
+      file_walk& walk = st.phase->walk;
+      auto now = self->clock().now();
+      auto ends = now + std::chrono::milliseconds(deadline.ms_left);
+      if (ends + (walk.ends() - now) / 8 >= walk.ends())
+        return; // only ever sooner, and by enough to matter: the plan it has still holds
+      walk.replan(now, ends - now);
+      trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_replanned",
+            deadline.ms_left);
+      sync_step(self); // due sooner now: the step waiting on the old plan is stale
     },
     [=](hurry_atom) {
       auto& st = self->state;
       if (!st.phase || st.phase->hurried)
         return;
       trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_hurried",
-            st.phase->walk.steps_done, st.phase->walk.steps);
+            st.phase->result.files, st.phase->walk.files.size());
       st.phase->hurried = true;
-      st.phase->pace = std::chrono::milliseconds(0);
-      sync_step(self); // the paced step still pending finds the phase done, or takes a turn
+      sync_step(self); // the step waiting on the plan is stale
     },
     [=](const sync_notify_request& request) -> caf::result<files_synced> {
       auto& st = self->state;

@@ -1,15 +1,24 @@
 // sync_worker: the one owner of fsync requests (PostgreSQL's pendingOps, in an actor).
 //
 // Who talks to it: every writer of data or commit-status-log pages sends sync_register
-// after its writes completed and before it reports the buffers clean (W2); the same file
-// registered many times is absorbed into one entry. The checkpointer sends
-// sync_phase_request in its SYNC phase and is answered once every file registered before
-// that request has been fsynced (C1), the fsyncs spread over the requested time — unless a
-// hurry_atom arrives, after which the rest run one after another without write-back. Before a
-// relation segment's fsync it writes the segment's dirty pages back a megabyte at a time,
-// waiting for each piece, so the fsync never queues the whole checkpoint cycle's writes in
-// front of commits at once. Between checkpoints the same piece-by-piece write-back sweeps
-// every file registered since its last fsync once per write_back_sweep (tick_atom), so the
+// after its writes completed and before it reports the buffers clean (W2), saying how many
+// bytes it wrote to each file and where; the same file registered many times is absorbed
+// into one entry that adds up what was written. The checkpointer sends sync_phase_request in
+// its SYNC phase and is answered once every file registered before that request has been
+// fsynced (C1).
+//
+// Pacing by what is dirty: before a relation segment's fsync the phase writes the range its
+// registrations covered back a megabyte at a time, waiting for each piece, so the fsync
+// never queues the whole checkpoint cycle's writes in front of commits at once. The steps
+// are spread over the requested time in proportion to the bytes written to each file since
+// its last fsync (not to file length), and never slower than a floor rate, so a few small
+// files are fsynced at once instead of minutes apart. While the phase runs the checkpointer
+// sends sync_deadline each tick; when WAL is being consumed faster than the time budget
+// foresaw, the rest of the phase is re-planned into the shorter time. A hurry_atom makes the
+// rest run one after another without write-back.
+//
+// Between checkpoints the same piece-by-piece write-back sweeps the written ranges of every
+// file registered since its last fsync once per write_back_sweep (tick_atom), so the
 // kernel's 30 s writeback never finds a whole file dirty. The worker keeps absorbing
 // registrations between steps. sync_forget cancels a file's entry (truncated or dropped
 // files).

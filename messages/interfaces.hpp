@@ -23,14 +23,17 @@ using wal_syncer_actor = caf::typed_actor<caf::replies_to<wal_sync_request>::wit
 
 /// The one owner of fsync requests: absorbs registrations, runs the checkpoint's sync phase,
 /// fsyncs on demand and tells the doublewrite batcher when its files were covered (D2).
-/// tick_atom: the next piece of its paced write-back sweep. hurry_atom: finish the running
-/// sync phase unpaced (a shutdown, an immediate checkpoint or too much WAL is waiting).
+/// tick_atom: the next piece of its paced write-back sweep. (step_atom, generation): the
+/// sync phase's next step, ignored once a re-plan or hurry made a newer one. sync_deadline:
+/// the checkpointer shortens the running phase. hurry_atom: finish the running sync phase
+/// unpaced (a shutdown, an immediate checkpoint or too much WAL is waiting).
 using sync_worker_actor =
   caf::typed_actor<caf::reacts_to<sync_register>, caf::reacts_to<sync_forget>,
                    caf::replies_to<sync_phase_request>::with<sync_phase_done>,
                    caf::replies_to<sync_notify_request>::with<files_synced>,
-                   caf::reacts_to<sync_now>, caf::reacts_to<step_atom>,
-                   caf::reacts_to<tick_atom>, caf::reacts_to<hurry_atom>>;
+                   caf::reacts_to<sync_now>, caf::reacts_to<sync_deadline>,
+                   caf::reacts_to<step_atom, std::uint64_t>, caf::reacts_to<tick_atom>,
+                   caf::reacts_to<hurry_atom>>;
 
 /// The doublewrite ring's owner: writes handed-over batches to the ring, fsyncs it once for
 /// the batches that arrived together (step_atom: its own drain message), writes the pages

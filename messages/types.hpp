@@ -73,10 +73,19 @@ struct file_ref {
   std::uint32_t segno = 0;
 };
 
+/// Completed writes to one file (storage::file_write): how many bytes, and the byte range
+/// of the file they lie in — what the sync worker paces its write-back and fsyncs by.
+struct file_written {
+  file_ref file;
+  std::uint64_t bytes = 0;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+};
+
 /// Writers register the files their completed writes touched (W2). `source` is the
 /// writer's actor_role, for the trace.
 struct sync_register {
-  std::vector<file_ref> files;
+  std::vector<file_written> files;
   std::uint8_t source = 0;
 };
 
@@ -89,6 +98,12 @@ struct sync_forget {
 /// fsyncs over `pace_ms` (0: as fast as possible).
 struct sync_phase_request {
   std::uint64_t pace_ms = 0;
+};
+
+/// The checkpointer's re-plan of a running sync phase: it must be over within `ms_left`
+/// (WAL consumed faster than the phase's time budget foresaw). Only ever shortens it.
+struct sync_deadline {
+  std::uint64_t ms_left = 0;
 };
 
 struct sync_phase_done {
@@ -175,6 +190,14 @@ typename Inspector::result_type inspect(Inspector& f, checkpoint_done& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, file_ref& x) {
   return f(caf::meta::type_name("file_ref"), x.kind, x.rel, x.segno);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_written& x) {
+  return f(caf::meta::type_name("file_written"), x.file, x.bytes, x.begin, x.end);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sync_deadline& x) {
+  return f(caf::meta::type_name("sync_deadline"), x.ms_left);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sync_register& x) {

@@ -51,8 +51,8 @@ void commit_log::write_locked(slot& s, write_source source) {
   std::uint32_t segno = static_cast<std::uint32_t>(s.page / segment_pages);
   std::uint64_t offset = std::uint64_t(s.page % segment_pages) * page_size_;
   io_.write(segment_fd_locked(segno), s.bytes.data(), page_size_, offset);
-  file_tag tag{file_kind::commit_log, {0, segno}};
-  registry_.register_files(&tag, 1, source); // W2: the sync worker fsyncs it later
+  file_write written{{file_kind::commit_log, {0, segno}}, page_size_, offset, offset + page_size_};
+  registry_.register_files(&written, 1, source); // W2: the sync worker fsyncs it later
   s.dirty = false;
   page_writes_.fetch_add(1, std::memory_order_relaxed);
 }

@@ -21,16 +21,16 @@ void page_writer::write(page_copy* pages, std::size_t count, write_source source
   prepare(pages, count);
   constexpr std::size_t chunk = 64;
   page_write writes[chunk];
-  file_tag segments[chunk];
+  file_write segments[chunk];
   for (std::size_t start = 0; start < count; start += chunk) {
     std::size_t n = std::min(chunk, count - start);
     std::size_t segment_count = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const page_copy& p = pages[start + i];
       writes[i] = page_write{p.id, p.data};
-      file_tag segment{file_kind::relation, files_.segment_of(p.id)};
-      if (std::find(segments, segments + segment_count, segment) == segments + segment_count)
-        segments[segment_count++] = segment;
+      segment_count = note_write(segments, segment_count,
+                                 {file_kind::relation, files_.segment_of(p.id)},
+                                 files_.offset_in_segment(p.id), files_.page_size());
     }
     files_.write_pages(writes, n);
     registry_.register_files(segments, segment_count, source);

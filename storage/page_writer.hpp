@@ -17,12 +17,13 @@ namespace tidemark::storage {
 enum class write_source : std::uint8_t { backend = 0, bgwriter = 1, checkpointer = 2 };
 constexpr std::size_t write_source_count = 3;
 
-/// Receives "this file has writes that need an fsync" registrations (the sync worker's
-/// inbox, or a plain table in tests). Called after the writes completed.
+/// Receives "these files have writes that need an fsync" registrations, with what was
+/// written where (the sync worker's inbox). Called after the writes completed.
 class sync_registry {
 public:
   virtual ~sync_registry() = default;
-  virtual void register_files(const file_tag* files, std::size_t count, write_source source) = 0;
+  virtual void register_files(const file_write* files, std::size_t count,
+                              write_source source) = 0;
 };
 
 struct page_copy {

@@ -84,7 +84,7 @@ void relation_files::read_page(page_id id, void* out) {
     std::memset(out, 0, page_size_);
     return;
   }
-  io_.read(fd, out, page_size_, (id.block % blocks_per_segment_) * page_size_);
+  io_.read(fd, out, page_size_, offset_in_segment(id));
 }
 
 void relation_files::write_page(page_id id, const void* page) {
@@ -98,7 +98,7 @@ void relation_files::write_pages(const page_write* pages, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
     check_ids(pages[i].id);
     writes[pending++] = io_write{fd_for(segment_of(pages[i].id), true), pages[i].data, page_size_,
-                                 (pages[i].id.block % blocks_per_segment_) * page_size_};
+                                 offset_in_segment(pages[i].id)};
     note_block(pages[i].id);
     if (pending == 64) {
       io_.write_batch(writes, pending);
@@ -113,11 +113,6 @@ void relation_files::sync_segment(segment_id segment) {
   int fd = fd_for(segment, false);
   if (fd >= 0)
     io_.sync(fd, sync_kind::data);
-}
-
-std::uint64_t relation_files::segment_bytes(segment_id segment) {
-  int fd = fd_for(segment, false);
-  return fd >= 0 ? io_.file_size(fd) : 0;
 }
 
 void relation_files::write_back_segment(segment_id segment, std::uint64_t offset,

@@ -42,13 +42,15 @@ public:
   /// Writes many pages in one engine batch.
   void write_pages(const page_write* pages, std::size_t count);
   void sync_segment(segment_id segment);
-  /// Bytes in the segment's file (0 when it does not exist).
-  std::uint64_t segment_bytes(segment_id segment);
   /// Writes the range's dirty pages back to the device and waits; makes nothing durable
   /// (io_engine::write_back). A no-op for a segment without a file.
   void write_back_segment(segment_id segment, std::uint64_t offset, std::uint64_t length);
 
   segment_id segment_of(page_id id) const;
+  /// Where the block starts in its segment's file.
+  std::uint64_t offset_in_segment(page_id id) const {
+    return (id.block % blocks_per_segment_) * page_size_;
+  }
   std::string segment_path(segment_id segment) const;
   std::string describe(page_id id) const; // "base/3.0 block 17 (relation 3 block 17)"
 

@@ -3,16 +3,21 @@
 // file registered before a checkpoint began is fsynced before its record is written (C1),
 // phases reach subscribers in order, a failed fsync stops the checkpoint (W3), and while
 // recovery replays WAL no checkpoint but the end-of-recovery one runs.
+#include "actors/bgwriter.hpp"
 #include "actors/checkpointer.hpp"
 #include "actors/sync_worker.hpp"
 
 #include "deterministic_fixture.hpp"
 #include "engine_fixture.hpp"
+#include "tests/storage/delegating_engine.hpp"
 
 #include <caf/all.hpp>
 #include <doctest/doctest.h>
 
+#include <mutex>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace tidemark {
@@ -21,12 +26,48 @@ namespace {
 using messages::checkpoint_done;
 using messages::checkpoint_reason;
 
+// The write-order probe for C5: records, in order, the offset of every write to a relation
+// segment file with the file's name ("3.0"), while recording is on.
+class write_order_probe final : public storage::test::delegating_engine {
+public:
+  using delegating_engine::delegating_engine;
+  void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override {
+    note(fd, offset);
+    delegating_engine::write(fd, data, length, offset);
+  }
+  void write_batch(const storage::io_write* writes, std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i)
+      note(writes[i].fd, writes[i].offset);
+    delegating_engine::write_batch(writes, count);
+  }
+  void record(bool on) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    recording_ = on;
+  }
+  std::vector<std::pair<std::string, std::uint64_t>> writes() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return writes_;
+  }
+
+private:
+  void note(int fd, std::uint64_t offset) {
+    std::string path = inner().path_of(fd);
+    std::size_t base = path.rfind("/base/");
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (recording_ && base != std::string::npos)
+      writes_.emplace_back(path.substr(base + 6), offset);
+  }
+  std::mutex mutex_;
+  bool recording_ = false;
+  std::vector<std::pair<std::string, std::uint64_t>> writes_;
+};
+
 struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
   messages::sync_worker_actor worker;
   messages::checkpointer_actor checkpointer;
 
-  explicit checkpoint_fixture(std::vector<std::string> settings = {})
-    : test::engine_fixture(std::move(settings)) {
+  explicit checkpoint_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {})
+    : test::engine_fixture(std::move(settings), wrap) {
     worker = actors::spawn_sync_worker(system, engine, false);
     engine.registry.attach(worker, engine.trace.get());
     checkpointer = actors::spawn_checkpointer(system, engine, worker, false);
@@ -38,13 +79,14 @@ struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
     run();
   }
 
-  /// Creates each relation's first segment and registers it for sync, as a session's
-  /// write of it would.
-  void dirty_files(std::initializer_list<storage::rel_id> rels) {
+  /// Creates each relation's first segment and registers a write of `bytes` from its start
+  /// for sync, as a session's write of it would. The default, 64 MiB a file, paces a sync
+  /// phase over 8 s a file at the slowest rate.
+  void dirty_files(std::initializer_list<storage::rel_id> rels, std::uint64_t bytes = 64u << 20) {
     for (storage::rel_id rel : rels) {
       create_file(rel);
-      storage::file_tag file{storage::file_kind::relation, {rel, 0}};
-      engine.registry.register_files(&file, 1, storage::write_source::backend);
+      storage::file_write written{{storage::file_kind::relation, {rel, 0}}, bytes, 0, bytes};
+      engine.registry.register_files(&written, 1, storage::write_source::backend);
     }
   }
 
@@ -261,6 +303,99 @@ TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpo
   f.run();
   REQUIRE(paced.done);
   CHECK(f.events("checkpoint_hurried_by_wal").size() == 1);
+}
+
+TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the sync phase (C4)") {
+  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
+                        "wal_segment_size=256kB", "max_wal_size=4MB"});
+  f.dirty_files({5, 6}); // 16 s of paced sync phase at the slowest rate
+  checkpoint_fixture::answer paced;
+  f.request(paced, checkpoint_reason::time, false);
+  f.run();
+  REQUIRE_FALSE(paced.done);
+  REQUIRE(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
+  // WAL to 90 % of what the checkpoint may consume (completion_target of the trigger's
+  // budget, max_wal_size / (1 + target)), in far less real time than the phase was given:
+  // at that rate the rest is due within a ninth of the time taken so far.
+  double allowed = 0.9 * (4.0 * (1u << 20)) / 1.9;
+  storage::lsn_t redo = f.engine.control.redo_lsn;
+  for (storage::block_id b = 0; double(f.engine.wal->inserted_lsn() - redo) < 0.9 * allowed; ++b)
+    f.touch(3, b % 200);
+  caf::anon_send(f.checkpointer, messages::tick_atom::value);
+  f.run();
+  CHECK(f.events("sync_phase_replanned").size() == 1);
+  CHECK(f.events("checkpoint_hurried_by_wal").empty()); // re-planned, not hurried
+  // Done at once or within the little time left (how little depends on how fast this
+  // machine logged): far short of the 16 s first planned.
+  f.scheduler.advance_time(std::chrono::seconds(2));
+  f.run();
+  REQUIRE(paced.done);
+  CHECK(f.events("fsync").size() >= 2);
+}
+
+TEST_CASE("checkpointer: dirty buffers are written in file and block order (C5)") {
+  write_order_probe* probe = nullptr;
+  checkpoint_fixture f({"segment_size=64kB", "shared_buffers=1MB"},
+                       [&probe](std::unique_ptr<storage::io_engine> real) {
+                         auto watching = std::make_unique<write_order_probe>(std::move(real));
+                         probe = watching.get();
+                         return watching;
+                       });
+  REQUIRE(probe != nullptr);
+  // 3 relations x 30 blocks (4 segments each), dirtied in a scrambled order.
+  std::vector<storage::page_id> pages;
+  for (storage::rel_id rel : {5u, 3u, 4u})
+    for (storage::block_id b = 0; b < 30; ++b)
+      pages.push_back({rel, (b * 7) % 30});
+  for (std::size_t i = 0; i < pages.size(); ++i)
+    f.touch(pages[(i * 37) % pages.size()].rel, pages[(i * 37) % pages.size()].block);
+  probe->record(true);
+  checkpoint_fixture::answer a;
+  f.request(a);
+  f.run();
+  probe->record(false);
+  REQUIRE(a.done);
+  CHECK(a.done->buffers_written == 90);
+  const std::uint64_t blocks_per_segment = (64u << 10) / f.engine.config.page_size;
+  std::vector<storage::page_id> written;
+  for (const auto& [file, offset] : probe->writes()) {
+    std::size_t dot = file.find('.');
+    auto rel = static_cast<storage::rel_id>(std::stoul(file.substr(0, dot)));
+    std::uint64_t segno = std::stoull(file.substr(dot + 1));
+    written.push_back({rel, static_cast<storage::block_id>(
+                              segno * blocks_per_segment + offset / f.engine.config.page_size)});
+  }
+  REQUIRE(written.size() == 90);
+  for (std::size_t i = 1; i < written.size(); ++i)
+    CHECK_MESSAGE(written[i - 1] < written[i], "write " << i << ": relation " << written[i].rel
+                                                        << " block " << written[i].block
+                                                        << " after relation " << written[i - 1].rel
+                                                        << " block " << written[i - 1].block);
+}
+
+TEST_CASE("checkpointer: the bgwriter keeps cleaning while a checkpoint is in its sync phase") {
+  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
+                        "shared_buffers=256kB", "bgwriter_delay=10ms"});
+  auto bgwriter = actors::spawn_bgwriter(f.system, f.engine, false);
+  f.dirty_files({5, 6}); // 16 s of paced sync phase
+  checkpoint_fixture::answer paced;
+  f.request(paced, checkpoint_reason::time, false);
+  f.run();
+  REQUIRE(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
+  // Sessions go on dirtying more blocks than the pool holds; the bgwriter's rounds clean
+  // ahead of their clock sweep meanwhile.
+  storage::block_id next = 0;
+  for (int round = 0; round < 30 && f.events("bgwriter_write").empty(); ++round) {
+    for (int i = 0; i < 20; ++i)
+      f.touch(3, next++);
+    f.scheduler.advance_time(std::chrono::milliseconds(10));
+    f.run();
+  }
+  CHECK_FALSE(f.events("bgwriter_write").empty());
+  CHECK(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
+  CHECK_FALSE(paced.done);
+  caf::anon_send_exit(bgwriter, caf::exit_reason::user_shutdown);
+  f.run();
 }
 
 TEST_CASE("checkpointer: checkpoint_completion_target = 0 makes a timed checkpoint unpaced") {

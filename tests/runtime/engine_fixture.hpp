@@ -7,16 +7,23 @@
 #include "runtime/startup.hpp"
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace tidemark::test {
 
 struct engine_fixture {
+  /// Puts a test engine (one that watches or delays calls) between the fault engine and
+  /// the real one.
+  using io_wrapper =
+    std::function<std::unique_ptr<storage::io_engine>(std::unique_ptr<storage::io_engine>)>;
+
   std::string dir;
   runtime::engine engine;
 
-  explicit engine_fixture(std::vector<std::string> settings = {}) {
+  explicit engine_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {}) {
     char pattern[] = "/tmp/tidemark-actor-test-XXXXXX";
     dir = std::string(mkdtemp(pattern)) + "/data";
     settings.insert(settings.begin(), "log_checkpoints=off"); // a test may turn it on
@@ -25,8 +32,10 @@ struct engine_fixture {
     engine.data_dir = dir;
     engine.control = storage::read_control_file(*plain, dir);
     engine.config = runtime::resolve_settings(dir, settings, engine.control);
-    auto faults = std::make_unique<storage::fault_engine>(
-      storage::make_io_engine(storage::io_method::sync), storage::fault_config{});
+    auto real = storage::make_io_engine(storage::io_method::sync);
+    auto faults = std::make_unique<storage::fault_engine>(wrap ? wrap(std::move(real))
+                                                               : std::move(real),
+                                                          storage::fault_config{});
     engine.faults = faults.get();
     engine.io = std::move(faults);
     engine.trace = std::make_unique<messages::trace_sink>();
