@@ -1,6 +1,6 @@
 // Buffer pool: pinning, the page table under concurrency, clock-sweep eviction of dirty
-// victims through the victim writer, verification on read, and pin reservations keeping a
-// tiny pool deadlock-free.
+// victims through the victim writer, the victim supply and its low-water alarm,
+// verification on read, and pin reservations keeping a tiny pool deadlock-free.
 #include "storage/buffer_pool.hpp"
 
 #include "storage/fault_engine.hpp"
@@ -83,6 +83,71 @@ TEST_CASE("buffer pool: dirty victims are written through the victim writer and 
     CHECK(get_i64(pool, b, 64) == 1000 + block);
     pool.unpin(b);
   }
+}
+
+// Counts the pool's calls to the bgwriter's wake-ups.
+struct counting_listener final : allocation_listener {
+  void on_allocation() override { ++allocations; }
+  void on_supply_low() override { ++alarms; }
+  int allocations = 0;
+  int alarms = 0;
+};
+
+// Maps blocks 0.. of relation 1 into every buffer of `pool`, unpinned; returns the buffers.
+std::vector<buffer_id> fill(buffer_pool& pool) {
+  std::vector<buffer_id> buffers;
+  for (block_id block = 0; block < pool.size(); ++block) {
+    buffers.push_back(pool.pin({1, block}));
+    pool.unpin(buffers.back());
+  }
+  return buffers;
+}
+
+TEST_CASE("buffer pool: allocations take offered victims first, and skip ones used since") {
+  pool_fixture f;
+  buffer_pool pool(16, f.files, true);
+  std::vector<buffer_id> buffers = fill(pool);
+  // Only a clean, unpinned buffer nobody used since its last sweep may be offered.
+  CHECK_FALSE(pool.offer_victim(buffers[3])); // used once (its usage count is 1)
+  for (int lap = 0; lap < 6; ++lap) { // sweeps age every buffer to usage 0
+    buffer_id b = pool.pin({9, static_cast<block_id>(lap)});
+    pool.unpin(b);
+  }
+  buffers = {};
+  for (buffer_id b = 0; b < pool.size(); ++b)
+    if (pool.is_reusable(b))
+      buffers.push_back(b);
+  REQUIRE(buffers.size() >= 3);
+  CHECK(pool.offer_victim(buffers[0]));
+  CHECK(pool.offer_victim(buffers[1]));
+  CHECK_FALSE(pool.offer_victim(buffers[1])); // already in the supply
+  CHECK(pool.supply_size() == 2);
+  page_id used_again = pool.tag(buffers[0]);
+  pool.unpin(pool.pin(used_again)); // used since it was offered: a stale entry
+  std::uint64_t supplied = pool.counters().supplied.load();
+  buffer_id got = pool.pin({7, 0}); // a page not in the pool: one allocation
+  CHECK(got == buffers[1]);         // the stale entry was dropped, the next one taken
+  CHECK(pool.counters().supplied.load() == supplied + 1);
+  CHECK(pool.supply_size() == 0);
+  CHECK(pool.tag(buffers[0]) == used_again); // still mapped: it was not evicted
+  pool.unpin(got);
+}
+
+TEST_CASE("buffer pool: an allocation finding the supply below its low-water mark sounds the "
+          "alarm once until it is rearmed") {
+  pool_fixture f;
+  buffer_pool pool(16, f.files, true);
+  counting_listener listener;
+  pool.set_allocation_listener(&listener);
+  CHECK(pool.supply_low_water() == 8);
+  fill(pool);
+  CHECK(listener.alarms == 1); // the first allocation found it empty; the rest stay quiet
+  CHECK(pool.counters().supply_low.load() == 1);
+  pool.rearm_supply_alarm(); // the bgwriter's round is over
+  buffer_id b = pool.pin({2, 0});
+  pool.unpin(b);
+  CHECK(listener.alarms == 2);
+  pool.set_allocation_listener(nullptr);
 }
 
 TEST_CASE("buffer pool: a page failing its checksum is reported with file and block") {
