@@ -42,16 +42,28 @@ void trace(context& e, actor_role from, actor_role to, const char* type, std::ui
     e.trace->record(from, to, type, a, b);
 }
 
-std::vector<file_ref> files_of(context& e, const std::vector<storage::dw_entry>& entries) {
+// What a batch's in-place writes do to each file it touches: bytes and range (for the
+// sync worker's pacing), one element per segment, in the order the batch first touches it.
+std::vector<storage::file_write> writes_of(context& e, const std::vector<storage::dw_entry>& entries) {
+  std::vector<storage::file_write> written(entries.size() + 1);
+  std::size_t count = 0;
+  for (const storage::dw_entry& entry : entries)
+    count = storage::note_write(written.data(), count,
+                                {storage::file_kind::relation, e.files->segment_of(entry.id)},
+                                e.files->offset_in_segment(entry.id), e.files->page_size());
+  written.resize(count);
+  return written;
+}
+
+std::vector<file_ref> refs_of(const std::vector<storage::file_write>& written) {
   std::vector<file_ref> files;
-  for (const storage::dw_entry& entry : entries) {
-    storage::segment_id s = e.files->segment_of(entry.id);
-    file_ref f{static_cast<std::uint8_t>(storage::file_kind::relation), s.rel, s.segno};
-    if (std::none_of(files.begin(), files.end(),
-                     [&](const file_ref& g) { return g.rel == f.rel && g.segno == f.segno; }))
-      files.push_back(f);
-  }
+  for (const storage::file_write& w : written)
+    files.push_back({static_cast<std::uint8_t>(w.tag.kind), w.tag.segment.rel, w.tag.segment.segno});
   return files;
+}
+
+std::vector<file_ref> files_of(context& e, const std::vector<storage::dw_entry>& entries) {
+  return refs_of(writes_of(e, entries));
 }
 
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting);
@@ -171,7 +183,8 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
   st.writes.clear();
   for (std::size_t i = 0; i < entries.size(); ++i)
     st.writes.push_back({entries[i].id, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
-  std::vector<file_ref> files = files_of(e, entries);
+  std::vector<storage::file_write> written = writes_of(e, entries);
+  std::vector<file_ref> files = refs_of(written);
   trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_inplace_write", chunk,
         st.writes.size());
   try {
@@ -183,13 +196,7 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
     fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());
     return;
   }
-  std::vector<storage::file_write> written(files.size() + 1);
-  std::size_t written_files = 0;
-  for (const storage::dw_entry& entry : entries)
-    written_files = storage::note_write(
-      written.data(), written_files, {storage::file_kind::relation, e.files->segment_of(entry.id)},
-      e.files->offset_in_segment(entry.id), e.files->page_size());
-  e.registry.register_files(written.data(), written_files, source_of(source));
+  e.registry.register_files(written.data(), written.size(), source_of(source));
   e.writer->count_written(entries.size(), source_of(source));
   // Buffers the bgwriter cleaned, and victims a session handed over and left for another,
   // are reusable now: offered to the sessions' next allocations.
