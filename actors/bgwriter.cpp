@@ -128,7 +128,10 @@ bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, context* ctx) {
 
 bgwriter_actor spawn_bgwriter(caf::actor_system& system, context& ctx, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(bgwriter, &ctx);
+    return system.spawn<caf::detached>([&ctx](bgwriter_pointer self) {
+      name_this_thread("tm-bgwriter");
+      return bgwriter(self, &ctx);
+    });
   return system.spawn(bgwriter, &ctx);
 }
 

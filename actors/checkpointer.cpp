@@ -453,7 +453,10 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, contex
 checkpointer_actor spawn_checkpointer(caf::actor_system& system, context& ctx,
                                       sync_worker_actor sync_worker, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(checkpointer, &ctx, std::move(sync_worker));
+    return system.spawn<caf::detached>([&ctx, sync_worker](checkpointer_pointer self) {
+      name_this_thread("tm-checkpointer");
+      return checkpointer(self, &ctx, sync_worker);
+    });
   return system.spawn(checkpointer, &ctx, std::move(sync_worker));
 }
 

@@ -2,11 +2,15 @@
 // role, sync registration as messages. See context.hpp.
 #include "actors/context.hpp"
 
+#include <pthread.h>
+
 #include <caf/all.hpp>
 
 #include <cstdio>
 
 namespace tidemark::actors {
+
+void name_this_thread(const char* name) { ::pthread_setname_np(::pthread_self(), name); }
 
 std::string error_text(const caf::error& error) {
   const caf::message& context = error.context();

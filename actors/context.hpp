@@ -74,6 +74,10 @@ private:
 /// The text of an error an actor replied with: our actors make their errors with one
 /// string in the context (their own words, without CAF's rendering); anything else is
 /// described by its code.
+/// Names the calling thread ("tm-bgwriter") as top -H, perf and gdb show it; the runtime
+/// gives each actor that runs on a thread of its own the name of its role.
+void name_this_thread(const char* name);
+
 std::string error_text(const caf::error& error);
 
 struct context {

@@ -317,7 +317,10 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx
 dw_batcher_actor spawn_dw_batcher(caf::actor_system& system, context& ctx,
                                   sync_worker_actor sync_worker, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(dw_batcher, &ctx, std::move(sync_worker));
+    return system.spawn<caf::detached>([&ctx, sync_worker](dw_batcher_pointer self) {
+      name_this_thread("tm-dw-batcher");
+      return dw_batcher(self, &ctx, sync_worker);
+    });
   return system.spawn(dw_batcher, &ctx, std::move(sync_worker));
 }
 

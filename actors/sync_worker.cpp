@@ -401,7 +401,10 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
 
 sync_worker_actor spawn_sync_worker(caf::actor_system& system, context& ctx, bool detached) {
   if (detached)
-    return system.spawn<caf::detached>(sync_worker, &ctx);
+    return system.spawn<caf::detached>([&ctx](sync_worker_pointer self) {
+      name_this_thread("tm-sync-worker");
+      return sync_worker(self, &ctx);
+    });
   return system.spawn(sync_worker, &ctx);
 }
 

@@ -124,7 +124,9 @@ void want_flush(wal_writer_pointer self, std::uint64_t lsn) {
   }
 }
 
-wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, context* ctx) {
+wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, context* ctx, bool detached) {
+  if (detached)
+    name_this_thread("tm-wal-syncer");
   return {
     [=](wal_sync_request request) -> caf::result<flush_done> {
       try {
@@ -138,11 +140,13 @@ wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, context* c
 }
 
 wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx, bool detached) {
+  if (detached)
+    name_this_thread("tm-wal-writer");
   self->state.ctx = ctx;
   for (std::uint32_t i = 0; i < std::max(1u, ctx->config.wal_sync_concurrency); ++i) {
     // Linked: a syncer ends with its writer.
-    wal_syncer_actor syncer = detached ? self->spawn<caf::detached + caf::linked>(wal_syncer, ctx)
-                                       : self->spawn<caf::linked>(wal_syncer, ctx);
+    wal_syncer_actor syncer = detached ? self->spawn<caf::detached + caf::linked>(wal_syncer, ctx, true)
+                                       : self->spawn<caf::linked>(wal_syncer, ctx, false);
     self->state.idle_syncers.push_back(syncer);
   }
   self->state.syncers = self->state.idle_syncers.size();
