@@ -59,6 +59,12 @@ struct settings {
   // before recovery writes (PostgreSQL's recovery_init_sync_method): every file fsynced,
   // or one syncfs per file system.
   storage::directory_sync_method recovery_init_sync_method = storage::directory_sync_method::fsync;
+  // Redo reads the blocks of the records ahead of it in the background, up to this many
+  // bytes of WAL ahead (storage/wal_prefetcher.hpp).
+  bool recovery_prefetch = true;
+  std::uint64_t recovery_prefetch_distance = 512ull << 10; // bytes of WAL
+  // A recovery prints where it is this often (0: never).
+  std::chrono::milliseconds recovery_progress_interval{3'000};
   std::uint32_t doublewrite_batch_pages = 64;
   std::uint32_t doublewrite_ring_pages = 0; // 0: derived
   bool log_checkpoints = true;

@@ -59,6 +59,17 @@ recovery_report public_report(const runtime::recovery_report& r) {
   p.repaired_checksum = r.repaired_checksum;
   p.repaired_lsn = r.repaired_lsn;
   p.repaired_bytes = r.repaired_bytes;
+  p.ring_images_read = r.ring_images_read;
+  p.repair_seconds = r.repair_seconds;
+  p.wal_bytes = r.wal_bytes;
+  p.pages_read = r.pages_read;
+  p.pages_prefetched = r.pages_prefetched;
+  p.prefetch_hits = r.prefetch_hits;
+  p.prefetch_error = r.prefetch_error;
+  p.pages_written_by_redo = r.pages_written_by_redo;
+  p.pages_written_by_bgwriter = r.pages_written_by_bgwriter;
+  p.pages_written_by_checkpoint = r.pages_written_by_checkpoint;
+  p.checkpoint_seconds = r.checkpoint_seconds;
   p.seconds = r.seconds;
   return p;
 }

@@ -318,6 +318,29 @@ const std::vector<setting_entry>& setting_table() {
                             ? "fsync" : "syncfs");
      },
      "after a crash, make the data directory durable first: fsync every file | syncfs"},
+    {"recovery_prefetch", false,
+     [](settings& s, const std::string& v) {
+       s.recovery_prefetch = parse_bool("recovery_prefetch", v);
+     },
+     [](const settings& s) { return std::string(s.recovery_prefetch ? "on" : "off"); },
+     "redo reads the blocks of the WAL records ahead of it in the background"},
+    {"recovery_prefetch_distance", false,
+     [](settings& s, const std::string& v) {
+       s.recovery_prefetch_distance = parse_bytes("recovery_prefetch_distance", v, KiB);
+       check_bytes("recovery_prefetch_distance", s.recovery_prefetch_distance, 8 * KiB, GiB);
+     },
+     [](const settings& s) { return format_bytes(s.recovery_prefetch_distance); },
+     "how far ahead of redo prefetch reads, in bytes of WAL"},
+    {"recovery_progress_interval", false,
+     [](settings& s, const std::string& v) {
+       s.recovery_progress_interval = parse_time("recovery_progress_interval", v, milliseconds(1000));
+       auto ms = s.recovery_progress_interval.count();
+       if (ms != 0 && (ms < 100 || ms > 3'600'000))
+         throw config_error("recovery_progress_interval is out of range: valid values are 0 "
+                            "(off) or 100ms .. 1h, got " + v);
+     },
+     [](const settings& s) { return show_ms(s.recovery_progress_interval); },
+     "how often a recovery logs where it is (0: never)"},
     {"doublewrite_batch_pages", false,
      [](settings& s, const std::string& v) {
        s.doublewrite_batch_pages = parse_count("doublewrite_batch_pages", v, 1, 1024);

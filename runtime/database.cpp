@@ -217,7 +217,14 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
   try {
     replay(*db->engine_, db->recovery_);
     if (db->recovery_.needed) {
+      const std::uint64_t written_before =
+        db->engine_->writer->written(storage::write_source::checkpointer);
+      auto started = std::chrono::steady_clock::now();
       db->request_checkpoint(messages::checkpoint_reason::end_of_recovery);
+      db->recovery_.checkpoint_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      db->recovery_.pages_written_by_checkpoint =
+        db->engine_->writer->written(storage::write_source::checkpointer) - written_before;
       db->log_recovery();
     } else {
       storage::control_data control = db->engine_->control;
@@ -237,18 +244,31 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
 
 void database::log_recovery() const {
   const recovery_report& r = recovery_;
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "LOG:  recovery complete (%s): %llu WAL records replayed in %.3f s (%.0f records/s), "
-                "%llu blocks changed, %llu page images restored, %llu pages repaired from the "
-                "doublewrite buffer; startup sync %.3f s; redo stopped at %s",
-                r.protection.c_str(), static_cast<unsigned long long>(r.records), r.seconds,
-                r.seconds > 0 ? double(r.records) / r.seconds : 0.0,
-                static_cast<unsigned long long>(r.blocks_applied),
-                static_cast<unsigned long long>(r.images_restored),
-                static_cast<unsigned long long>(r.pages_repaired), r.startup_sync_seconds,
-                r.end_reason.c_str());
+  char line[1024];
+  std::snprintf(
+    line, sizeof line,
+    "LOG:  recovery complete (%s): %llu WAL records (%.1f MB) replayed in %.3f s (%.0f "
+    "records/s); pages read by redo %llu, prefetched %llu (used %llu); pages written by redo "
+    "%llu, by the bgwriter %llu, by the end-of-recovery checkpoint %llu (%.3f s); %llu blocks "
+    "changed, %llu page images restored; doublewrite repair read %llu images and repaired "
+    "%llu pages in %.3f s; startup sync %.3f s; redo stopped at %s",
+    r.protection.c_str(), static_cast<unsigned long long>(r.records), double(r.wal_bytes) / 1e6,
+    r.seconds, r.seconds > 0 ? double(r.records) / r.seconds : 0.0,
+    static_cast<unsigned long long>(r.pages_read),
+    static_cast<unsigned long long>(r.pages_prefetched),
+    static_cast<unsigned long long>(r.prefetch_hits),
+    static_cast<unsigned long long>(r.pages_written_by_redo),
+    static_cast<unsigned long long>(r.pages_written_by_bgwriter),
+    static_cast<unsigned long long>(r.pages_written_by_checkpoint), r.checkpoint_seconds,
+    static_cast<unsigned long long>(r.blocks_applied),
+    static_cast<unsigned long long>(r.images_restored),
+    static_cast<unsigned long long>(r.ring_images_read),
+    static_cast<unsigned long long>(r.pages_repaired), r.repair_seconds, r.startup_sync_seconds,
+    r.end_reason.c_str());
   engine_->log(line);
+  if (!r.prefetch_error.empty())
+    engine_->log("WARNING:  recovery prefetch stopped early (redo read for itself): " +
+                 r.prefetch_error);
 }
 
 void database::start_actors() {

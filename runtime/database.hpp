@@ -53,7 +53,18 @@ struct recovery_report {
   std::uint64_t repaired_checksum = 0; // of which the on-disk page failed verification
   std::uint64_t repaired_lsn = 0;      // of which the on-disk page was valid but older
   std::uint64_t repaired_bytes = 0;    // of which it had the same LSN but other bytes
-  double seconds = 0;
+  std::uint64_t ring_images_read = 0;  // doublewrite images the repair read
+  double repair_seconds = 0;
+  std::uint64_t wal_bytes = 0;         // from the redo point to where redo stopped
+  std::uint64_t pages_read = 0;        // by redo itself
+  std::uint64_t pages_prefetched = 0;  // read ahead of redo (recovery_prefetch)
+  std::uint64_t prefetch_hits = 0;     // of which redo used before they were evicted
+  std::string prefetch_error;          // why prefetch stopped early (redo read for itself)
+  std::uint64_t pages_written_by_redo = 0;     // victims redo (or its prefetch) wrote itself
+  std::uint64_t pages_written_by_bgwriter = 0; // during redo
+  std::uint64_t pages_written_by_checkpoint = 0; // by the end-of-recovery checkpoint
+  double checkpoint_seconds = 0;       // the end-of-recovery checkpoint
+  double seconds = 0;                  // redo
 };
 
 class session;

@@ -25,6 +25,7 @@ constexpr std::uint32_t dirty = 1u << 25;
 constexpr std::uint32_t io_in_progress = 1u << 26;
 constexpr std::uint32_t just_dirtied = 1u << 27;
 constexpr std::uint32_t in_supply = 1u << 28;
+constexpr std::uint32_t prefetched = 1u << 29; // read ahead by WAL prefetch, not yet pinned
 
 std::uint32_t pins(std::uint32_t state) { return state & pin_mask; }
 std::uint32_t usage(std::uint32_t state) { return (state & usage_mask) >> usage_shift; }
@@ -198,6 +199,7 @@ buffer_id buffer_pool::pin(page_id id, read_mode mode) {
       pin_existing(found);
       partition.lock.unlock();
       wait_until_readable(found, id, mode);
+      note_prefetch_use(found);
       return found;
     }
     partition.lock.unlock();
@@ -216,9 +218,61 @@ buffer_id buffer_pool::pin(page_id id, read_mode mode) {
     unpin(victim);
     if (existing != ~buffer_id{0}) {
       wait_until_readable(existing, id, mode);
+      note_prefetch_use(existing);
       return existing;
     }
   }
+}
+
+// The first pin of a page WAL prefetch read counts as a prefetch hit.
+void buffer_pool::note_prefetch_use(buffer_id buffer) {
+  if (!(descriptors_[buffer].state.load(std::memory_order_relaxed) & prefetched))
+    return;
+  bool cleared = false;
+  update_state(buffer, [&cleared](std::uint32_t old) {
+    cleared = old & prefetched;
+    return old & ~prefetched;
+  });
+  if (cleared)
+    counters_.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool buffer_pool::start_prefetch(page_id id, buffer_id* buffer) {
+  std::size_t bucket = bucket_of(id);
+  partition_lock& partition = partition_of_bucket(bucket);
+  for (;;) {
+    partition.lock.lock();
+    bool cached = lookup_locked(id, bucket) != ~buffer_id{0};
+    partition.lock.unlock();
+    if (cached)
+      return false;
+    buffer_id victim = clock_sweep_victim();
+    buffer_id existing = ~buffer_id{0};
+    if (retag(victim, id, &existing)) {
+      *buffer = victim; // pinned by us, read in progress: whoever pins it waits for us
+      return true;
+    }
+    unpin(victim);
+    if (existing != ~buffer_id{0}) {
+      unpin(existing); // mapped meanwhile: someone else reads it
+      return false;
+    }
+  }
+}
+
+void buffer_pool::finish_prefetch(buffer_id buffer, bool read_ok) {
+  const page_id id = descriptors_[buffer].tag;
+  page_verdict verdict = read_ok ? verify_page(page(buffer), page_size_, id, checksums_)
+                                 : page_verdict::bad_checksum;
+  std::uint32_t s = lock_header(buffer);
+  if (verdict == page_verdict::ok || verdict == page_verdict::all_zero) {
+    counters_.prefetched.fetch_add(1, std::memory_order_relaxed);
+    s = (s | valid | prefetched) & ~io_in_progress;
+  } else {
+    s &= ~io_in_progress; // left invalid: the pin that needs it reads it and reports why
+  }
+  unlock_header(buffer, s - 1); // and our pin
+  waits_.wake(buffer);
 }
 
 // Waits for another session's read of the page; if that read failed, reads it here.

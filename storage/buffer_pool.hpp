@@ -6,6 +6,7 @@
 //   22 header locked   23 valid   24 tag valid   25 dirty   26 I/O in progress
 //   27 just dirtied (dirtied again while a write of it was in progress)
 //   28 in supply (offered to the victim supply; a hint: retagging drops it)
+//   29 prefetched (read ahead by WAL prefetch and not pinned since; retagging drops it)
 //
 // Invariants (storage/README.md has the numbered write-ordering rules):
 //  - A buffer is in the page table under tag T iff its tag is T and tag-valid is set.
@@ -82,7 +83,9 @@ struct buffer_pool_counters {
   std::atomic<std::uint64_t> allocations{0};       // victims handed out (bgwriter reads it)
   std::atomic<std::uint64_t> supplied{0};          // of which taken from the victim supply
   std::atomic<std::uint64_t> supply_low{0};        // times sessions sounded the alarm
-  std::atomic<std::uint64_t> reads{0};
+  std::atomic<std::uint64_t> reads{0};            // pages read by pin() itself
+  std::atomic<std::uint64_t> prefetched{0};       // pages read ahead (start/finish_prefetch)
+  std::atomic<std::uint64_t> prefetch_hits{0};    // of which pinned before being evicted
 };
 
 class buffer_pool {
@@ -106,6 +109,16 @@ public:
   /// block when the page fails verification.
   buffer_id pin(page_id id, read_mode mode = read_mode::normal);
   void unpin(buffer_id buffer);
+
+  /// WAL prefetch (recovery): claims a buffer for `id` and marks it being read, for a read
+  /// the caller issues itself. False when `id` is cached (or being read) already. On true,
+  /// *buffer is tagged `id` and pinned once by the caller, who fills page(*buffer) and then
+  /// calls finish_prefetch(); a pin of `id` meanwhile waits as for any read.
+  bool start_prefetch(page_id id, buffer_id* buffer);
+  /// Ends a prefetch and drops the caller's pin. A page that was read (`read_ok`) and
+  /// verifies becomes readable; otherwise it stays invalid, so the pin that needs it reads
+  /// it again and reports the failure itself.
+  void finish_prefetch(buffer_id buffer, bool read_ok);
 
   void* page(buffer_id buffer) { return frames_ + std::size_t(buffer) * page_size_; }
   page_id tag(buffer_id buffer) const;
@@ -174,6 +187,7 @@ private:
   template <class Change>
   void update_state(buffer_id buffer, Change change);
   void wait_until_readable(buffer_id buffer, page_id id, read_mode mode);
+  void note_prefetch_use(buffer_id buffer);
   buffer_id clock_sweep_victim();
   bool take_from_supply(buffer_id* victim);
   void check_supply();

@@ -7,6 +7,8 @@
 //    rest of the buffer is zero-filled.
 //  - write() and write_batch() return only when every byte was handed to the kernel; short
 //    writes are continued, EINTR/EAGAIN retried. Any other failure throws io_error.
+//  - read_batch() reads like read() for each element; io_uring issues them in one
+//    submission (the WAL prefetch of recovery), other engines one after another.
 //  - sync() returns only when the file's data (and, for full, its metadata) is durable.
 //    A failed sync throws io_error with fsync_failed() == true and is never retried (W3).
 //  - Engines are thread-safe: any thread may call any method concurrently.
@@ -32,6 +34,13 @@ struct io_write {
   std::uint64_t offset = 0;
 };
 
+struct io_read {
+  int fd = -1;
+  void* data = nullptr;
+  std::size_t length = 0;
+  std::uint64_t offset = 0;
+};
+
 class io_engine {
 public:
   virtual ~io_engine() = default;
@@ -48,6 +57,12 @@ public:
   virtual void write(int fd, const void* data, std::size_t length, std::uint64_t offset) = 0;
   /// Issues all writes (io_uring: in one submission) and returns when all completed.
   virtual void write_batch(const io_write* writes, std::size_t count) = 0;
+  /// Issues all reads and returns when all completed; each buffer is zero-filled past the
+  /// end of its file, as read() does.
+  virtual void read_batch(const io_read* reads, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i)
+      read(reads[i].fd, reads[i].data, reads[i].length, reads[i].offset);
+  }
   virtual void sync(int fd, sync_kind kind) = 0;
   /// Starts writing the range's dirty pages back to the device and, with `wait`, waits for
   /// that — without a cache flush: nothing becomes durable, device writes are only paced (a

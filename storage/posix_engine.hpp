@@ -47,6 +47,10 @@ protected:
   /// Refuses reads from now on (sync_failure_latch.hpp) and throws io_error with
   /// fsync_failed() set: "<operation> of '<path>' failed".
   [[noreturn]] void throw_sync_error(const char* operation, int fd, int error_number);
+  /// Throws as read() does once a sync has failed: what `fd` holds may be older than written.
+  void check_readable(int fd) const {
+    sync_failure_.check_readable([&] { return path_of(fd); });
+  }
 
 private:
   [[noreturn]] void throw_sync_failure(const std::string& operation, const std::string& path,

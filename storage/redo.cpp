@@ -34,13 +34,25 @@ void redo_record(const record_view& record, buffer_pool& pool, redo_summary& sum
 }
 
 redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint,
-                    commit_log* status) {
+                    commit_log* status, const redo_options& options) {
   redo_summary summary;
   summary.next_xid = next_xid_at_checkpoint;
+  using clock = std::chrono::steady_clock;
+  const clock::time_point started = clock::now();
+  clock::time_point next_progress = started + options.progress_every;
+  const bool reports = options.progress && options.progress_every.count() > 0;
   pool.reserve_pins(1);
   try {
     while (const record_view* record = reader.next()) {
       ++summary.records;
+      if (options.prefetcher != nullptr)
+        options.prefetcher->redo_reached(record->end_lsn());
+      if (reports && summary.records % 1024 == 0 && clock::now() >= next_progress) {
+        auto now = clock::now();
+        options.progress({record->lsn(), summary.records,
+                          std::chrono::duration<double>(now - started).count()});
+        next_progress = now + options.progress_every;
+      }
       if (record->type() == record_type::checkpoint && record->main_length >= sizeof(checkpoint_payload)) {
         checkpoint_payload payload;
         std::memcpy(&payload, record->main, sizeof payload);

@@ -10,7 +10,11 @@
 
 #include "storage/buffer_pool.hpp"
 #include "storage/commit_log.hpp"
+#include "storage/wal_prefetcher.hpp"
 #include "storage/wal_reader.hpp"
+
+#include <chrono>
+#include <functional>
 
 namespace tidemark::storage {
 
@@ -22,10 +26,24 @@ struct redo_summary {
   xid_t next_xid = 1;               // one past the highest xid seen (or the checkpoint's)
 };
 
+/// Where a long redo is, for its progress lines.
+struct redo_progress {
+  lsn_t position = 0; // end of the last record applied
+  std::uint64_t records = 0;
+  double seconds = 0; // since replay began
+};
+
+struct redo_options {
+  wal_prefetcher* prefetcher = nullptr; // told where redo is, record by record
+  /// Called with redo's position about every `progress_every` (not at all when zero).
+  std::function<void(const redo_progress&)> progress;
+  std::chrono::steady_clock::duration progress_every{0};
+};
+
 /// Replays every record the reader returns. Pages are left dirty in the pool; each
 /// transaction record marks its transaction committed in `status` (when not null).
 redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint,
-                    commit_log* status = nullptr);
+                    commit_log* status = nullptr, const redo_options& options = {});
 
 /// Applies one record's block changes (used by replay and by tests).
 void redo_record(const record_view& record, buffer_pool& pool, redo_summary& summary);

@@ -87,6 +87,26 @@ void relation_files::read_page(page_id id, void* out) {
   io_.read(fd, out, page_size_, offset_in_segment(id));
 }
 
+void relation_files::read_pages(const page_read* pages, std::size_t count) {
+  io_read reads[64];
+  std::size_t pending = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    check_ids(pages[i].id);
+    int fd = fd_for(segment_of(pages[i].id), false);
+    if (fd < 0) {
+      std::memset(pages[i].out, 0, page_size_);
+      continue;
+    }
+    reads[pending++] = io_read{fd, pages[i].out, page_size_, offset_in_segment(pages[i].id)};
+    if (pending == 64) {
+      io_.read_batch(reads, pending);
+      pending = 0;
+    }
+  }
+  if (pending > 0)
+    io_.read_batch(reads, pending);
+}
+
 void relation_files::write_page(page_id id, const void* page) {
   page_write one{id, page};
   write_pages(&one, 1);

@@ -24,6 +24,11 @@ namespace tidemark::storage {
 constexpr rel_id max_relations = 64;        // rel ids 1 .. 63
 constexpr std::uint32_t max_segments = 4096; // per relation
 
+struct page_read {
+  page_id id;
+  void* out = nullptr;
+};
+
 struct page_write {
   page_id id;
   const void* data = nullptr; // finalized page (identity and checksum stamped)
@@ -38,6 +43,9 @@ public:
   relation_files& operator=(const relation_files&) = delete;
 
   void read_page(page_id id, void* out);
+  /// Reads many pages in one engine batch (read_batch); blocks past a file's end, or of a
+  /// segment without a file, read as zeros.
+  void read_pages(const page_read* pages, std::size_t count);
   void write_page(page_id id, const void* page);
   /// Writes many pages in one engine batch.
   void write_pages(const page_write* pages, std::size_t count);

@@ -187,6 +187,17 @@ void fill_recovery(json_object& r, const recovery_report& rec) {
   r.set("recovery.blocks_applied", rec.blocks_applied);
   r.set("recovery.images_restored", rec.images_restored);
   r.set("recovery.seconds", rec.seconds);
+  r.set("recovery.wal_bytes", rec.wal_bytes);
+  r.set("recovery.pages_read", rec.pages_read);
+  r.set("recovery.pages_prefetched", rec.pages_prefetched);
+  r.set("recovery.prefetch_hits", rec.prefetch_hits);
+  r.set("recovery.prefetch_error", rec.prefetch_error);
+  r.set("recovery.pages_written_by_redo", rec.pages_written_by_redo);
+  r.set("recovery.pages_written_by_bgwriter", rec.pages_written_by_bgwriter);
+  r.set("recovery.pages_written_by_checkpoint", rec.pages_written_by_checkpoint);
+  r.set("recovery.checkpoint_seconds", rec.checkpoint_seconds);
+  r.set("repair.images_read", rec.ring_images_read);
+  r.set("repair.seconds", rec.repair_seconds);
   r.set("recovery.records_per_second", rec.seconds > 0 ? double(rec.records) / rec.seconds : 0.0);
   r.set("recovery.wal_end", rec.end_reason);
   r.set("pages_repaired", rec.pages_repaired);

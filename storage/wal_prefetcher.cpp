@@ -1,0 +1,146 @@
+// WAL-driven prefetch for redo: see wal_prefetcher.hpp for what it skips and the rules.
+#include "storage/wal_prefetcher.hpp"
+
+#include "storage/wal_reader.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <utility>
+#include <vector>
+
+namespace tidemark::storage {
+
+std::size_t wal_prefetcher::batch_pages(std::size_t buffers) {
+  return std::clamp<std::size_t>(buffers / 4, 1, 32);
+}
+
+std::size_t wal_prefetcher::ahead_pages(std::size_t buffers) {
+  return std::max<std::size_t>(buffers / 2, batch_pages(buffers));
+}
+
+wal_prefetcher::wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
+                               std::size_t page_size, lsn_t start, lsn_t end, buffer_pool& pool,
+                               relation_files& files, std::uint64_t distance_bytes)
+  : io_(io), wal_dir_(std::move(wal_dir)), segment_size_(segment_size), page_size_(page_size),
+    start_(start), end_(end), pool_(pool), files_(files), distance_(distance_bytes),
+    redo_lsn_(start) {
+  thread_ = std::thread([this] { run(); });
+}
+
+wal_prefetcher::~wal_prefetcher() { stop(); }
+
+void wal_prefetcher::stop() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_.store(true, std::memory_order_seq_cst);
+  }
+  redo_moved_.notify_one();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void wal_prefetcher::wake() {
+  { std::lock_guard<std::mutex> guard(mutex_); }
+  redo_moved_.notify_one();
+}
+
+bool wal_prefetcher::wait_for_redo(lsn_t lsn) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_at_.store(lsn, std::memory_order_seq_cst);
+  redo_moved_.wait(lock, [&] {
+    return stopping_.load(std::memory_order_seq_cst) ||
+           redo_lsn_.load(std::memory_order_seq_cst) >= lsn;
+  });
+  wake_at_.store(never, std::memory_order_seq_cst);
+  return !stopping_.load(std::memory_order_seq_cst);
+}
+
+void wal_prefetcher::run() {
+  const std::size_t batch = batch_pages(pool_.size());
+  const std::size_t ahead_limit = ahead_pages(pool_.size());
+  std::vector<buffer_id> claimed;
+  std::vector<page_read> reads;
+  // Pages read ahead, per record end, that redo has not reached yet.
+  std::deque<std::pair<lsn_t, std::size_t>> ahead;
+  std::size_t ahead_count = 0;
+
+  // Reads the claimed pages and makes them readable; on failure leaves them invalid (their
+  // pins read for themselves) and rethrows.
+  auto read_claimed = [&] {
+    if (claimed.empty())
+      return;
+    try {
+      files_.read_pages(reads.data(), reads.size());
+    } catch (...) {
+      for (buffer_id b : claimed)
+        pool_.finish_prefetch(b, false);
+      claimed.clear();
+      reads.clear();
+      throw;
+    }
+    for (buffer_id b : claimed)
+      pool_.finish_prefetch(b, true);
+    report_.reads += claimed.size();
+    ++report_.batches;
+    claimed.clear();
+    reads.clear();
+  };
+
+  pool_.reserve_pins(static_cast<std::uint32_t>(batch));
+  try {
+    wal_reader reader(io_, wal_dir_, segment_size_, page_size_, start_);
+    lsn_t position = start_;
+    while (!stopping_.load(std::memory_order_relaxed) && position < end_) {
+      lsn_t redo = redo_lsn_.load(std::memory_order_seq_cst);
+      while (!ahead.empty() && ahead.front().first <= redo) {
+        ahead_count -= ahead.front().second;
+        ahead.pop_front();
+      }
+      if (ahead_count >= ahead_limit || position >= redo + distance_) {
+        read_claimed(); // before sleeping: redo may need these next
+        lsn_t until = ahead_count >= ahead_limit ? ahead.front().first
+                                                 : position - distance_ / 2;
+        if (!wait_for_redo(std::max(until, redo + 1)))
+          break;
+        continue;
+      }
+      const record_view* record = reader.next();
+      if (record == nullptr)
+        break;
+      position = record->end_lsn();
+      ++report_.records;
+      if (position <= redo)
+        continue; // redo is past it already
+      std::size_t issued = 0;
+      for (std::size_t i = 0; i < record->block_count; ++i) {
+        const block_ref_view& block = record->blocks[i];
+        if (block.image != nullptr) {
+          ++report_.images;
+          continue;
+        }
+        buffer_id buffer;
+        if (!pool_.start_prefetch(block.id, &buffer)) {
+          ++report_.blocks_cached;
+          continue;
+        }
+        claimed.push_back(buffer);
+        reads.push_back({block.id, pool_.page(buffer)});
+        ++issued;
+        if (claimed.size() == batch)
+          read_claimed();
+      }
+      if (issued > 0) {
+        ahead.emplace_back(position, issued);
+        ahead_count += issued;
+      }
+    }
+    read_claimed();
+  } catch (const std::exception& error) {
+    report_.error = error.what();
+    for (buffer_id b : claimed) // claimed, not read yet (read_claimed finished its own)
+      pool_.finish_prefetch(b, false);
+  }
+  pool_.release_pins(static_cast<std::uint32_t>(batch));
+}
+
+} // namespace tidemark::storage

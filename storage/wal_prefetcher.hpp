@@ -1,0 +1,100 @@
+// WAL-driven prefetch for redo (recovery_prefetch): a thread of its own decodes the WAL
+// ahead of the redo loop and reads the blocks those records will need into the buffer
+// pool, a batch at a time through io_engine::read_batch (one io_uring submission), while
+// redo applies the records before them.
+//
+// What it skips: blocks the record restores from a full-page image (redo zero-fills
+// those), blocks already in the pool or being read, and everything redo has already
+// passed (if redo overtakes it, it jumps to where redo is).
+//
+// Rules it keeps:
+//  - Redo never waits for a read it did not need: a prefetched buffer is an ordinary pool
+//    buffer whose read is in progress, and only a pin of that very page waits for it.
+//  - It stays within recovery_prefetch_distance bytes of WAL ahead of redo, and within
+//    half the pool's buffers read ahead and not yet reached by redo, so a small pool is
+//    not churned by pages redo will not use before they are evicted.
+//  - It pins at most one batch of buffers (reserved with reserve_pins, so the pool never
+//    runs out of unpinned buffers), and every buffer it claims is finished before its
+//    batch ends, also on errors: no pin ever waits for a read nobody will complete.
+//  - A page that fails verification is left unread; the redo pin that needs it reads it
+//    again and reports the error. Any other failure ends prefetching (redo goes on, reading
+//    for itself) and is kept for the report.
+#pragma once
+
+#include "storage/buffer_pool.hpp"
+#include "storage/io_engine.hpp"
+#include "storage/relation_files.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace tidemark::storage {
+
+struct prefetch_report {
+  std::uint64_t records = 0;       // decoded ahead of redo
+  std::uint64_t blocks_cached = 0; // referenced, already in the pool
+  std::uint64_t images = 0;        // referenced with a full-page image (not read)
+  std::uint64_t reads = 0;         // pages it read
+  std::uint64_t batches = 0;       // read_batch calls
+  std::string error;               // why it stopped early, if it did
+};
+
+class wal_prefetcher {
+public:
+  /// Starts the thread: it reads WAL from `start` up to `end` (where redo will stop).
+  wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
+                 std::size_t page_size, lsn_t start, lsn_t end, buffer_pool& pool,
+                 relation_files& files, std::uint64_t distance_bytes);
+  ~wal_prefetcher();
+  wal_prefetcher(const wal_prefetcher&) = delete;
+  wal_prefetcher& operator=(const wal_prefetcher&) = delete;
+
+  /// Redo is about to apply the record ending at `end_lsn`. Two atomic operations, and a
+  /// wake-up only when the prefetcher waits for redo to get there.
+  void redo_reached(lsn_t end_lsn) {
+    redo_lsn_.store(end_lsn, std::memory_order_seq_cst);
+    if (end_lsn >= wake_at_.load(std::memory_order_seq_cst))
+      wake();
+  }
+
+  /// Ends the thread (idempotent); every read it started is finished when it returns.
+  void stop();
+  /// Valid after stop().
+  const prefetch_report& report() const { return report_; }
+
+  /// Prefetch batch and read-ahead limits for a pool of `buffers`.
+  static std::size_t batch_pages(std::size_t buffers);
+  static std::size_t ahead_pages(std::size_t buffers);
+
+private:
+  static constexpr lsn_t never = std::numeric_limits<lsn_t>::max();
+
+  void run();
+  void wake();
+  /// Sleeps until redo reaches `lsn` or stop() is called; false on stop.
+  bool wait_for_redo(lsn_t lsn);
+
+  io_engine& io_;
+  std::string wal_dir_;
+  std::uint64_t segment_size_;
+  std::size_t page_size_;
+  lsn_t start_, end_;
+  buffer_pool& pool_;
+  relation_files& files_;
+  std::uint64_t distance_;
+
+  std::atomic<lsn_t> redo_lsn_;
+  std::atomic<lsn_t> wake_at_{never};
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::condition_variable redo_moved_;
+  prefetch_report report_; // written by the thread only, read after join
+  std::thread thread_;
+};
+
+} // namespace tidemark::storage
