@@ -44,14 +44,27 @@ void wal_prefetcher::wake() {
   redo_moved_.notify_one();
 }
 
+void wal_prefetcher::wait_until_ahead() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  went_idle_.wait(lock, [&] { return idle_; });
+}
+
+void wal_prefetcher::went_idle() {
+  { std::lock_guard<std::mutex> guard(mutex_); idle_ = true; }
+  went_idle_.notify_all();
+}
+
 bool wal_prefetcher::wait_for_redo(lsn_t lsn) {
   std::unique_lock<std::mutex> lock(mutex_);
   wake_at_.store(lsn, std::memory_order_seq_cst);
+  idle_ = true;
+  went_idle_.notify_all();
   redo_moved_.wait(lock, [&] {
     return stopping_.load(std::memory_order_seq_cst) ||
            redo_lsn_.load(std::memory_order_seq_cst) >= lsn;
   });
   wake_at_.store(never, std::memory_order_seq_cst);
+  idle_ = false;
   return !stopping_.load(std::memory_order_seq_cst);
 }
 
@@ -141,6 +154,7 @@ void wal_prefetcher::run() {
       pool_.finish_prefetch(b, false);
   }
   pool_.release_pins(static_cast<std::uint32_t>(batch));
+  went_idle();
 }
 
 } // namespace tidemark::storage

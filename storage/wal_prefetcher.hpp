@@ -62,6 +62,9 @@ public:
       wake();
   }
 
+  /// Blocks until the prefetcher has read as far ahead as its limits allow (it waits for
+  /// redo) or has reached the end of the WAL.
+  void wait_until_ahead();
   /// Ends the thread (idempotent); every read it started is finished when it returns.
   void stop();
   /// Valid after stop().
@@ -75,6 +78,7 @@ private:
   static constexpr lsn_t never = std::numeric_limits<lsn_t>::max();
 
   void run();
+  void went_idle();
   void wake();
   /// Sleeps until redo reaches `lsn` or stop() is called; false on stop.
   bool wait_for_redo(lsn_t lsn);
@@ -93,6 +97,8 @@ private:
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
   std::condition_variable redo_moved_;
+  std::condition_variable went_idle_;
+  bool idle_ = false; // waiting for redo, or done (mutex_)
   prefetch_report report_; // written by the thread only, read after join
   std::thread thread_;
 };

@@ -46,6 +46,16 @@ TEST_CASE("config: values take PostgreSQL's units and defaults") {
   CHECK(s.io == storage::io_method::sync);
   apply_assignment(s, "synchronous_commit=off");
   CHECK_FALSE(s.synchronous_commit);
+  CHECK(s.recovery_prefetch);
+  apply_assignment(s, "recovery_prefetch=off");
+  CHECK_FALSE(s.recovery_prefetch);
+  CHECK(s.recovery_prefetch_distance == 512u << 10);
+  apply_assignment(s, "recovery_prefetch_distance=64"); // kB, like wal_buffers
+  CHECK(s.recovery_prefetch_distance == 64u << 10);
+  apply_assignment(s, "recovery_progress_interval=500ms");
+  CHECK(s.recovery_progress_interval.count() == 500);
+  apply_assignment(s, "recovery_progress_interval=0");
+  CHECK(s.recovery_progress_interval.count() == 0);
 }
 
 TEST_CASE("config: errors name the key and the valid range") {
@@ -59,6 +69,11 @@ TEST_CASE("config: errors name the key and the valid range") {
   CHECK(error_of("bgwriter_lru_maxpages=-1").find("bgwriter_lru_maxpages") != std::string::npos);
   CHECK(error_of("io_method=aio").find("io_uring, sync") != std::string::npos);
   CHECK(error_of("log_checkpoints=maybe").find("log_checkpoints") != std::string::npos);
+  CHECK(error_of("recovery_prefetch=sometimes").find("recovery_prefetch") != std::string::npos);
+  CHECK(error_of("recovery_prefetch_distance=4kB").find("recovery_prefetch_distance") !=
+        std::string::npos);
+  CHECK(error_of("recovery_progress_interval=50ms").find("0 (off) or 100ms .. 1h") !=
+        std::string::npos);
   CHECK(error_of("page_size=3000").find("page_size") != std::string::npos);
   CHECK(error_of("shared_buffers").find("KEY=VALUE") != std::string::npos);
 }

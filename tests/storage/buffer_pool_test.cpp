@@ -1,6 +1,7 @@
 // Buffer pool: pinning, the page table under concurrency, clock-sweep eviction of dirty
 // victims through the victim writer, the victim supply and its low-water alarm,
-// verification on read, and pin reservations keeping a tiny pool deadlock-free.
+// verification on read, WAL prefetch's claimed reads, and pin reservations keeping a tiny
+// pool deadlock-free.
 #include "storage/buffer_pool.hpp"
 
 #include "storage/fault_engine.hpp"
@@ -10,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -167,6 +169,94 @@ TEST_CASE("buffer pool: a page failing its checksum is reported with file and bl
   // The failed read left no pinned or valid buffer behind: the pool keeps working.
   for (block_id block = 0; block < 40; ++block)
     pool.unpin(pool.pin({4, block}));
+}
+
+// A valid page for `id` whose bytes at 100.. are `fill`, as it would be on disk.
+std::vector<unsigned char> valid_page(page_id id, unsigned char fill) {
+  std::vector<unsigned char> page(page_size, 0);
+  std::memset(page.data() + 100, fill, 50);
+  finalize_page_for_write(page.data(), page_size, id, true);
+  return page;
+}
+
+TEST_CASE("buffer pool: a prefetched page is read by its claimer, and its first pin is a hit") {
+  pool_fixture f;
+  f.files.write_page({3, 1}, valid_page({3, 1}, 5).data());
+  buffer_pool pool(16, f.files, true);
+  pool.unpin(pool.pin({3, 2}));
+  buffer_id claimed;
+  CHECK_FALSE(pool.start_prefetch({3, 2}, &claimed)); // cached: nothing to read
+  REQUIRE(pool.start_prefetch({3, 1}, &claimed));
+  CHECK_FALSE(pool.start_prefetch({3, 1}, &claimed)); // being read already
+  f.files.read_page({3, 1}, pool.page(claimed));
+  pool.finish_prefetch(claimed, true);
+  std::uint64_t reads = pool.counters().reads.load();
+  buffer_id b = pool.pin({3, 1});
+  CHECK(b == claimed);
+  CHECK(pool.counters().reads.load() == reads); // the pin read nothing itself
+  CHECK(static_cast<unsigned char*>(pool.page(b))[120] == 5);
+  pool.unpin(b);
+  pool.unpin(pool.pin({3, 1}));
+  CHECK(pool.counters().prefetched.load() == 1);
+  CHECK(pool.counters().prefetch_hits.load() == 1); // the first pin only
+}
+
+TEST_CASE("buffer pool: a pin of a page being prefetched waits for the prefetch to finish") {
+  pool_fixture f;
+  buffer_pool pool(16, f.files, true);
+  buffer_id claimed;
+  REQUIRE(pool.start_prefetch({3, 4}, &claimed));
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool pinning = false;
+  std::atomic<bool> finished{false};
+  bool saw_finished = false;
+  unsigned char seen = 0;
+  std::thread session([&] {
+    {
+      std::lock_guard<std::mutex> guard(mutex);
+      pinning = true;
+    }
+    cv.notify_one();
+    buffer_id b = pool.pin({3, 4});
+    saw_finished = finished.load();
+    seen = static_cast<unsigned char*>(pool.page(b))[120];
+    pool.unpin(b);
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return pinning; });
+  }
+  // What the prefetch read; the file itself holds nothing (zeros), so a pin that read for
+  // itself would see 0.
+  std::vector<unsigned char> page = valid_page({3, 4}, 9);
+  std::memcpy(pool.page(claimed), page.data(), page_size);
+  finished.store(true);
+  pool.finish_prefetch(claimed, true);
+  session.join();
+  CHECK(saw_finished);
+  CHECK(seen == 9);
+}
+
+TEST_CASE("buffer pool: a prefetch that failed or read a corrupt page leaves it to the pin") {
+  pool_fixture f;
+  std::vector<unsigned char> corrupt = valid_page({3, 5}, 7);
+  corrupt[5000] ^= 1;
+  f.files.write_page({3, 5}, corrupt.data());
+  f.files.write_page({3, 6}, valid_page({3, 6}, 6).data());
+  buffer_pool pool(16, f.files, true);
+  buffer_id claimed;
+  REQUIRE(pool.start_prefetch({3, 5}, &claimed));
+  f.files.read_page({3, 5}, pool.page(claimed));
+  pool.finish_prefetch(claimed, true); // fails verification: left unread, no error yet
+  CHECK_THROWS_AS(pool.pin({3, 5}), page_corrupt_error); // the pin that needs it reports it
+  REQUIRE(pool.start_prefetch({3, 6}, &claimed));
+  pool.finish_prefetch(claimed, false); // the read itself failed
+  buffer_id b = pool.pin({3, 6});       // read again, by the pin
+  CHECK(static_cast<unsigned char*>(pool.page(b))[120] == 6);
+  pool.unpin(b);
+  CHECK(pool.counters().prefetched.load() == 0);
+  CHECK(pool.counters().prefetch_hits.load() == 0);
 }
 
 TEST_CASE("buffer pool: after a failed sync dropped a written page, it is never served stale") {

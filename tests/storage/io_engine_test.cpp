@@ -98,6 +98,31 @@ TEST_CASE_TEMPLATE("io_engine: a short read at end of file zero-fills", M, sync_
   io->close_file(fd);
 }
 
+TEST_CASE_TEMPLATE("io_engine: read_batch reads each like read(), zero-filling past the end", M,
+                   sync_method, uring_method) {
+  test::temp_dir dir;
+  auto io = make_io_engine(M::method);
+  const int a = io->open_file(dir.file("a"), true);
+  const int b = io->open_file(dir.file("b"), true);
+  const auto bytes_a = test::random_bytes(3 * 4096, 11);
+  const auto bytes_b = test::random_bytes(4096 + 100, 12);
+  io->write(a, bytes_a.data(), bytes_a.size(), 0);
+  io->write(b, bytes_b.data(), bytes_b.size(), 0);
+  std::vector<std::vector<unsigned char>> out(5, std::vector<unsigned char>(4096, 0xAA));
+  const io_read reads[] = {{a, out[0].data(), 4096, 2 * 4096}, {b, out[1].data(), 4096, 0},
+                           {a, out[2].data(), 4096, 0},        {b, out[3].data(), 4096, 4096},
+                           {b, out[4].data(), 4096, 1 << 20}};
+  io->read_batch(reads, 5);
+  CHECK(std::equal(out[0].begin(), out[0].end(), bytes_a.begin() + 2 * 4096));
+  CHECK(std::equal(out[1].begin(), out[1].end(), bytes_b.begin()));
+  CHECK(std::equal(out[2].begin(), out[2].end(), bytes_a.begin()));
+  CHECK(std::equal(out[3].begin(), out[3].begin() + 100, bytes_b.begin() + 4096));
+  CHECK(std::all_of(out[3].begin() + 100, out[3].end(), [](unsigned char x) { return x == 0; }));
+  CHECK(std::all_of(out[4].begin(), out[4].end(), [](unsigned char x) { return x == 0; }));
+  io->close_file(a);
+  io->close_file(b);
+}
+
 TEST_CASE_TEMPLATE("io_engine: write_batch of 200 writes across 3 files", M, sync_method,
                    uring_method) {
   test::temp_dir dir;

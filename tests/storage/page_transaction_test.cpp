@@ -1,9 +1,11 @@
 // Atomic multi-page transactions and redo: what sessions do to pages is exactly what redo
-// rebuilds from the WAL, full-page images appear once per page per redo point, and appends
-// from concurrent sessions never collide.
+// rebuilds from the WAL (also with WAL prefetch reading ahead into a small pool), full-page
+// images appear once per page per redo point, appends from concurrent sessions never
+// collide, and a long redo reports its progress.
 #include "storage/page_transaction.hpp"
 
 #include "storage/redo.hpp"
+#include "storage/wal_prefetcher.hpp"
 #include "storage/wal_reader.hpp"
 #include "test_support.hpp"
 
@@ -28,6 +30,17 @@ struct engine_fixture {
   wal_log wal{*io, wal_options{dir.path(), wal_segment, 1 << 20}, 0, 0};
   buffer_pool pool{64, files, true};
   append_tails tails{files};
+};
+
+// Writes dirty victims straight to the files.
+struct recording_victims final : victim_writer {
+  explicit recording_victims(relation_files& f) : files(f) {}
+  victim_write write_victim(buffer_id, page_id id, lsn_t, void* copy, bool) override {
+    finalize_page_for_write(copy, files.page_size(), id, true);
+    files.write_page(id, copy);
+    return victim_write::completed;
+  }
+  relation_files& files;
 };
 
 struct row {
@@ -155,6 +168,92 @@ TEST_CASE("redo: replaying the same WAL twice ends in the same pages") {
   CHECK(second.images_restored > 0);
   CHECK(snapshot(recovered, {2, 0}) == before);
   CHECK(snapshot(recovered, {1, 5}) == block_5);
+}
+
+// Writes every page the transfers touched to the files (as a checkpoint would), so that
+// redo without images has pages to read.
+void write_all_pages(engine_fixture& f) {
+  std::vector<page_id> pages{{2, 0}};
+  for (block_id b = 0; b < 30; ++b)
+    pages.push_back({1, b});
+  for (page_id id : pages) {
+    std::vector<unsigned char> page = snapshot(f.pool, id);
+    finalize_page_for_write(page.data(), page_size, id, true);
+    f.files.write_page(id, page.data());
+  }
+}
+
+// A page's bytes without the checksum and identity a write stamps on it (a page in the
+// pool carries none that means anything).
+std::vector<unsigned char> contents(buffer_pool& pool, page_id id) {
+  std::vector<unsigned char> bytes = snapshot(pool, id);
+  std::fill(bytes.begin() + 8, bytes.begin() + 20, 0);
+  return bytes;
+}
+
+TEST_CASE("redo: WAL prefetch reads ahead into a small pool, and redo ends in the same pages") {
+  engine_fixture f;
+  run_transfers(f, 1, 200, false);
+  write_all_pages(f); // pages as of now on disk; the next transfers are redo's to apply
+  lsn_t redo_point = f.wal.inserted_lsn();
+  run_transfers(f, 4, 300, false);
+  f.wal.flush(f.wal.inserted_lsn());
+  buffer_pool recovered(16, f.files, true); // a third of the pages: evictions all along
+  recording_victims victims(f.files);
+  recovered.set_victim_writer(&victims);
+  wal_prefetcher prefetcher(*f.io, f.dir.path(), wal_segment, page_size, redo_point,
+                            f.wal.inserted_lsn(), recovered, f.files, 64 << 10);
+  prefetcher.wait_until_ahead(); // deterministic: redo starts behind a full read-ahead
+  wal_reader reader(*f.io, f.dir.path(), wal_segment, page_size, redo_point);
+  redo_options options;
+  options.prefetcher = &prefetcher;
+  redo_summary summary = replay(reader, recovered, 1, nullptr, options);
+  prefetcher.stop();
+  CHECK(summary.records == 1200);
+  CHECK(prefetcher.report().error.empty());
+  CHECK(prefetcher.report().reads > 0);
+  CHECK(recovered.counters().prefetched.load() == prefetcher.report().reads);
+  CHECK(recovered.counters().prefetch_hits.load() > 0);
+  CHECK(recovered.counters().prefetch_hits.load() <= recovered.counters().prefetched.load());
+  for (block_id b = 0; b < 30; ++b)
+    CHECK_MESSAGE(contents(f.pool, {1, b}) == contents(recovered, {1, b}),
+                  "page 1/" << b << " differs after redo with prefetch");
+  CHECK(contents(f.pool, {2, 0}) == contents(recovered, {2, 0}));
+}
+
+TEST_CASE("redo: WAL prefetch reads no block a record restores from its image") {
+  engine_fixture f;
+  run_transfers(f, 2, 100, true); // from an empty start: every first change carries an image
+  f.wal.flush(f.wal.inserted_lsn());
+  buffer_pool recovered(256, f.files, true); // read-ahead limit above every block touched
+  wal_prefetcher prefetcher(*f.io, f.dir.path(), wal_segment, page_size, 0, f.wal.inserted_lsn(),
+                            recovered, f.files, 1 << 20);
+  prefetcher.wait_until_ahead(); // the distance covers all WAL: every record decoded
+  wal_reader reader(*f.io, f.dir.path(), wal_segment, page_size, 0);
+  redo_options options;
+  options.prefetcher = &prefetcher;
+  redo_summary summary = replay(reader, recovered, 1, nullptr, options);
+  prefetcher.stop();
+  CHECK(prefetcher.report().images == summary.images_restored);
+  CHECK(summary.images_restored > 0);
+}
+
+TEST_CASE("redo: a long redo reports where it is") {
+  engine_fixture f;
+  run_transfers(f, 1, 3000, false);
+  f.wal.flush(f.wal.inserted_lsn());
+  buffer_pool recovered(64, f.files, true);
+  wal_reader reader(*f.io, f.dir.path(), wal_segment, page_size, 0);
+  std::vector<redo_progress> reports;
+  redo_options options;
+  options.progress_every = std::chrono::nanoseconds(1); // every check: each 1024 records
+  options.progress = [&](const redo_progress& at) { reports.push_back(at); };
+  replay(reader, recovered, 1, nullptr, options);
+  REQUIRE(reports.size() == 2);
+  CHECK(reports[0].records == 1024);
+  CHECK(reports[1].records == 2048);
+  CHECK(reports[0].position < reports[1].position);
+  CHECK(reports[1].position < f.wal.inserted_lsn());
 }
 
 } // namespace
