@@ -10,6 +10,10 @@
 
 namespace tidemark::storage {
 
+namespace {
+constexpr std::size_t recent_slots = 1024;
+}
+
 std::size_t wal_prefetcher::batch_pages(std::size_t buffers) {
   return std::clamp<std::size_t>(buffers / 4, 1, 32);
 }
@@ -76,6 +80,37 @@ void wal_prefetcher::run() {
   // Pages read ahead, per record end, that redo has not reached yet.
   std::deque<std::pair<lsn_t, std::size_t>> ahead;
   std::size_t ahead_count = 0;
+  // Blocks looked at lately (direct-mapped by page). A hot page (a branch, a teller, the
+  // history tail) is not looked up in the pool again on every record that touches it,
+  // which would contend with redo's own pins for nothing: an entry counts for
+  // `recent_window` block references (a page evicted meanwhile is just not prefetched).
+  // A block with a full-page image in a record redo has not reached yet is never read:
+  // redo will restore it from the image, and its zero-filling pin must not wait for a
+  // read it does not need.
+  struct seen_block {
+    page_id id{0, 0};
+    std::uint64_t at = 0;  // reference count when last looked at (0: empty)
+    lsn_t image_end = 0;   // end of the latest record restoring it from an image
+  };
+  std::vector<seen_block> recent(recent_slots);
+  std::uint64_t references = 0;
+  const std::uint64_t recent_window = ahead_limit;
+  // True when `block` needs no look in the pool; remembers it either way.
+  auto skip_block = [&](const block_ref_view& block, lsn_t record_end, lsn_t redo) {
+    const page_id id = block.id;
+    seen_block& slot =
+      recent[(std::uint64_t{id.rel} * 0x9E3779B97F4A7C15ull ^ id.block) % recent_slots];
+    ++references;
+    bool same = slot.at != 0 && slot.id.rel == id.rel && slot.id.block == id.block;
+    bool skip = same && (references - slot.at <= recent_window || slot.image_end > redo);
+    if (!same)
+      slot.image_end = 0;
+    slot.id = id;
+    slot.at = references;
+    if (block.image != nullptr)
+      slot.image_end = record_end;
+    return skip;
+  };
 
   // Reads the claimed pages and makes them readable; on failure leaves them invalid (their
   // pins read for themselves) and rethrows.
@@ -127,8 +162,13 @@ void wal_prefetcher::run() {
       std::size_t issued = 0;
       for (std::size_t i = 0; i < record->block_count; ++i) {
         const block_ref_view& block = record->blocks[i];
+        bool skip = skip_block(block, position, redo);
         if (block.image != nullptr) {
           ++report_.images;
+          continue;
+        }
+        if (skip) {
+          ++report_.blocks_cached;
           continue;
         }
         buffer_id buffer;

@@ -4,8 +4,10 @@
 // redo applies the records before them.
 //
 // What it skips: blocks the record restores from a full-page image (redo zero-fills
-// those), blocks already in the pool or being read, and everything redo has already
-// passed (if redo overtakes it, it jumps to where redo is).
+// those), and later references to them while redo has not reached that image yet;
+// blocks already in the pool or being read; blocks it looked at within the last few
+// hundred references (hot pages are not looked up on every record); and everything redo
+// has already passed (if redo overtakes it, it jumps to where redo is).
 //
 // Rules it keeps:
 //  - Redo never waits for a read it did not need: a prefetched buffer is an ordinary pool
@@ -37,7 +39,7 @@ namespace tidemark::storage {
 
 struct prefetch_report {
   std::uint64_t records = 0;       // decoded ahead of redo
-  std::uint64_t blocks_cached = 0; // referenced, already in the pool
+  std::uint64_t blocks_cached = 0; // referenced, already in the pool or looked at lately
   std::uint64_t images = 0;        // referenced with a full-page image (not read)
   std::uint64_t reads = 0;         // pages it read
   std::uint64_t batches = 0;       // read_batch calls
