@@ -159,8 +159,13 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
     chunk_ = chunk;
     has_chunk_ = true;
     ++generation_;
-    caf::delayed_anon_send(context_.batcher, shared_chunk_delay, messages::flush_atom::value,
-                           generation_);
+    // Sessions share the chunk for a moment; redo during recovery is alone (its prefetch
+    // aside), and would only wait out the moment for every victim it writes.
+    if (context_.recovering.load(std::memory_order_relaxed))
+      caf::anon_send(context_.batcher, messages::flush_atom::value, generation_);
+    else
+      caf::delayed_anon_send(context_.batcher, shared_chunk_delay, messages::flush_atom::value,
+                             generation_);
   }
   auto& entries = ring.entries(chunk_);
   std::memcpy(ring.slot_memory(chunk_, static_cast<std::uint32_t>(entries.size())), copy,
