@@ -234,7 +234,12 @@ TEST_CASE("doublewrite ring: chunks follow the state machine, and illegal transi
   CHECK(ring.counters().fsyncs.load() == 1);
   std::vector<std::uint64_t> latency = ring.counters().fsync_latency.snapshot();
   CHECK(std::accumulate(latency.begin(), latency.end(), std::uint64_t{0}) == 1); // its duration
+  CHECK(ring.used_bytes() > 0); // FREE, but no durable header past its record yet
+  CHECK(ring.sync_horizon());
   CHECK(ring.used_bytes() == 0);
+  CHECK_FALSE(ring.sync_horizon()); // nothing moved since: no fdatasync
+  CHECK(ring.counters().fsyncs.load() == 2);
+  CHECK(ring.counters().horizon_fsyncs.load() == 1);
 }
 
 // Stages `pages` pages of random (incompressible) bytes into a fresh chunk.
@@ -272,10 +277,12 @@ TEST_CASE("doublewrite ring: a record is never placed over one whose chunk is no
   ring.advance(b, dw_state::data_written);
   CHECK_FALSE(ring.write(c)); // b's record is held until b is FREE (D2), not DATA_WRITTEN
   retire(ring, a);
+  CHECK_FALSE(ring.write(c)); // a is FREE, but the durable header still points at it
+  CHECK(ring.sync_horizon());
   CHECK(ring.write(c)); // into a's space
   // The ring file holds b's and c's records intact: every image comes back.
-  std::vector<unsigned char> file(ring.capacity_bytes());
   int fd = io->open_file(ring.path(), false);
+  std::vector<unsigned char> file(io->file_size(fd));
   io->read(fd, file.data(), file.size(), 0);
   io->close_file(fd);
   std::size_t images = 0;
@@ -284,7 +291,7 @@ TEST_CASE("doublewrite ring: a record is never placed over one whose chunk is no
   CHECK(images == 16);
 }
 
-TEST_CASE("doublewrite ring: staging memory comes back at DATA_WRITTEN, ring space at FREE") {
+TEST_CASE("doublewrite ring: staging memory comes back at DATA_WRITTEN, ring space after FREE") {
   test::temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   doublewrite_ring ring(*io, dir.path(), page_size, 64, 8, 1);
@@ -301,6 +308,8 @@ TEST_CASE("doublewrite ring: staging memory comes back at DATA_WRITTEN, ring spa
   CHECK(ring.used_bytes() == used);
   ring.advance(a, dw_state::data_fsynced);
   ring.release(a);
+  CHECK(ring.used_bytes() == used); // until a header past it is durable
+  CHECK(ring.sync_horizon());
   CHECK(ring.used_bytes() == 0);
 }
 
