@@ -83,7 +83,8 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   hurry_retirement(self, false);
 }
 
-// When the ring is half full (or a batch waits for ring space, or a writer for a FREE
+// When the ring is half full — the span from the durable horizon to the write position,
+// which writes may not reuse — (or a batch waits for ring space, or a writer for a FREE
 // chunk), asks for the waiting batches' files to be fsynced now — one request at a time,
 // so the batches that pile up while an fsync runs share the next one. Until then their
 // in-place writes coalesce in the page cache, as they would without doublewrite. A writer

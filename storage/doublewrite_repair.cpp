@@ -218,12 +218,14 @@ ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::s
   return report;
 }
 
-// Two passes over the records, so that memory holds one LSN per page, not one image: the
-// first finds each page's newest valid LSN (D5) — following the chain when a header is
-// intact — the second reads the same records again (from the page cache, usually) and
-// repairs from the first valid image that has it. Both read page headers first and
-// decompress and verify a whole page only when its LSN would matter: an image older than
-// the newest valid one seen is never decoded.
+// Two passes over the records, so that memory holds one LSN per page, not one image. The
+// first reads page headers only and notes each page's highest LSN (D5); the second reads
+// the same records again (from the page cache, usually), decompresses and verifies an
+// image only when it has that LSN, and repairs from the first that verifies. So a page's
+// image is decoded whole about once, however often the chain holds it. A page none of
+// whose images with that LSN verifies takes two more passes, for it alone: the first finds
+// its highest LSN whose image verifies (verifying every image newer than the best so far),
+// the second repairs from it.
 repair_report repair_from_ring(io_engine& io, const std::string& ring_path, relation_files& files) {
   auto started = std::chrono::steady_clock::now();
   repair_report report;
@@ -236,28 +238,32 @@ repair_report repair_from_ring(io_engine& io, const std::string& ring_path, rela
   std::unordered_map<page_id, lsn_t, page_id_hash> newest;
   std::vector<segment_id> touched;
   try {
-    auto newest_lsn = [&](const ring_image& image) {
+    auto highest_lsn = [&](const ring_image& image) {
       ++report.images_read;
       page_id id;
       lsn_t lsn;
       if (!identify(image, &id, &lsn))
         return;
-      auto it = newest.find(id);
-      if ((it != newest.end() && it->second >= lsn) || verified_page(image, id, page_size) == nullptr)
-        return;
-      newest[id] = lsn;
+      auto [it, added] = newest.emplace(id, lsn);
+      if (!added && it->second < lsn)
+        it->second = lsn;
     };
     ring_header header;
     std::vector<chain_part> parts;
     report.bounded = read_header(io, fd, size, &report.ring_bytes_read, &header);
     if (report.bounded) {
-      parts = follow_chain(io, fd, size, header, page_size, report, newest_lsn);
+      parts = follow_chain(io, fd, size, header, page_size, report, highest_lsn);
     } else {
       for_each_image(io, fd, 0, size, page_size, &report.ring_bytes_read, &report.records_read,
-                     newest_lsn);
+                     highest_lsn);
       parts.push_back({0, size});
     }
-    report.pages_considered = newest.size();
+    // The chain's parts hold its records back to back, so a scan of them finds exactly
+    // those records again.
+    auto for_each_chain_image = [&](const image_callback& image) {
+      for (const chain_part& part : parts)
+        for_each_image(io, fd, part.from, part.to, page_size, &report.ring_bytes_read, nullptr, image);
+    };
     std::vector<unsigned char> disk(page_size);
     auto repair = [&](const ring_image& image) {
       page_id id;
@@ -269,8 +275,9 @@ repair_report repair_from_ring(io_engine& io, const std::string& ring_path, rela
         return;
       const unsigned char* slot = verified_page(image, id, page_size);
       if (slot == nullptr)
-        return; // a broken image with the same LSN: the valid one is still to come
+        return; // a broken image with that LSN: a valid one may still come
       newest.erase(it); // decided
+      ++report.pages_considered;
       files.read_page(id, disk.data());
       repair_inputs in;
       in.disk = verify_page(disk.data(), page_size, id, true);
@@ -291,10 +298,25 @@ repair_report repair_from_ring(io_engine& io, const std::string& ring_path, rela
       if (std::find(touched.begin(), touched.end(), segment) == touched.end())
         touched.push_back(segment);
     };
-    // The chain's parts hold its records back to back, so a scan of them finds exactly
-    // those records again.
-    for (const chain_part& part : parts)
-      for_each_image(io, fd, part.from, part.to, page_size, &report.ring_bytes_read, nullptr, repair);
+    for_each_chain_image(repair);
+    if (!newest.empty()) { // pages whose newest images are all broken
+      std::unordered_map<page_id, lsn_t, page_id_hash> valid;
+      for_each_chain_image([&](const ring_image& image) {
+        page_id id;
+        lsn_t lsn;
+        if (!identify(image, &id, &lsn))
+          return;
+        auto broken = newest.find(id);
+        if (broken == newest.end() || lsn >= broken->second)
+          return;
+        auto it = valid.find(id);
+        if ((it != valid.end() && it->second >= lsn) || verified_page(image, id, page_size) == nullptr)
+          return;
+        valid[id] = lsn;
+      });
+      newest = std::move(valid);
+      for_each_chain_image(repair);
+    }
   } catch (...) {
     io.close_file(fd);
     throw;

@@ -54,7 +54,7 @@ struct repair_report {
   std::uint64_t repaired_checksum = 0; // on-disk page failed verification or was zero
   std::uint64_t repaired_lsn = 0;      // on-disk page valid but older
   std::uint64_t repaired_bytes = 0;    // same LSN, different bytes
-  std::uint64_t ring_bytes_read = 0;   // by both passes
+  std::uint64_t ring_bytes_read = 0;   // the header slots and every pass
   std::uint64_t records_read = 0;      // intact records used
   bool bounded = false;                // an intact header bounded the scan to its chain
   double seconds = 0;                  // wall time of the repair

@@ -3,7 +3,11 @@
 // a checksum never flags (older LSN, same LSN with other bytes) and ignores torn records and
 // images; records round-trip compressible and incompressible pages and yield nothing when
 // torn or partly overwritten; the ring refuses illegal chunk transitions, never places a
-// record over one whose chunk is not FREE, and makes writers wait instead of overwriting.
+// record over one whose chunk is not FREE, nor over FREE space behind a horizon not yet
+// durable, and makes writers wait instead of overwriting. With an intact header repair reads
+// only the chain from its horizon (across the end of the ring too), whichever header a torn
+// or lost header write leaves; sequences never repeat across runs; a ring from before the
+// header slots is read whole.
 #include "storage/doublewrite_record.hpp"
 #include "storage/doublewrite_repair.hpp"
 #include "storage/doublewrite_ring.hpp"
