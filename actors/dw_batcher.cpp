@@ -83,7 +83,8 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   hurry_retirement(self, false);
 }
 
-// When the ring is half full (or a batch waits for ring space, or a writer for a FREE
+// When the ring is half full — the span from the durable horizon to the write position,
+// which writes may not reuse — (or a batch waits for ring space, or a writer for a FREE
 // chunk), asks for the waiting batches' files to be fsynced now — one request at a time,
 // so the batches that pile up while an fsync runs share the next one. Until then their
 // in-place writes coalesce in the page cache, as they would without doublewrite. A writer
@@ -224,49 +225,68 @@ void fail_group_and_queue(dw_batcher_pointer self) {
 }
 
 // Writes the queued batches' records, in order, while the ring has room; makes them all
-// durable with one fdatasync (D3); then writes them in place. Answers the flush requests
-// once nothing is queued; hurries retirement when needed.
+// durable with one fdatasync (D3); then writes them in place. A batch that found no room
+// is tried again once a header past the space that retired batches freed is durable: after
+// the group's fdatasync (whose header moved the horizon), or, with no group to ride on,
+// after an fdatasync of the header alone — ring space is reusable only behind a durable
+// horizon. Answers the flush requests once nothing is queued; hurries retirement when needed.
 void write_queued(dw_batcher_pointer self) {
   auto& st = self->state;
   context& e = *st.ctx;
-  st.group.clear();
-  st.waiting_for_ring_space = false;
-  while (!st.queued.empty() && !e.failed()) {
-    auto [chunk, source] = st.queued.front();
-    if (!write_record(self, chunk, source)) {
-      st.waiting_for_ring_space = true;
-      break;
+  for (;;) {
+    st.group.clear();
+    st.waiting_for_ring_space = false;
+    while (!st.queued.empty() && !e.failed()) {
+      auto [chunk, source] = st.queued.front();
+      if (!write_record(self, chunk, source)) {
+        st.waiting_for_ring_space = true;
+        break;
+      }
+      st.queued.pop_front();
     }
-    st.queued.pop_front();
-  }
-  if (e.failed()) {
-    fail_group_and_queue(self);
-    return;
-  }
-  if (!st.group.empty()) {
-    st.group_chunks.clear();
-    for (const auto& [chunk, source] : st.group)
-      st.group_chunks.push_back(chunk);
-    try {
-      e.ring->sync(st.group_chunks.data(), st.group_chunks.size());
-    } catch (const std::exception& error) {
-      e.fail(std::string("doublewrite ring fsync failed: ") + error.what());
-      e.ring->fail();
+    if (e.failed()) {
       fail_group_and_queue(self);
       return;
     }
-    for (const auto& [chunk, source] : st.group) {
-      trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
-      if (e.failed())
-        fail_batch(e, chunk, e.failure()); // an in-place write before it failed
-      else
-        write_in_place(self, chunk, source);
+    bool retry = st.waiting_for_ring_space;
+    if (!st.group.empty()) {
+      st.group_chunks.clear();
+      for (const auto& [chunk, source] : st.group)
+        st.group_chunks.push_back(chunk);
+      try {
+        e.ring->sync(st.group_chunks.data(), st.group_chunks.size());
+      } catch (const std::exception& error) {
+        e.fail(std::string("doublewrite ring fsync failed: ") + error.what());
+        e.ring->fail();
+        fail_group_and_queue(self);
+        return;
+      }
+      for (const auto& [chunk, source] : st.group) {
+        trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
+        if (e.failed())
+          fail_batch(e, chunk, e.failure()); // an in-place write before it failed
+        else
+          write_in_place(self, chunk, source);
+      }
+      st.group.clear();
+    } else if (retry) {
+      try {
+        retry = e.ring->sync_horizon();
+      } catch (const std::exception& error) {
+        e.fail(std::string("doublewrite ring fsync failed: ") + error.what());
+        e.ring->fail();
+        fail_queued_batches(self);
+        return;
+      }
+      if (retry)
+        trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_horizon_synced", 0);
     }
-    st.group.clear();
-  }
-  if (e.failed()) {
-    fail_queued_batches(self);
-    return;
+    if (e.failed()) {
+      fail_queued_batches(self);
+      return;
+    }
+    if (!retry)
+      break;
   }
   if (st.queued.empty())
     answer_flush_waiters(self);

@@ -11,11 +11,13 @@
 // sync_worker and finishes the
 // buffers' writes (W2); and asks the sync_worker to tell it when each file has had an
 // fsync that began after those writes completed. On that answer the chunk is DATA_FSYNCED
-// and FREE again, and its ring space with it (D2). When the ring is half full, or a batch
-// finds no room (it then waits, in order, at the batcher), it asks the sync_worker to
-// fsync the files of its waiting batches now, so retirement never waits for a checkpoint
-// but usually rides on one; a writer finding no free chunk or staging memory waits (D4,
-// counted). dw_flush_request is answered once every batch handed over before it is
+// and FREE again (D2); its ring space is reusable once a ring header past it is durable —
+// the next group's fdatasync carries that header, or, when a batch waits for that space
+// and no group is there, an fdatasync of the header alone. When the span the ring may not
+// reuse passes half the ring, or a batch finds no room (it then waits, in order, at the
+// batcher), it asks the sync_worker to fsync the files of its waiting batches now, so
+// retirement never waits for a checkpoint but usually rides on one; a writer finding no
+// free chunk or staging memory waits (D4, counted). dw_flush_request is answered once every batch handed over before it is
 // DATA_WRITTEN (the checkpointer asks before its sync phase). Sessions' victims share one
 // chunk, taken 1 ms after its first page or when full.
 //

@@ -1,4 +1,5 @@
-// Eager doublewrite repair: see doublewrite_repair.hpp for the decision table.
+// Eager doublewrite repair: see doublewrite_repair.hpp for the decision table and which
+// records are read.
 #include "storage/doublewrite_repair.hpp"
 
 #include "storage/doublewrite_record.hpp"
@@ -6,7 +7,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 
 namespace tidemark::storage {
@@ -48,32 +51,144 @@ const unsigned char* verified_page(const ring_image& image, page_id id, std::siz
   return page != nullptr && verify_page(page, page_size, id, true) == page_verdict::ok ? page : nullptr;
 }
 
-// Calls `image` with each image of the intact records in the ring, reading the ring in
-// windows (it may be large).
-template <class Yield>
-void for_each_image(io_engine& io, int fd, std::uint64_t size, std::size_t page_size,
-                    Yield&& image) {
-  std::size_t window = std::size_t{4} << 20;
+using image_callback = std::function<void(const ring_image& image)>;
+
+constexpr std::size_t scan_window = std::size_t{4} << 20;
+
+// Calls `image` with each image of the intact records in [from, to) of the ring file,
+// trying every alignment boundary not inside one, reading in windows (the ring may be
+// large). Counts the bytes read, and the records when `records` is given.
+void for_each_image(io_engine& io, int fd, std::uint64_t from, std::uint64_t to,
+                    std::size_t page_size, std::uint64_t* bytes_read, std::uint64_t* records,
+                    const image_callback& image) {
+  std::size_t window = scan_window;
   std::vector<unsigned char> buffer;
-  std::uint64_t at = 0;
-  while (at < size) {
-    std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(window, size - at));
+  std::uint64_t at = from;
+  while (at < to) {
+    std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(window, to - at));
     buffer.resize(length);
     io.read(fd, buffer.data(), length, at);
-    std::size_t stopped = for_each_ring_image(buffer.data(), length, length, page_size, image);
-    if (stopped == 0)
+    *bytes_read += length;
+    std::size_t stopped = for_each_ring_image(buffer.data(), length, length, page_size, image, records);
+    if (stopped == 0 && at + length == to)
+      stopped = ring_record_alignment; // a record header whose record would end past `to`
+    else if (stopped == 0)
       window *= 2; // a record longer than the window starts here
     at += stopped;
   }
 }
 
+// The newer intact header of the ring file, if any.
+bool read_header(io_engine& io, int fd, std::uint64_t size, std::uint64_t* bytes_read,
+                 ring_header* header) {
+  std::vector<unsigned char> slots(ring_records_start);
+  io.read(fd, slots.data(), slots.size(), 0); // zeros past the end of a short file
+  *bytes_read += std::min<std::uint64_t>(size, slots.size());
+  unsigned slot;
+  return newest_ring_header(slots.data(), header, &slot);
+}
+
+// A window onto the ring file for following the chain.
+class chain_reader {
+public:
+  chain_reader(io_engine& io, int fd, std::uint64_t size, std::uint64_t* bytes_read)
+    : io_(io), fd_(fd), size_(size), bytes_read_(bytes_read) {}
+
+  // The bytes from `at` up to `limit` (and the end of the file): at least `want` of them
+  // where there are that many, from the window if it holds them, else read anew with
+  // `ahead` bytes (or `want`, if more). *available says how many; nullptr if none.
+  const unsigned char* bytes(std::uint64_t at, std::size_t want, std::size_t ahead,
+                             std::uint64_t limit, std::size_t* available) {
+    limit = std::min(limit, size_);
+    if (at >= limit)
+      return nullptr;
+    std::uint64_t end = std::min<std::uint64_t>(at + want, limit);
+    if (at < at_ || end > at_ + buffer_.size()) {
+      std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(std::max(want, ahead), limit - at));
+      buffer_.resize(length);
+      io_.read(fd_, buffer_.data(), length, at);
+      *bytes_read_ += length;
+      at_ = at;
+    }
+    *available = static_cast<std::size_t>(std::min(at_ + buffer_.size(), limit) - at);
+    return buffer_.data() + (at - at_);
+  }
+
+private:
+  io_engine& io_;
+  int fd_;
+  std::uint64_t size_;
+  std::uint64_t* bytes_read_;
+  std::vector<unsigned char> buffer_;
+  std::uint64_t at_ = 0; // the window holds [at_, at_ + buffer_.size())
+};
+
+// The intact record at `at` whose sequence is `expected`, if there is one before `limit`.
+bool chain_record(chain_reader& reader, std::uint64_t at, std::uint64_t expected, std::size_t ahead,
+                  std::uint64_t limit, std::size_t page_size, const unsigned char** record,
+                  std::size_t* length) {
+  std::size_t available = 0;
+  const unsigned char* bytes = reader.bytes(at, ring_record_alignment, ahead, limit, &available);
+  if (bytes == nullptr)
+    return false;
+  ring_record_info info = inspect_ring_record(bytes, available, page_size);
+  if (info.kind == ring_record_info::partial && info.sequence == expected) {
+    bytes = reader.bytes(at, info.length, ahead, limit, &available);
+    info = inspect_ring_record(bytes, available, page_size);
+  }
+  if (info.kind != ring_record_info::intact || info.sequence != expected)
+    return false;
+  *record = bytes;
+  *length = info.length;
+  return true;
+}
+
+// A stretch of the ring file holding consecutive records of the chain.
+struct chain_part {
+  std::uint64_t from, to;
+};
+
+// Follows the chain from the header's horizon (doublewrite_repair.hpp), calling `image`
+// with each image of its records. A look at a place the chain may continue reads one
+// alignment block; once a record was found there, reads go ahead in large windows. After
+// it moved to the start of the record area, the chain cannot reach its own first record.
+std::vector<chain_part> follow_chain(io_engine& io, int fd, std::uint64_t size,
+                                     const ring_header& header, std::size_t page_size,
+                                     repair_report& report, const image_callback& image) {
+  chain_reader reader(io, fd, size, &report.ring_bytes_read);
+  std::vector<unsigned char> scratch(page_size);
+  std::vector<chain_part> parts;
+  std::uint64_t at = header.horizon_at;
+  std::uint64_t expected = header.horizon_sequence;
+  std::uint64_t limit = size;
+  std::size_t ahead = ring_record_alignment;
+  bool moved_to_start = false;
+  for (;;) {
+    const unsigned char* record = nullptr;
+    std::size_t length = 0;
+    if (chain_record(reader, at, expected, ahead, limit, page_size, &record, &length)) {
+      for_each_record_image(record, page_size, scratch.data(), image);
+      ++report.records_read;
+      if (parts.empty() || parts.back().to != at)
+        parts.push_back({at, at});
+      parts.back().to = at + length;
+      at += length;
+      ++expected;
+      ahead = scan_window;
+      continue;
+    }
+    if (moved_to_start || at == ring_records_start)
+      break;
+    moved_to_start = true;
+    limit = parts.empty() ? size : parts.front().from;
+    at = ring_records_start;
+    ahead = ring_record_alignment;
+  }
+  return parts;
+}
+
 } // namespace
 
-// Two passes over the ring, so that memory holds one LSN per page, not one image: the
-// first finds each page's newest valid LSN (D5), the second repairs from the first valid
-// image that has it. Both read page headers first and decompress and verify a whole page
-// only when its LSN would matter: an image older than the newest valid one seen is never
-// decoded.
 ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::size_t page_size) {
   ring_check_report report;
   struct stat st;
@@ -82,7 +197,12 @@ ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::s
   report.present = true;
   int fd = io.open_file(ring_path, false);
   try {
-    for_each_image(io, fd, static_cast<std::uint64_t>(st.st_size), page_size,
+    const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+    std::uint64_t bytes_read = 0;
+    ring_header header;
+    // Records start past the header slots, or at 0 in a ring from before them.
+    std::uint64_t from = read_header(io, fd, size, &bytes_read, &header) ? ring_records_start : 0;
+    for_each_image(io, fd, from, size, page_size, &bytes_read, nullptr,
                    [&](const ring_image& image) {
                      ++report.images;
                      page_id id;
@@ -98,7 +218,16 @@ ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::s
   return report;
 }
 
+// Two passes over the records, so that memory holds one LSN per page, not one image. The
+// first reads page headers only and notes each page's highest LSN (D5); the second reads
+// the same records again (from the page cache, usually), decompresses and verifies an
+// image only when it has that LSN, and repairs from the first that verifies. So a page's
+// image is decoded whole about once, however often the chain holds it. A page none of
+// whose images with that LSN verifies takes two more passes, for it alone: the first finds
+// its highest LSN whose image verifies (verifying every image newer than the best so far),
+// the second repairs from it.
 repair_report repair_from_ring(io_engine& io, const std::string& ring_path, relation_files& files) {
+  auto started = std::chrono::steady_clock::now();
   repair_report report;
   struct stat st;
   if (::stat(ring_path.c_str(), &st) != 0)
@@ -107,55 +236,95 @@ repair_report repair_from_ring(io_engine& io, const std::string& ring_path, rela
   int fd = io.open_file(ring_path, false);
   const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
   std::unordered_map<page_id, lsn_t, page_id_hash> newest;
-  for_each_image(io, fd, size, page_size, [&](const ring_image& image) {
-    ++report.images_read;
-    page_id id;
-    lsn_t lsn;
-    if (!identify(image, &id, &lsn))
-      return;
-    auto it = newest.find(id);
-    if ((it != newest.end() && it->second >= lsn) || verified_page(image, id, page_size) == nullptr)
-      return;
-    newest[id] = lsn;
-  });
-  report.pages_considered = newest.size();
-  std::vector<unsigned char> disk(page_size);
   std::vector<segment_id> touched;
-  for_each_image(io, fd, size, page_size, [&](const ring_image& image) {
-    page_id id;
-    lsn_t slot_lsn;
-    if (!identify(image, &id, &slot_lsn))
-      return;
-    auto it = newest.find(id);
-    if (it == newest.end() || slot_lsn != it->second)
-      return;
-    const unsigned char* slot = verified_page(image, id, page_size);
-    if (slot == nullptr)
-      return; // a broken image with the same LSN: the valid one is still to come
-    newest.erase(it); // decided
-    files.read_page(id, disk.data());
-    repair_inputs in;
-    in.disk = verify_page(disk.data(), page_size, id, true);
-    in.disk_lsn = in.disk == page_verdict::ok ? page_lsn(disk.data()) : 0;
-    in.slot_lsn = slot_lsn;
-    in.same_bytes = std::memcmp(disk.data(), slot, page_size) == 0;
-    if (decide_repair(in) == repair_action::keep)
-      return;
-    files.write_page(id, slot);
-    ++report.pages_repaired;
-    if (in.disk != page_verdict::ok)
-      ++report.repaired_checksum;
-    else if (in.disk_lsn < in.slot_lsn)
-      ++report.repaired_lsn;
-    else
-      ++report.repaired_bytes;
-    segment_id segment = files.segment_of(id);
-    if (std::find(touched.begin(), touched.end(), segment) == touched.end())
-      touched.push_back(segment);
-  });
+  try {
+    auto highest_lsn = [&](const ring_image& image) {
+      ++report.images_read;
+      page_id id;
+      lsn_t lsn;
+      if (!identify(image, &id, &lsn))
+        return;
+      auto [it, added] = newest.emplace(id, lsn);
+      if (!added && it->second < lsn)
+        it->second = lsn;
+    };
+    ring_header header;
+    std::vector<chain_part> parts;
+    report.bounded = read_header(io, fd, size, &report.ring_bytes_read, &header);
+    if (report.bounded) {
+      parts = follow_chain(io, fd, size, header, page_size, report, highest_lsn);
+    } else {
+      for_each_image(io, fd, 0, size, page_size, &report.ring_bytes_read, &report.records_read,
+                     highest_lsn);
+      parts.push_back({0, size});
+    }
+    // The chain's parts hold its records back to back, so a scan of them finds exactly
+    // those records again.
+    auto for_each_chain_image = [&](const image_callback& image) {
+      for (const chain_part& part : parts)
+        for_each_image(io, fd, part.from, part.to, page_size, &report.ring_bytes_read, nullptr, image);
+    };
+    std::vector<unsigned char> disk(page_size);
+    auto repair = [&](const ring_image& image) {
+      page_id id;
+      lsn_t slot_lsn;
+      if (!identify(image, &id, &slot_lsn))
+        return;
+      auto it = newest.find(id);
+      if (it == newest.end() || slot_lsn != it->second)
+        return;
+      const unsigned char* slot = verified_page(image, id, page_size);
+      if (slot == nullptr)
+        return; // a broken image with that LSN: a valid one may still come
+      newest.erase(it); // decided
+      ++report.pages_considered;
+      files.read_page(id, disk.data());
+      repair_inputs in;
+      in.disk = verify_page(disk.data(), page_size, id, true);
+      in.disk_lsn = in.disk == page_verdict::ok ? page_lsn(disk.data()) : 0;
+      in.slot_lsn = slot_lsn;
+      in.same_bytes = std::memcmp(disk.data(), slot, page_size) == 0;
+      if (decide_repair(in) == repair_action::keep)
+        return;
+      files.write_page(id, slot);
+      ++report.pages_repaired;
+      if (in.disk != page_verdict::ok)
+        ++report.repaired_checksum;
+      else if (in.disk_lsn < in.slot_lsn)
+        ++report.repaired_lsn;
+      else
+        ++report.repaired_bytes;
+      segment_id segment = files.segment_of(id);
+      if (std::find(touched.begin(), touched.end(), segment) == touched.end())
+        touched.push_back(segment);
+    };
+    for_each_chain_image(repair);
+    if (!newest.empty()) { // pages whose newest images are all broken
+      std::unordered_map<page_id, lsn_t, page_id_hash> valid;
+      for_each_chain_image([&](const ring_image& image) {
+        page_id id;
+        lsn_t lsn;
+        if (!identify(image, &id, &lsn))
+          return;
+        auto broken = newest.find(id);
+        if (broken == newest.end() || lsn >= broken->second)
+          return;
+        auto it = valid.find(id);
+        if ((it != valid.end() && it->second >= lsn) || verified_page(image, id, page_size) == nullptr)
+          return;
+        valid[id] = lsn;
+      });
+      newest = std::move(valid);
+      for_each_chain_image(repair);
+    }
+  } catch (...) {
+    io.close_file(fd);
+    throw;
+  }
   io.close_file(fd);
   for (segment_id segment : touched)
     files.sync_segment(segment);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }
 

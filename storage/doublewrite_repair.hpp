@@ -1,7 +1,8 @@
 // Eager doublewrite repair at startup, before redo (DESIGN §6 step 3). Every page image of
-// every intact ring record (doublewrite_record.hpp) whose checksum and identity verify is
-// a candidate; per page the image with the highest LSN wins (D5). The on-disk page is then restored from it when the
-// decision table says so — whether or not a checksum noticed anything:
+// every ring record (doublewrite_record.hpp) that may still be live, whose checksum and
+// identity verify, is a candidate; per page the image with the highest LSN wins (D5). The
+// on-disk page is then restored from it when the decision table says so — whether or not a
+// checksum noticed anything:
 //
 //   on-disk page                          action    why
 //   fails checksum / identity             restore   torn (or misdirected) in-place write
@@ -11,6 +12,15 @@
 //   valid, same LSN, different bytes      restore   torn in a way the checksum missed
 //   valid, same LSN, same bytes           keep      the in-place write made it
 //   valid, LSN newer than the slot        keep      a later write made it (a stale slot)
+//
+// Which records: with an intact header, the chain from its horizon — the record there with
+// the horizon's sequence (or, if none, at the start of the record area), then each next
+// one right behind the last or at the start, with the next sequence — until neither place
+// holds it. The ring (doublewrite_ring.hpp) keeps every record not FREE yet, and every
+// record on that chain, from being overwritten until a newer header is durable, and never
+// repeats a sequence, so the chain holds every record that may be live and nothing stale
+// joins it. Without an intact header (a ring from before the header slots, or one whose
+// only header was torn at its first write) every intact record of the whole file is used.
 //
 // A restored page carries an LSN whose WAL was durable before the slot was written (W1),
 // so redo continues from it. Restored segments are fsynced before redo starts.
@@ -44,6 +54,10 @@ struct repair_report {
   std::uint64_t repaired_checksum = 0; // on-disk page failed verification or was zero
   std::uint64_t repaired_lsn = 0;      // on-disk page valid but older
   std::uint64_t repaired_bytes = 0;    // same LSN, different bytes
+  std::uint64_t ring_bytes_read = 0;   // the header slots and every pass
+  std::uint64_t records_read = 0;      // intact records used
+  bool bounded = false;                // an intact header bounded the scan to its chain
+  double seconds = 0;                  // wall time of the repair
 };
 
 struct ring_check_report {
@@ -52,11 +66,12 @@ struct ring_check_report {
   std::uint64_t unreadable = 0; // of which the page does not decode or verify
 };
 
-/// Reads the ring file (if it exists) and checks every image of every intact record,
-/// changing nothing.
+/// Reads the ring file (if it exists) and checks every image of every intact record in it
+/// (the whole file, past the header slots when a header is intact), changing nothing.
 ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::size_t page_size);
 
-/// Reads the ring file (if it exists) and repairs pages through `files`.
+/// Reads the ring file (if it exists) — only the chain when a header is intact — and
+/// repairs pages through `files`.
 repair_report repair_from_ring(io_engine& io, const std::string& ring_path, relation_files& files);
 
 } // namespace tidemark::storage

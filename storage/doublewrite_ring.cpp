@@ -1,8 +1,6 @@
 // The doublewrite ring: see doublewrite_ring.hpp for the layout, states and invariants.
 #include "storage/doublewrite_ring.hpp"
 
-#include "storage/doublewrite_record.hpp"
-
 #include <sys/stat.h>
 
 #include <chrono>
@@ -61,34 +59,82 @@ doublewrite_ring::doublewrite_ring(io_engine& io, std::string dir, std::size_t p
                                    std::uint32_t ring_pages, std::uint32_t batch_pages,
                                    std::uint32_t staging_chunks)
   : io_(io), path_(dir + "/ring"), page_size_(page_size), ring_pages_(ring_pages),
-    batch_pages_(batch_pages), capacity_(std::uint64_t(ring_pages) * page_size) {
+    batch_pages_(batch_pages), capacity_(std::uint64_t(ring_pages) * page_size),
+    end_(ring_records_start + capacity_) {
   if (batch_pages == 0 || staging_chunks == 0 || capacity_ < max_record_bytes(batch_pages, page_size))
     throw std::invalid_argument("doublewrite ring must hold a whole batch of incompressible pages");
   ::mkdir(dir.c_str(), 0700);
-  struct stat st;
-  // The file grows as the first pass over the ring writes it (a short run, or a test, never
-  // makes it large); one larger than the ring (its size was lowered) starts over empty.
-  bool fresh = ::stat(path_.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) > capacity_;
-  fd_ = io_.open_file(path_, true);
-  if (fresh) {
-    io_.truncate(fd_, 0);
-    io_.sync(fd_, sync_kind::full);
-    io_.sync_directory(dir);
+  header_ = aligned_buffer(ring_records_start);
+  record_ = aligned_buffer(max_record_bytes(batch_pages, page_size));
+  try {
+    open_ring(dir);
+  } catch (...) {
+    std::free(record_);
+    std::free(header_);
+    if (fd_ >= 0)
+      io_.close_file(fd_);
+    throw;
   }
   chunks_.resize(ring_pages / batch_pages * chunks_per_ring_batch + staging_chunks);
   for (std::uint32_t i = 0; i < staging_chunks; ++i) {
     staging_.push_back(aligned_buffer(std::size_t(batch_pages) * page_size));
     free_staging_.push_back(staging_.back());
   }
-  record_ = aligned_buffer(max_record_bytes(batch_pages, page_size));
+}
+
+void doublewrite_ring::open_ring(const std::string& dir) {
+  struct stat st;
+  bool exists = ::stat(path_.c_str(), &st) == 0;
+  fd_ = io_.open_file(path_, true);
+  ring_header newest;
+  bool intact = false;
+  if (exists && static_cast<std::uint64_t>(st.st_size) <= end_) {
+    io_.read(fd_, header_, ring_records_start, 0); // zeros past the end of a short file
+    intact = newest_ring_header(header_, &newest, &header_slot_);
+  }
+  // The file grows as the first pass over the ring writes it (a short run, or a test, never
+  // makes it large). One larger than the ring (its size was lowered), or without an intact
+  // header (new, or written before the header slots), starts over empty: every record in
+  // it is dead (startup repaired from it before opening the ring), and so none can be
+  // mistaken for one of this run's.
+  if (!intact) {
+    io_.truncate(fd_, 0);
+    io_.sync(fd_, sync_kind::full);
+    io_.sync_directory(dir);
+  } else {
+    // Past every record on disk: those written after the newest header take at most one
+    // ring_record_alignment each of the span they may not cross (less than the file).
+    sequence_ = newest.next_sequence + end_ / ring_record_alignment + 1;
+    header_sequence_ = newest.header_sequence;
+  }
+  // This run's first sequence, durable before its first record: a run that crashes
+  // before its next header leaves no record a later run's sequences can meet. Nothing
+  // earlier is live, so the span to keep starts empty, at the start of the record area.
+  durable_sequence_ = sequence_;
+  write_header(next_record_at_, sequence_);
+  io_.sync(fd_, sync_kind::data);
 }
 
 doublewrite_ring::~doublewrite_ring() {
   for (unsigned char* memory : staging_)
     std::free(memory);
   std::free(record_);
+  std::free(header_);
   if (fd_ >= 0)
     io_.close_file(fd_);
+}
+
+// Writes the next header to the slot not holding the newest one (its fdatasync is the
+// caller's). Only the batcher (or the constructor) calls it.
+void doublewrite_ring::write_header(std::uint64_t horizon_at, std::uint64_t horizon_sequence) {
+  ring_header h;
+  h.header_sequence = ++header_sequence_;
+  h.horizon_at = horizon_at;
+  h.horizon_sequence = horizon_sequence;
+  h.next_sequence = sequence_;
+  encode_ring_header(h, header_);
+  header_slot_ = 1 - header_slot_;
+  io_.write(fd_, header_, ring_record_alignment, std::uint64_t{header_slot_} * ring_record_alignment);
 }
 
 void doublewrite_ring::move(std::uint32_t c, dw_state from, dw_state to) {
@@ -163,17 +209,43 @@ void doublewrite_ring::give_back(std::uint32_t c) {
   freed_.notify_one();
 }
 
-// Where a record of `bytes` can go: at the write position, or at the start of the file
-// when it does not fit before the end; never over a record whose chunk is not FREE.
-// mutex_ held.
+// Whether [at, at + bytes) meets the span from the durable horizon to the write position:
+// [span_at_, next_record_at_), or, once the records wrapped to the start of the record area,
+// [span_at_, end_) and [ring_records_start, next_record_at_). mutex_ held.
+bool doublewrite_ring::in_span_locked(std::uint64_t at, std::uint64_t bytes) const {
+  if (sequence_ == durable_sequence_)
+    return false; // no record placed since the durable horizon: nothing to keep
+  auto meets = [&](std::uint64_t from, std::uint64_t to) { return at < to && from < at + bytes; };
+  if (next_record_at_ > span_at_)
+    return meets(span_at_, next_record_at_);
+  return meets(span_at_, end_) || meets(ring_records_start, next_record_at_);
+}
+
+// Where a record of `bytes` can go: at the write position, or at the start of the record
+// area when it does not fit before the end; never inside the span from the durable
+// horizon to the write position, which holds every record not FREE yet. mutex_ held.
 bool doublewrite_ring::place_record_locked(std::uint64_t bytes, std::uint64_t* at) const {
-  std::uint64_t candidate = next_record_at_ + bytes <= capacity_ ? next_record_at_ : 0;
-  for (const chunk& c : chunks_)
-    if (c.record_bytes != 0 && candidate < c.record_at + c.record_bytes &&
-        c.record_at < candidate + bytes)
-      return false;
+  if (!live_.empty() && live_.begin()->first < durable_sequence_)
+    throw std::logic_error("doublewrite record " + std::to_string(live_.begin()->first) +
+                           " is live behind the durable horizon " +
+                           std::to_string(durable_sequence_));
+  std::uint64_t candidate = next_record_at_ + bytes <= end_ ? next_record_at_ : ring_records_start;
+  if (in_span_locked(candidate, bytes))
+    return false;
   *at = candidate;
   return true;
+}
+
+// The horizon: the oldest record of a chunk between WRITTEN and FREE, or the write
+// position and the next sequence when there is none. mutex_ held.
+void doublewrite_ring::horizon_locked(std::uint64_t* at, std::uint64_t* sequence) const {
+  if (live_.empty()) {
+    *at = next_record_at_;
+    *sequence = sequence_;
+  } else {
+    *at = chunks_[live_.begin()->second].record_at;
+    *sequence = live_.begin()->first;
+  }
 }
 
 bool doublewrite_ring::write(std::uint32_t c) {
@@ -185,8 +257,9 @@ bool doublewrite_ring::write(std::uint32_t c) {
       move(c, dw_state::allocated, dw_state::written); // throws: only ALLOCATED is written
     allocation = ch.allocations;
   }
-  // A batch retried for ring space is encoded once (the same chunk, not taken anew since).
-  if (encoded_chunk_ != c || encoded_allocation_ != allocation) {
+  // A batch retried for ring space is encoded once (the same chunk, not taken anew since,
+  // and no other record placed meanwhile: its sequence is still the next one).
+  if (encoded_chunk_ != c || encoded_allocation_ != allocation || encoded_sequence_ != sequence_) {
     images_.clear();
     for (std::size_t i = 0; i < ch.entries.size(); ++i)
       images_.push_back(ch.memory + i * page_size_);
@@ -194,6 +267,7 @@ bool doublewrite_ring::write(std::uint32_t c) {
                                   page_size_, sequence_, record_);
     encoded_chunk_ = c;
     encoded_allocation_ = allocation;
+    encoded_sequence_ = sequence_;
   }
   std::uint64_t at;
   {
@@ -204,11 +278,13 @@ bool doublewrite_ring::write(std::uint32_t c) {
     }
     move(c, dw_state::allocated, dw_state::written);
     ch.record_at = at;
-    ch.record_bytes = encoded_bytes_;
+    ch.record_sequence = sequence_;
+    live_.emplace(sequence_, c);
+    if (sequence_ == durable_sequence_)
+      span_at_ = at; // the first record at the durable horizon: the span starts here
     next_record_at_ = at + encoded_bytes_;
-    used_bytes_ += encoded_bytes_;
+    ++sequence_;
   }
-  ++sequence_;
   io_.write(fd_, record_, encoded_bytes_, at);
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
   counters_.pages.fetch_add(ch.entries.size(), std::memory_order_relaxed);
@@ -216,18 +292,37 @@ bool doublewrite_ring::write(std::uint32_t c) {
   return true;
 }
 
-void doublewrite_ring::sync(const std::uint32_t* chunks, std::size_t count) {
+bool doublewrite_ring::sync(const std::uint32_t* chunks, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i)
     if (state(chunks[i]) != dw_state::written)
       throw std::logic_error("doublewrite chunk " + std::to_string(chunks[i]) + " synced while " +
                              to_string(state(chunks[i])));
+  std::uint64_t horizon_at, horizon_sequence;
+  bool moved;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    horizon_locked(&horizon_at, &horizon_sequence);
+    moved = horizon_sequence != durable_sequence_;
+  }
+  if (!moved && count == 0)
+    return false;
   auto started = std::chrono::steady_clock::now();
+  if (moved)
+    write_header(horizon_at, horizon_sequence); // made durable by the same fdatasync
   io_.sync(fd_, sync_kind::data);
   counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  if (count == 0)
+    counters_.horizon_fsyncs.fetch_add(1, std::memory_order_relaxed);
   counters_.fsync_latency.record_since(started);
   std::lock_guard<std::mutex> guard(mutex_);
   for (std::size_t i = 0; i < count; ++i)
     move(chunks[i], dw_state::written, dw_state::dwb_fsynced);
+  if (moved) {
+    durable_sequence_ = horizon_sequence;
+    if (horizon_sequence != sequence_)
+      span_at_ = horizon_at; // a record's: the span starts there
+  }
+  return true;
 }
 
 void doublewrite_ring::advance(std::uint32_t c, dw_state to) {
@@ -245,8 +340,7 @@ void doublewrite_ring::release(std::uint32_t c) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     move(c, dw_state::data_fsynced, dw_state::free);
-    used_bytes_ -= chunks_[c].record_bytes;
-    chunks_[c].record_bytes = 0;
+    live_.erase(chunks_[c].record_sequence);
   }
   freed_.notify_one();
 }
@@ -274,7 +368,11 @@ std::uint32_t doublewrite_ring::free_chunks() const {
 
 std::uint64_t doublewrite_ring::used_bytes() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  return used_bytes_;
+  if (sequence_ == durable_sequence_)
+    return 0;
+  if (next_record_at_ > span_at_)
+    return next_record_at_ - span_at_;
+  return (end_ - span_at_) + (next_record_at_ - ring_records_start);
 }
 
 } // namespace tidemark::storage

@@ -1,38 +1,61 @@
-// The doublewrite ring: the file <data>/doublewrite/ring of up to ring_pages × page_size
-// bytes, a circular log of batch records (doublewrite_record.hpp: each batch's page images, LZ4-
-// compressed, under one CRC). A record names its pages through the images themselves
-// (identity, LSN and checksum), so the ring needs no other metadata to be read back.
+// The doublewrite ring: the file <data>/doublewrite/ring, two header slots and then
+// ring_pages × page_size bytes of a circular log of batch records (doublewrite_record.hpp:
+// each batch's page images, LZ4-compressed, under one CRC). A record names its pages through
+// the images themselves (identity, LSN and checksum); the header names the horizon, where
+// the records that may still be live begin, so repair reads only from there to the newest
+// record (doublewrite_repair.hpp).
 //
 // A batch lives in a chunk. Chunks are cheap (a state and the batch's entries); a chunk
 // holds staging memory — where writers put the page images, and whence the batcher writes
 // them in place — only from ALLOCATED until DATA_WRITTEN, from a small pool
 // (staging_chunks × batch_pages pages). Its record holds ring space from WRITTEN until
-// the chunk is FREE again. So the ring file can be large (many batches awaiting the
-// data-file fsync that frees them, whose in-place writes coalesce in the page cache)
-// while the memory stays that of a few batches.
+// the chunk is FREE again and a durable header lies past it. So the ring file can be large
+// (many batches awaiting the data-file fsync that frees them, whose in-place writes
+// coalesce in the page cache) while the memory stays that of a few batches.
 //
 // Chunk states (DESIGN §4 "Doublewrite slot"), each transition checked here:
 //   FREE → ALLOCATED → WRITTEN → DWB_FSYNCED → DATA_WRITTEN → DATA_FSYNCED → FREE
 //
+// The chain: records are placed in order, each at the write position if it fits before
+// the end of the file, else at the start of the record area, with sequence numbers one
+// apart. So from any record the next one is right behind it or at the start, with the next
+// sequence. The horizon is the oldest record of a chunk between WRITTEN and FREE (or, with
+// none, the write position and the next sequence); the durable horizon is the one of the
+// last header an fdatasync covered.
+//
 // Invariants:
 //  - D3: a batch is written with one sequential write and made durable with one fdatasync
-//    of the ring, shared by the batches written just before it; never a sync per page.
+//    of the ring, shared by the batches written just before it; never a sync per page. The
+//    header, when the horizon moved, is written before that fdatasync and rides on it. Only
+//    opening the ring (a header naming the run's first sequence) and a batch that finds
+//    room only behind a horizon not yet durable (sync_horizon()) cost an fdatasync of a
+//    header alone.
 //  - D4: a chunk is handed out only when a chunk is FREE and staging memory is free; when
 //    not, acquire() waits (and counts the wait).
-//  - Ring space is reused only from chunks that are FREE again: a record is placed only
-//    where it overlaps no record of a chunk between WRITTEN and FREE. Nothing ever
-//    overwrites such a record, and the ring is never reset as a whole.
+//  - A record is placed only outside the span from the durable horizon to the write
+//    position, which holds every record of a chunk between WRITTEN and FREE (their
+//    sequences are not below the durable horizon's, checked at every placement) and every
+//    record repair may follow from the newest header that can be read after a crash (the
+//    last durable one, or a newer one whose fdatasync had not completed). So a torn header
+//    leaves the chain from the previous one intact, and the ring is never reset as a whole.
+//  - Record sequences grow by one per record and never repeat across runs: a run starts
+//    past every record written after the newest intact header (at most one per
+//    ring_record_alignment bytes of the file), and makes that start durable in a header
+//    before its first record. A file without an intact header starts over empty at open.
+//  - A header is written to the slot not holding the newest intact header.
 //  - A chunk returns to FREE only from DATA_FSYNCED (D2 is the batcher's part: it moves a
 //    chunk there only when the sync worker reports the covering fsyncs).
 #pragma once
 
 #include "storage/buffer_pool.hpp"
+#include "storage/doublewrite_record.hpp"
 #include "storage/io_engine.hpp"
 #include "storage/latency_buckets.hpp"
 
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -61,7 +84,8 @@ struct dw_counters {
   std::atomic<std::uint64_t> batches{0};
   std::atomic<std::uint64_t> pages{0};
   std::atomic<std::uint64_t> bytes{0}; // written to the ring file (records, padded)
-  std::atomic<std::uint64_t> fsyncs{0};
+  std::atomic<std::uint64_t> fsyncs{0};  // of the ring since it was opened (not the one at open)
+  std::atomic<std::uint64_t> horizon_fsyncs{0}; // of those, of a header alone (sync_horizon)
   atomic_latency_histogram fsync_latency; // of those ring fdatasyncs
   std::atomic<std::uint64_t> slot_waits{0};
   std::atomic<std::uint64_t> ring_full{0}; // batches that waited for ring space
@@ -69,8 +93,10 @@ struct dw_counters {
 
 class doublewrite_ring {
 public:
-  /// Opens the ring (created empty and durable when missing or larger than the ring).
-  /// Staging memory for `staging_chunks` batches; the ring must hold the largest record.
+  /// Opens the ring: created empty and durable when missing, larger than the ring or
+  /// without an intact header (every record in it is dead at open: startup repaired from it
+  /// first). Writes and fdatasyncs a header naming this run's first sequence. Staging
+  /// memory for `staging_chunks` batches; the ring must hold the largest record.
   doublewrite_ring(io_engine& io, std::string dir, std::size_t page_size, std::uint32_t ring_pages,
                    std::uint32_t batch_pages, std::uint32_t staging_chunks);
   ~doublewrite_ring();
@@ -92,11 +118,16 @@ public:
   // --- the batcher (one thread) -----------------------------------------------------------
   /// ALLOCATED → WRITTEN: encodes the chunk's staged pages into one record and writes it
   /// with one sequential write. Returns false (the chunk stays ALLOCATED) when no ring
-  /// space is free: retry after a release().
+  /// space is free: retry after a release() and sync_horizon(), or after a sync().
   bool write(std::uint32_t chunk);
-  /// WRITTEN → DWB_FSYNCED for every chunk given: one fdatasync of the ring (D3).
-  void sync(const std::uint32_t* chunks, std::size_t count);
+  /// WRITTEN → DWB_FSYNCED for every chunk given: the header first if the horizon moved
+  /// since the durable one, then one fdatasync of the ring (D3). With no chunks it syncs
+  /// only when the horizon moved, and returns whether it did.
+  bool sync(const std::uint32_t* chunks, std::size_t count);
   void sync(std::uint32_t chunk) { sync(&chunk, 1); }
+  /// Makes space that released chunks freed reusable: a header with the current horizon
+  /// and one fdatasync, if the horizon moved since the durable one (true then).
+  bool sync_horizon() { return sync(nullptr, 0); }
   /// DWB_FSYNCED → DATA_WRITTEN (its staging memory is free again: wakes a waiting
   /// writer), DATA_WRITTEN → DATA_FSYNCED.
   void advance(std::uint32_t chunk, dw_state to);
@@ -107,8 +138,10 @@ public:
 
   dw_state state(std::uint32_t chunk) const;
   std::uint32_t free_chunks() const;
-  /// Bytes of the ring held by records of chunks not yet FREE again.
+  /// Bytes of the record area writes may not reuse: from the durable horizon to the write
+  /// position (records of chunks not FREE yet, and of chunks FREE since the last header).
   std::uint64_t used_bytes() const;
+  /// Bytes of the record area (ring_pages × page_size; the file is ring_records_start more).
   std::uint64_t capacity_bytes() const { return capacity_; }
   std::uint32_t chunk_count() const { return static_cast<std::uint32_t>(chunks_.size()); }
   std::uint32_t staging_chunks() const { return static_cast<std::uint32_t>(staging_.size()); }
@@ -123,21 +156,26 @@ private:
     dw_state state = dw_state::free;
     unsigned char* memory = nullptr; // staging, ALLOCATED until DATA_WRITTEN
     std::vector<dw_entry> entries;
-    std::uint64_t record_at = 0;    // its record's ring space, WRITTEN until FREE
-    std::uint64_t record_bytes = 0;
+    std::uint64_t record_at = 0;    // its record, WRITTEN until FREE
+    std::uint64_t record_sequence = 0;
     std::uint64_t allocations = 0;  // times taken from FREE
   };
   void move(std::uint32_t c, dw_state from, dw_state to);
   bool take_free_locked(std::uint32_t* chunk);
   void return_staging_locked(chunk& c);
   bool place_record_locked(std::uint64_t bytes, std::uint64_t* at) const;
+  bool in_span_locked(std::uint64_t at, std::uint64_t bytes) const;
+  void horizon_locked(std::uint64_t* at, std::uint64_t* sequence) const;
+  void open_ring(const std::string& dir);
+  void write_header(std::uint64_t horizon_at, std::uint64_t horizon_sequence);
 
   io_engine& io_;
   std::string path_;
   std::size_t page_size_;
   std::uint32_t ring_pages_;
   std::uint32_t batch_pages_;
-  std::uint64_t capacity_;
+  std::uint64_t capacity_; // of the record area
+  std::uint64_t end_;      // of the file: ring_records_start + capacity_
   int fd_ = -1;
   std::vector<chunk> chunks_;
   std::vector<unsigned char*> staging_;      // every staging buffer (owned)
@@ -148,10 +186,19 @@ private:
   std::size_t encoded_bytes_ = 0;
   std::uint32_t encoded_chunk_ = no_chunk;
   std::uint64_t encoded_allocation_ = 0;
+  std::uint64_t encoded_sequence_ = 0;
   std::vector<const unsigned char*> images_;
-  std::uint64_t next_record_at_ = 0;
-  std::uint64_t used_bytes_ = 0; // the sum of record_bytes over all chunks
-  std::uint64_t sequence_ = 0;
+  std::uint64_t next_record_at_ = ring_records_start; // the write position
+  std::uint64_t sequence_ = 1;                         // the next record's
+  std::map<std::uint64_t, std::uint32_t> live_;        // sequence → chunk, WRITTEN until FREE
+  // The durable horizon's sequence, and where the first record at or past it lies (once
+  // sequence_ passed it; the span from there to the write position is not reused).
+  std::uint64_t durable_sequence_ = 1;
+  std::uint64_t span_at_ = ring_records_start;
+  // The header the batcher writes next: its sequence, and the slot holding the newest.
+  unsigned char* header_ = nullptr; // ring_records_start bytes: both slots when opening
+  std::uint64_t header_sequence_ = 0;
+  unsigned header_slot_ = 1;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   bool failed_ = false;

@@ -2,8 +2,8 @@
 // fdatasync (D3), and none is written in place before it (D1). With a ring that holds one
 // batch of incompressible pages: a batch that finds no room waits at the batcher, hurries
 // the retirement of the batch in the ring, and is written into the space that retirement
-// frees (never before: D2); the checkpointer's flush request sent meanwhile is answered
-// only after the waiting batch is written. A writer's flush request while batches merely
+// frees (never before: D2), once a header past it is durable; the checkpointer's flush
+// request sent meanwhile is answered only after the waiting batch is written. A writer's flush request while batches merely
 // wait for the next drain (the ring has room) hurries no retirement fsync.
 #include "actors/dw_batcher.hpp"
 #include "actors/sync_worker.hpp"
@@ -146,11 +146,16 @@ TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement
   const auto& ring = *f.engine.ring;
   CHECK(f.engine.ring->counters().ring_full.load() >= 1);
   CHECK(f.engine.ring->counters().batches.load() == 2);
-  // The second record went into the first's space only after the first was FREE (D2).
-  CHECK(f.first_event("dw_free", first) < f.first_event("dw_written", second));
+  // The second record went into the first's space only after the first was FREE (D2) and
+  // a header past it was durable: a header alone, as no other batch was there to carry it.
+  CHECK(f.first_event("dw_free", first) < f.first_event("dw_horizon_synced", 0));
+  CHECK(f.first_event("dw_horizon_synced", 0) < f.first_event("dw_written", second));
+  CHECK(f.engine.ring->counters().horizon_fsyncs.load() == 1);
+  CHECK(f.engine.ring->counters().fsyncs.load() == 3);
   REQUIRE(flushed.has_value());
   CHECK(flushed->batches == 2); // answered after the waiting batch was written
-  CHECK(ring.used_bytes() == 0); // and both retired in the end
+  CHECK(ring.state(first) == storage::dw_state::free); // and both retired in the end
+  CHECK(ring.state(second) == storage::dw_state::free);
   CHECK_FALSE(f.engine.failed());
 }
 
