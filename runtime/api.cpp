@@ -60,6 +60,9 @@ recovery_report public_report(const runtime::recovery_report& r) {
   p.repaired_lsn = r.repaired_lsn;
   p.repaired_bytes = r.repaired_bytes;
   p.ring_images_read = r.ring_images_read;
+  p.ring_records_read = r.ring_records_read;
+  p.ring_bytes_read = r.ring_bytes_read;
+  p.ring_bounded = r.ring_bounded;
   p.repair_seconds = r.repair_seconds;
   p.wal_bytes = r.wal_bytes;
   p.pages_read = r.pages_read;

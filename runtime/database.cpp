@@ -250,8 +250,8 @@ void database::log_recovery() const {
     "LOG:  recovery complete (%s): %llu WAL records (%.1f MB) replayed in %.3f s (%.0f "
     "records/s); pages read by redo %llu, prefetched %llu (used %llu); pages written by redo "
     "%llu, by the bgwriter %llu, by the end-of-recovery checkpoint %llu (%.3f s); %llu blocks "
-    "changed, %llu page images restored; doublewrite repair read %llu images and repaired "
-    "%llu pages in %.3f s; startup sync %.3f s; redo stopped at %s",
+    "changed, %llu page images restored; doublewrite repair read %llu images (%.1f MB of "
+    "the ring, %s) and repaired %llu pages in %.3f s; startup sync %.3f s; redo stopped at %s",
     r.protection.c_str(), static_cast<unsigned long long>(r.records), double(r.wal_bytes) / 1e6,
     r.seconds, r.seconds > 0 ? double(r.records) / r.seconds : 0.0,
     static_cast<unsigned long long>(r.pages_read),
@@ -262,7 +262,8 @@ void database::log_recovery() const {
     static_cast<unsigned long long>(r.pages_written_by_checkpoint), r.checkpoint_seconds,
     static_cast<unsigned long long>(r.blocks_applied),
     static_cast<unsigned long long>(r.images_restored),
-    static_cast<unsigned long long>(r.ring_images_read),
+    static_cast<unsigned long long>(r.ring_images_read), double(r.ring_bytes_read) / 1e6,
+    r.ring_bounded ? "from its horizon" : "all of it",
     static_cast<unsigned long long>(r.pages_repaired), r.repair_seconds, r.startup_sync_seconds,
     r.end_reason.c_str());
   engine_->log(line);

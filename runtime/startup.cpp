@@ -91,11 +91,12 @@ void repair_torn_pages(engine& e, recovery_report& report) {
   std::string ring = e.data_dir + "/doublewrite/ring";
   storage::relation_files files(*e.io, e.data_dir + "/base", e.config.page_size,
                                 e.config.segment_size);
-  auto started = std::chrono::steady_clock::now();
   storage::repair_report repaired = storage::repair_from_ring(*e.io, ring, files);
-  report.repair_seconds =
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report.repair_seconds = repaired.seconds;
   report.ring_images_read = repaired.images_read;
+  report.ring_records_read = repaired.records_read;
+  report.ring_bytes_read = repaired.ring_bytes_read;
+  report.ring_bounded = repaired.bounded;
   report.pages_repaired = repaired.pages_repaired;
   report.repaired_lsn = repaired.repaired_lsn;
   report.repaired_checksum = repaired.repaired_checksum;

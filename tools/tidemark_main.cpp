@@ -197,6 +197,9 @@ void fill_recovery(json_object& r, const recovery_report& rec) {
   r.set("recovery.pages_written_by_checkpoint", rec.pages_written_by_checkpoint);
   r.set("recovery.checkpoint_seconds", rec.checkpoint_seconds);
   r.set("repair.images_read", rec.ring_images_read);
+  r.set("repair.records_read", rec.ring_records_read);
+  r.set("repair.bytes_read", rec.ring_bytes_read);
+  r.set("repair.bounded", rec.ring_bounded);
   r.set("repair.seconds", rec.repair_seconds);
   r.set("recovery.records_per_second", rec.seconds > 0 ? double(rec.records) / rec.seconds : 0.0);
   r.set("recovery.wal_end", rec.end_reason);

@@ -45,6 +45,9 @@ struct recovery_report {
   std::uint64_t repaired_lsn = 0;       // of which it was valid but older
   std::uint64_t repaired_bytes = 0;     // of which it had the same LSN but other bytes
   std::uint64_t ring_images_read = 0;   // doublewrite images the repair read
+  std::uint64_t ring_records_read = 0;  // of intact records
+  std::uint64_t ring_bytes_read = 0;    // of the ring file, in all its passes
+  bool ring_bounded = false;            // the ring's header bounded the repair to live records
   double repair_seconds = 0;            // the doublewrite repair
   std::uint64_t wal_bytes = 0;          // from the redo point to where redo stopped
   std::uint64_t pages_read = 0;         // read by redo itself

@@ -3,7 +3,7 @@ each protection mode, with WAL prefetch on and off: the WAL replayed (bytes and 
 the pages redo read itself and those prefetch read ahead (and how many of those redo used;
 with prefetch off, none),
 the pages written by redo, the bgwriter and the end-of-recovery checkpoint, the doublewrite
-repair's images, and the time of each step. A process crash (every write in place, as
+repair's images and ring bytes (bounded by the ring's horizon), and the time of each step. A process crash (every write in place, as
 kill -9 leaves them) after the same number of writes gives each run the same WAL."""
 import json
 import os
@@ -63,6 +63,8 @@ def check_report(report, log, label, mode, prefetch):
           f"{label}: step times missing: {rec}")
     if mode == "doublewrite":
         check(repair.get("images_read", 0) > 0, f"{label}: repair read no ring image: {repair}")
+        check(repair.get("bounded") is True and repair.get("bytes_read", 0) > 0,
+              f"{label}: repair not bounded by the ring's horizon: {repair}")
     else:
         check(repair.get("images_read", -1) == 0, f"{label}: repair ran outside doublewrite")
     line = [l for l in log.splitlines() if "recovery complete" in l]
