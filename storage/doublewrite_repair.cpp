@@ -218,6 +218,38 @@ ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::s
   return report;
 }
 
+namespace {
+
+// Reads the on-disk copies of the pages the ring holds images of, in file order and
+// `batch` at a time through one read_batch each (io_uring: in parallel on the device), so
+// that the repair pass, which compares each with its image, finds them in the page cache
+// instead of making one random read at a time. After a power loss that cache is cold: one
+// read at a time took 1.7 of a 2.1 s repair (73 771 images).
+void warm_disk_pages(relation_files& files,
+                     const std::unordered_map<page_id, lsn_t, page_id_hash>& pages) {
+  constexpr std::size_t batch = 64;
+  std::vector<page_id> ids;
+  ids.reserve(pages.size());
+  for (const auto& entry : pages)
+    ids.push_back(entry.first);
+  std::sort(ids.begin(), ids.end(), [](page_id a, page_id b) {
+    return a.rel != b.rel ? a.rel < b.rel : a.block < b.block;
+  });
+  std::vector<unsigned char> scratch(batch * files.page_size());
+  std::vector<page_read> reads;
+  for (page_id id : ids) {
+    reads.push_back({id, scratch.data() + reads.size() * files.page_size()});
+    if (reads.size() == batch) {
+      files.read_pages(reads.data(), reads.size());
+      reads.clear();
+    }
+  }
+  if (!reads.empty())
+    files.read_pages(reads.data(), reads.size());
+}
+
+} // namespace
+
 // Two passes over the records, so that memory holds one LSN per page, not one image. The
 // first reads page headers only and notes each page's highest LSN (D5); the second reads
 // the same records again (from the page cache, usually), decompresses and verifies an
@@ -258,6 +290,7 @@ repair_report repair_from_ring(io_engine& io, const std::string& ring_path, rela
                      highest_lsn);
       parts.push_back({0, size});
     }
+    warm_disk_pages(files, newest);
     // The chain's parts hold its records back to back, so a scan of them finds exactly
     // those records again.
     auto for_each_chain_image = [&](const image_callback& image) {

@@ -56,9 +56,14 @@ public:
   wal_prefetcher(const wal_prefetcher&) = delete;
   wal_prefetcher& operator=(const wal_prefetcher&) = delete;
 
-  /// Redo is about to apply the record ending at `end_lsn`. Two atomic operations, and a
-  /// wake-up only when the prefetcher waits for redo to get there.
+  /// Redo is about to apply the record ending at `end_lsn` (redo's thread only). Published
+  /// every `publish_every` records, or at once where the prefetcher waits for it: a write
+  /// of the shared position per record would move its cache line between the two cores on
+  /// every record. A wake-up only when the prefetcher waits for redo to get there.
   void redo_reached(lsn_t end_lsn) {
+    if (++unpublished_ < publish_every && end_lsn < wake_at_.load(std::memory_order_relaxed))
+      return;
+    unpublished_ = 0;
     redo_lsn_.store(end_lsn, std::memory_order_seq_cst);
     if (end_lsn >= wake_at_.load(std::memory_order_seq_cst))
       wake();
@@ -78,6 +83,7 @@ public:
 
 private:
   static constexpr lsn_t never = std::numeric_limits<lsn_t>::max();
+  static constexpr std::uint32_t publish_every = 64;
 
   void run();
   void went_idle();
@@ -94,6 +100,7 @@ private:
   relation_files& files_;
   std::uint64_t distance_;
 
+  std::uint32_t unpublished_ = 0; // redo's thread only
   std::atomic<lsn_t> redo_lsn_;
   std::atomic<lsn_t> wake_at_{never};
   std::atomic<bool> stopping_{false};
