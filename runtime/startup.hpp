@@ -1,7 +1,9 @@
 // Startup: settings resolution for a data directory and crash recovery (DESIGN §6 steps
 // 1–5), in the opening thread. prepare_storage() runs before any actor exists; replay()
 // runs once the actors are up, so the bgwriter cleans and the sync worker absorbs during
-// redo, and pages written by redo take the normal write path (doublewrite included).
+// redo, and pages written by redo take the normal write path (doublewrite included); with
+// recovery_prefetch, a WAL prefetcher reads ahead of redo (storage/wal_prefetcher.hpp), and
+// a long redo logs its progress every recovery_progress_interval.
 //
 // Rules it keeps:
 //  - Nothing on disk is modified until the WAL from the redo point has been read to its

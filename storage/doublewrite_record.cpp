@@ -88,10 +88,16 @@ std::size_t encode_batch(const unsigned char* const* images, std::uint32_t count
   return padded;
 }
 
+// An image stored uncompressed is copied to the scratch page too: it lies at any offset
+// of its record, and callers read it as a page (its header's 8-byte fields aligned).
 const unsigned char* ring_image::prefix(std::size_t bytes) const {
-  if (!compressed_)
-    return stored_;
   bytes = std::min(bytes, page_size_);
+  if (!compressed_) {
+    if (stored_bytes_ < bytes)
+      return nullptr;
+    std::memcpy(scratch_, stored_, bytes);
+    return scratch_;
+  }
   int decoded = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(stored_),
                                             reinterpret_cast<char*>(scratch_),
                                             static_cast<int>(stored_bytes_), static_cast<int>(bytes),
@@ -100,8 +106,12 @@ const unsigned char* ring_image::prefix(std::size_t bytes) const {
 }
 
 const unsigned char* ring_image::page() const {
-  if (!compressed_)
-    return stored_;
+  if (!compressed_) {
+    if (stored_bytes_ != page_size_)
+      return nullptr;
+    std::memcpy(scratch_, stored_, page_size_);
+    return scratch_;
+  }
   int restored = LZ4_decompress_safe(reinterpret_cast<const char*>(stored_),
                                      reinterpret_cast<char*>(scratch_),
                                      static_cast<int>(stored_bytes_), static_cast<int>(page_size_));
