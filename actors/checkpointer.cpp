@@ -232,7 +232,8 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   storage::write_control_file(*e.io, e.data_dir, control);
   e.control = control;
   trace(e, actor_role::checkpointer, "control_file_written", position->start, run.redo);
-  e.wal->remove_segments_before(run.redo); // C2: only now that the control file moved on
+  // C2: only now that the control file moved on, and not what a standby still needs
+  e.wal->remove_segments_before(std::min(run.redo, e.standby_keep.load()));
   trace(e, actor_role::checkpointer, "wal_recycled", run.redo);
   return position->start;
 }

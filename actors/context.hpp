@@ -18,6 +18,7 @@
 #include "storage/control_file.hpp"
 #include "storage/doublewrite_ring.hpp"
 #include "storage/page_writer.hpp"
+#include "storage/position_waiters.hpp"
 #include "storage/relation_files.hpp"
 #include "storage/wal_log.hpp"
 
@@ -101,6 +102,27 @@ struct context {
   /// redo reader still needs must not be recycled (DESIGN §6: the redo point does not move
   /// until the end-of-recovery checkpoint completes).
   std::atomic<bool> recovering{false};
+  /// WAL from here on is still needed by a standby or a base backup (the WAL sender sets
+  /// it; all ones when none): checkpoints recycle only segments before both it and the
+  /// redo point.
+  std::atomic<storage::lsn_t> standby_keep{~storage::lsn_t{0}};
+  /// How far the synchronous standby has the WAL (written, flushed or replayed, as
+  /// synchronous_standby says): commits wait on it; the WAL sender publishes it.
+  storage::position_waiters standby_acknowledged;
+  /// A standby's view of its stream (the WAL receiver and redo update it).
+  struct standby_stream {
+    std::atomic<bool> connected{false};
+    std::atomic<storage::lsn_t> primary_flushed{0}; // as the primary last said
+    std::atomic<std::int64_t> primary_unix_micros{0}; // the primary's clock then
+    std::atomic<storage::lsn_t> received{0};         // written here
+    std::atomic<storage::lsn_t> flushed{0};          // fsynced here
+    std::atomic<storage::lsn_t> replayed{0};         // applied by redo
+    std::atomic<std::uint64_t> records{0};           // replayed
+    std::mutex mutex;
+    std::string error; // why streaming stopped or cannot start (guarded by mutex)
+  } standby;
+  /// The WAL sender's wake-up on each WAL flush (set while it runs).
+  std::unique_ptr<storage::flush_listener> sender_wakeup;
   checkpoint_counters checkpoints;
   bgwriter_counters bgwriter;
   /// Called by the wal_writer for each commit that asks for a WAL sync, so the runtime's
@@ -136,6 +158,7 @@ struct context {
       ring->fail(); // writers waiting for a free chunk stop
     if (wal) // commits waiting for WAL no sync will cover any more
       wal->stop_waiters("the engine stopped after a failure: " + why);
+    standby_acknowledged.stop("the engine stopped after a failure: " + why);
   }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   std::string failure() const {

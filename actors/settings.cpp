@@ -15,4 +15,18 @@ const char* to_string(torn_page_protection mode) {
   return "?";
 }
 
+const char* to_string(settings::standby_wait wait) {
+  switch (wait) {
+    case settings::standby_wait::off:
+      return "off";
+    case settings::standby_wait::remote_write:
+      return "remote_write";
+    case settings::standby_wait::remote_flush:
+      return "remote_flush";
+    case settings::standby_wait::remote_apply:
+      return "remote_apply";
+  }
+  return "?";
+}
+
 } // namespace tidemark::actors

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace tidemark::actors {
 
@@ -65,6 +66,14 @@ struct settings {
   std::uint64_t recovery_prefetch_distance = 512ull << 10; // bytes of WAL
   // A recovery prints where it is this often (0: never).
   std::chrono::milliseconds recovery_progress_interval{3'000};
+  // Streaming replication (actors/wal_sender.hpp): where the primary's WAL sender listens
+  // ("HOST:PORT"; empty: no replication), how much WAL it keeps for a standby that has
+  // fallen behind before that standby must be seeded again, and how far a commit waits
+  // for the synchronous standby.
+  std::string replication_listen;
+  std::uint64_t max_standby_wal_size = 1ull << 30; // bytes
+  enum class standby_wait { off, remote_write, remote_flush, remote_apply };
+  standby_wait synchronous_standby = standby_wait::off;
   std::uint32_t doublewrite_batch_pages = 64;
   std::uint32_t doublewrite_ring_pages = 0; // 0: derived
   bool log_checkpoints = true;
@@ -76,5 +85,7 @@ struct settings {
 
   std::size_t buffer_count() const { return static_cast<std::size_t>(shared_buffers / page_size); }
 };
+
+const char* to_string(settings::standby_wait wait);
 
 } // namespace tidemark::actors

@@ -3,6 +3,7 @@
 // ten characters.
 #pragma once
 
+#include "messages/replication.hpp"
 #include "messages/types.hpp"
 
 #include <caf/atom.hpp>
@@ -29,6 +30,21 @@ CAF_BEGIN_TYPE_ID_BLOCK(tidemark, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::sync_phase_request))
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::sync_register))
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::wal_sync_request))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::standby_position))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::stream_open))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::primary_position))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::wal_fetch))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::wal_chunk))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::standby_feedback))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::standby_view))
+  CAF_ADD_TYPE_ID(tidemark, (std::vector<tidemark::messages::standby_view>))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::backup_begin))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::backup_file))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::backup_manifest))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::file_fetch))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::file_chunk))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::backup_finish))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::backup_end))
 CAF_END_TYPE_ID_BLOCK(tidemark)
 
 CAF_ADD_ATOM(tidemark, tidemark::messages, flush_atom, "flush")
@@ -37,3 +53,4 @@ CAF_ADD_ATOM(tidemark, tidemark::messages, step_atom, "step")
 CAF_ADD_ATOM(tidemark, tidemark::messages, wake_atom, "wake")
 CAF_ADD_ATOM(tidemark, tidemark::messages, subscribe_atom, "subscribe")
 CAF_ADD_ATOM(tidemark, tidemark::messages, hurry_atom, "hurry")
+CAF_ADD_ATOM(tidemark, tidemark::messages, standbys_atom, "standbys")

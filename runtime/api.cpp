@@ -191,6 +191,9 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
       callback_scope scope;
       log(line);
     };
+  internal_options.standby = options.standby;
+  internal_options.primary = options.primary;
+  internal_options.stream = options.stream;
   auto state = std::make_shared<impl>();
   state->db = runtime::database::open(dir, internal_options);
   state->recovery = public_report(state->db->recovery());
@@ -236,6 +239,69 @@ void database::close() {
 }
 
 const recovery_report& database::recovery() const { return impl_->recovery; }
+
+base_backup_report database::base_backup(const std::string& new_dir, const std::string& primary,
+                                         const std::string& name,
+                                         const std::function<void(const std::string&)>& progress) {
+  runtime::base_backup_report r = runtime::base_backup(new_dir, primary, name, progress);
+  base_backup_report report;
+  report.standby_name = r.name;
+  report.files = r.files;
+  report.bytes = r.bytes;
+  report.pages_reread = r.pages_reread;
+  report.wal_bytes = r.wal_bytes;
+  report.redo_lsn = r.redo_lsn;
+  report.end_lsn = r.end_lsn;
+  report.seconds = r.seconds;
+  return report;
+}
+
+void database::promote() {
+  refuse_in_callback("promote");
+  impl_->check_open("promote");
+  impl_->db->promote();
+  impl_->recovery = public_report(impl_->db->recovery());
+}
+
+bool database::is_standby() const { return impl_->db->is_standby(); }
+
+standby_status database::standby() const {
+  runtime::standby_status r = impl_->db->standby();
+  standby_status s;
+  s.connected = r.connected;
+  s.primary = r.primary;
+  s.error = r.error;
+  s.primary_flushed = r.primary_flushed;
+  s.received = r.received;
+  s.flushed = r.flushed;
+  s.replayed = r.replayed;
+  s.backup_end = r.backup_end;
+  s.records = r.records;
+  s.seconds_behind = r.seconds_behind;
+  s.pages_read = r.pages_read;
+  s.prefetched = r.prefetched;
+  s.prefetch_hits = r.prefetch_hits;
+  return s;
+}
+
+std::vector<standby_info> database::standbys() const {
+  impl_->check_open("standbys");
+  std::vector<standby_info> out;
+  for (const messages::standby_view& v : impl_->db->standbys()) {
+    standby_info info;
+    info.name = v.standby.name;
+    info.connected = v.connected;
+    info.sent = v.sent;
+    info.written = v.standby.written;
+    info.flushed = v.standby.flushed;
+    info.replayed = v.standby.replayed;
+    info.pages_read = v.standby.pages_read;
+    info.prefetch_hits = v.standby.prefetch_hits;
+    info.seconds_since_heard = v.seconds_since_reply;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
 
 std::string database::setting(const std::string& key) const {
   return runtime::show_setting(impl_->engine().config, key);

@@ -93,6 +93,26 @@ std::chrono::milliseconds parse_time(const std::string& key, const std::string& 
   return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
 }
 
+} // namespace
+
+endpoint parse_endpoint(const std::string& what, const std::string& text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    throw config_error("invalid value for " + what + ": \"" + text + "\" (expected HOST:PORT)");
+  endpoint result;
+  result.host = text.substr(0, colon);
+  std::string port = text.substr(colon + 1);
+  char* end = nullptr;
+  unsigned long number = std::strtoul(port.c_str(), &end, 10);
+  if (*end != '\0' || number == 0 || number > 65535)
+    throw config_error("invalid value for " + what + ": port \"" + port +
+                       "\" is not a number from 1 to 65535");
+  result.port = static_cast<std::uint16_t>(number);
+  return result;
+}
+
+namespace {
+
 bool parse_bool(const std::string& key, const std::string& text) {
   std::string v = lower(text);
   if (v == "on" || v == "true" || v == "yes" || v == "1")
@@ -341,6 +361,39 @@ const std::vector<setting_entry>& setting_table() {
      },
      [](const settings& s) { return show_ms(s.recovery_progress_interval); },
      "how often a recovery logs where it is (0: never)"},
+    {"replication_listen", false,
+     [](settings& s, const std::string& v) {
+       if (!v.empty())
+         parse_endpoint("replication_listen", v);
+       s.replication_listen = v;
+     },
+     [](const settings& s) { return s.replication_listen; },
+     "HOST:PORT the WAL sender listens on for standbys and base backups (empty: none)"},
+    {"max_standby_wal_size", false,
+     [](settings& s, const std::string& v) {
+       s.max_standby_wal_size = parse_bytes("max_standby_wal_size", v, MiB);
+       check_bytes("max_standby_wal_size", s.max_standby_wal_size, MiB, std::uint64_t(1) << 40);
+     },
+     [](const settings& s) { return format_bytes(s.max_standby_wal_size); },
+     "WAL kept for a standby behind the primary; further behind, it must be seeded again"},
+    {"synchronous_standby", false,
+     [](settings& s, const std::string& v) {
+       using w = settings::standby_wait;
+       std::string m = lower(v);
+       if (m == "off")
+         s.synchronous_standby = w::off;
+       else if (m == "remote_write")
+         s.synchronous_standby = w::remote_write;
+       else if (m == "remote_flush")
+         s.synchronous_standby = w::remote_flush;
+       else if (m == "remote_apply")
+         s.synchronous_standby = w::remote_apply;
+       else
+         throw config_error("invalid value for synchronous_standby: \"" + v +
+                            "\" (valid values: off, remote_write, remote_flush, remote_apply)");
+     },
+     [](const settings& s) { return std::string(to_string(s.synchronous_standby)); },
+     "a commit also waits for a standby to have written | flushed | replayed it"},
     {"doublewrite_batch_pages", false,
      [](settings& s, const std::string& v) {
        s.doublewrite_batch_pages = parse_count("doublewrite_batch_pages", v, 1, 1024);
@@ -418,9 +471,10 @@ void apply_setting(settings& s, const std::string& key, const std::string& value
   if (e == nullptr)
     throw config_error("unrecognized configuration parameter \"" + trim(key) + "\"");
   std::string v = trim(value);
-  if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front())
+  const bool quoted = v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front();
+  if (quoted) // '' is an empty value (replication_listen = '': none)
     v = v.substr(1, v.size() - 2);
-  if (v.empty())
+  if (v.empty() && !quoted)
     throw config_error("missing value for " + trim(key));
   e->set(s, v);
 }
@@ -482,7 +536,7 @@ std::string render_config_file(const settings& s) {
   out << "# Tidemark configuration. Edit and restart; --set KEY=VALUE overrides one run.\n"
       << "# Settings marked (init) are fixed when the data directory is created.\n\n";
   for (const setting_entry& e : setting_table())
-    out << e.name << " = " << e.show(s) << "\t# " << e.help << (e.init_only ? " (init)" : "")
+    out << e.name << " = " << (e.show(s).empty() ? "''" : e.show(s)) << "\t# " << e.help << (e.init_only ? " (init)" : "")
         << "\n";
   return out.str();
 }

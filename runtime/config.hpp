@@ -56,4 +56,12 @@ bool is_init_setting(const std::string& key);
 
 std::string format_bytes(std::uint64_t bytes);
 
+/// A network address as HOST:PORT (replication_listen, a standby's primary).
+struct endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+};
+/// Throws config_error naming `what` when `text` is not HOST:PORT with a port 1..65535.
+endpoint parse_endpoint(const std::string& what, const std::string& text);
+
 } // namespace tidemark::runtime

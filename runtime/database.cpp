@@ -11,6 +11,7 @@
 #include "storage/wal_reader.hpp"
 
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
 
 #include <sys/stat.h>
 #include <dirent.h>
@@ -144,6 +145,8 @@ std::optional<torn_page_protection> mode_to_recover_in(const std::string& dir,
 
 std::unique_ptr<database> database::open(const std::string& dir, const open_options& options) {
   check_data_directory(dir);
+  if (options.standby) // a standby recovers in its primary's mode and switches with it
+    return open_once(dir, options);
   std::optional<recovery_report> earlier;
   if (auto crashed_mode = mode_to_recover_in(dir, options)) {
     // Recover and stop cleanly in the crashed run's mode, then start in the new one.
@@ -205,15 +208,35 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
   e->config = resolve_settings(dir, options.overrides, e->control);
   e->log_sink = options.log;
   e->io = make_engine(e->config, options.faults, &e->faults);
+  db->standby_ = read_standby_file(dir);
+  if (db->standby_ && db->standby_->generation < e->control.generation) {
+    remove_standby_file(*e->io, dir); // a promotion completed its checkpoint, then crashed
+    db->standby_.reset();
+  }
+  if (db->standby_ && !options.standby)
+    throw config_error("\"" + dir + "\" is a standby of " + db->standby_->primary +
+                       ": run it with tidemark standby, or make it a primary with tidemark "
+                       "promote");
+  if (!db->standby_ && options.standby)
+    throw config_error("\"" + dir + "\" is not a standby (no standby.conf): make one with "
+                       "tidemark basebackup");
+  if (db->standby_)
+    db->standby_primary_ = options.primary.empty() ? db->standby_->primary : options.primary;
   if (options.trace || options.trace_listener)
     e->trace = std::make_unique<messages::trace_sink>(options.trace ? std::size_t(1) << 20 : 0,
                                                       options.trace_listener);
   db->recovery_ = prepare_storage(*e);
   // Every control file written from now on records the mode this run writes pages in.
   e->control.protection = static_cast<std::uint32_t>(record_of(e->config.protection));
+  if (db->standby_)
+    db->recovery_.needed = true; // a standby is always recovering
   e->recovering.store(db->recovery_.needed);
   db->engine_ = std::move(e);
   db->start_actors();
+  if (db->standby_) {
+    db->start_standby(options);
+    return db;
+  }
   try {
     replay(*db->engine_, db->recovery_);
     if (db->recovery_.needed) {
@@ -239,6 +262,7 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
     throw; // ~database stops the actors
   }
   db->engine_->recovering.store(false);
+  db->start_replication();
   return db;
 }
 
@@ -275,6 +299,8 @@ void database::log_recovery() const {
 void database::start_actors() {
   system_config_ = std::make_unique<caf::actor_system_config>();
   system_config_->add_message_types<caf::id_block::tidemark>();
+  if (uses_network())
+    system_config_->load<caf::io::middleman>();
   system_config_->set("logger.verbosity", caf::atom("quiet"));
   const settings& s = engine_->config;
   system_config_->set("scheduler.policy",
@@ -343,6 +369,11 @@ void database::stop_actors() {
     // Writers first: one may be waiting for a doublewrite chunk that only the batcher and
     // the sync worker can free.
     caf::scoped_actor self{*system_};
+    if (wal_sender_) { // first: it may run a base backup's checkpoint
+      engine_->wal->set_flush_listener(nullptr);
+      caf::anon_send_exit(wal_sender_, caf::exit_reason::user_shutdown);
+      self->wait_for(wal_sender_);
+    }
     caf::anon_send_exit(bgwriter_, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(checkpointer_, caf::exit_reason::user_shutdown);
     self->wait_for(bgwriter_, checkpointer_);
@@ -356,6 +387,7 @@ void database::stop_actors() {
   engine_->pool->set_allocation_listener(nullptr);
   engine_->bgwriter.listener.reset();
   system_->await_all_actors_done();
+  engine_->sender_wakeup.reset();
   engine_->idle_poll.stop();
   engine_->registry.attach(messages::sync_worker_actor{}, nullptr);
   engine_->batcher = nullptr;
@@ -365,6 +397,7 @@ void database::stop_actors() {
   sync_worker_ = nullptr;
   dw_batcher_ = nullptr;
   checkpoint_watcher_ = nullptr;
+  wal_sender_ = nullptr;
 }
 
 void database::close() {
@@ -372,7 +405,16 @@ void database::close() {
     return;
   closed_ = true;
   std::string failure;
-  if (read_only_) {
+  if (!read_only_) // commits waiting for a synchronous standby end with an error
+    engine_->standby_acknowledged.stop("the database is closing");
+  if (standby_) {
+    // A standby writes no checkpoint of its own: a restart replays from its last one.
+    try {
+      end_standby_stream();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  } else if (read_only_) {
     // nothing to write
   } else if (!engine_->failed()) {
     try {
@@ -439,6 +481,13 @@ void session::wait_durable(storage::lsn_t lsn) {
   e.wal->wait_for_flush(lsn);
 }
 
+void session::wait_for_standby(storage::lsn_t lsn) {
+  engine& e = db_->internals();
+  if (lsn == 0 || e.config.synchronous_standby == settings::standby_wait::off)
+    return;
+  e.standby_acknowledged.wait_for(lsn);
+}
+
 void session::settle_read() {
   if (txn_->active())
     return; // the commit waits for everything the transaction read
@@ -496,6 +545,9 @@ storage::block_id session::relation_size(storage::rel_id rel) { return txn_->rel
 void session::check_writable(const char* operation) const {
   if (db_->read_only())
     throw tidemark::usage_error(std::string(operation) + ": the database is open read-only");
+  if (db_->is_standby())
+    throw tidemark::usage_error(std::string(operation) +
+                                ": the database is a standby (read-only until promoted)");
 }
 
 void session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
@@ -538,6 +590,11 @@ storage::xid_t session::commit() {
   }
   try {
     wait_durable(std::max(position.end, seen));
+    wait_for_standby(position.end);
+  } catch (const storage::position_stopped& error) {
+    throw tidemark::commit_outcome_unknown(
+      "transaction " + std::to_string(xid) + " is durable here, but no synchronous standby "
+      "confirmed it before " + error.what() + "; after a failover it may be absent", xid);
   } catch (const storage::wal_not_durable& error) {
     db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
     if (position.end == 0)

@@ -16,6 +16,8 @@
 #include "messages/interfaces.hpp"
 #include "runtime/config.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/standby_file.hpp"
+#include "storage/received_wal.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -23,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tidemark::runtime {
@@ -34,7 +37,36 @@ struct open_options {
   bool trace = false;                          // record every write-path message
   messages::trace_sink::listener trace_listener; // sees every write-path message (trace or not)
   std::function<void(const std::string&)> log;   // log lines; empty: stderr
+  /// Opens a standby (a directory with standby.conf): recovery, then redo follows the WAL
+  /// the primary streams until promote() or close(); sessions only read.
+  bool standby = false;
+  bool stream = true;  // standby: connect to the primary (off: replay local WAL only)
+  std::string primary; // standby: HOST:PORT instead of standby.conf's
 };
+
+/// A standby's stream, as it stands (runtime/standby.cpp).
+struct standby_status {
+  bool connected = false;
+  std::string primary;
+  std::string error; // why it is not streaming, if it is not
+  storage::lsn_t primary_flushed = 0, received = 0, flushed = 0, replayed = 0;
+  storage::lsn_t backup_end = 0; // consistent (and promotable) once replayed past
+  std::uint64_t records = 0;     // replayed since the start
+  double seconds_behind = 0;     // the primary's clock when it last answered, to now
+  std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0;
+};
+
+/// Copies a running primary's data directory into `new_dir` (which must not exist or be
+/// empty) for a standby (runtime/standby.cpp). `progress` sees lines as it goes.
+struct base_backup_report {
+  std::string name; // the standby's
+  std::uint64_t files = 0, bytes = 0, pages_reread = 0, wal_bytes = 0;
+  storage::lsn_t redo_lsn = 0, end_lsn = 0;
+  double seconds = 0;
+};
+base_backup_report base_backup(const std::string& new_dir, const std::string& primary,
+                               const std::string& name,
+                               const std::function<void(const std::string&)>& progress);
 
 struct recovery_report {
   bool needed = false;
@@ -45,6 +77,7 @@ struct recovery_report {
   double startup_sync_seconds = 0;
   storage::lsn_t redo_lsn = 0;
   storage::lsn_t end_lsn = 0;
+  storage::lsn_t last_record_lsn = 0; // the start of the last record replayed
   std::string end_reason;
   std::uint64_t records = 0;
   std::uint64_t blocks_applied = 0;
@@ -110,6 +143,14 @@ public:
   void observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event);
 
   const recovery_report& recovery() const { return recovery_; }
+  /// Standby only: ends streaming, replays what arrived, runs the end-of-recovery
+  /// checkpoint in the next generation and accepts writes. usage_error before the copy is
+  /// consistent (backup_end_lsn not yet received) or when not a standby.
+  void promote();
+  bool is_standby() const { return standby_.has_value(); }
+  standby_status standby() const;
+  /// The primary's view of its standbys (empty without replication_listen).
+  std::vector<messages::standby_view> standbys();
   bool read_only() const { return read_only_; }
   engine& internals() { return *engine_; }
   caf::actor_system& system() { return *system_; }
@@ -127,6 +168,10 @@ private:
   void log_recovery() const;
   void start_actors();
   void stop_actors();
+  bool uses_network() const;
+  void start_replication(); // publishes the WAL sender on replication_listen
+  void start_standby(const open_options& options);
+  void end_standby_stream(); // ends the stream and redo; rethrows redo's failure
 
   std::unique_ptr<engine> engine_;
   std::unique_ptr<caf::actor_system_config> system_config_;
@@ -137,6 +182,15 @@ private:
   messages::bgwriter_actor bgwriter_;
   messages::dw_batcher_actor dw_batcher_;
   messages::checkpoint_observer_actor checkpoint_watcher_;
+  messages::wal_sender_actor wal_sender_;
+  // A standby's: its file, the stream redo follows, the receiver, the redo thread.
+  std::optional<standby_file> standby_;
+  std::string standby_primary_;
+  std::unique_ptr<storage::received_wal> arrival_;
+  messages::wal_receiver_actor wal_receiver_;
+  std::thread standby_redo_;
+  std::exception_ptr standby_redo_error_;
+  recovery_report standby_redo_report_; // the redo thread's until it is joined
   recovery_report recovery_;
   bool detach_io_actors_ = true;
   bool read_only_ = false;
@@ -180,6 +234,8 @@ private:
   /// After a read outside a transaction: waits until what it returned is durable.
   void settle_read();
   void wait_durable(storage::lsn_t lsn);
+  /// synchronous_standby: waits until a standby has the commit's WAL.
+  void wait_for_standby(storage::lsn_t lsn);
 
   database* db_;
   std::unique_ptr<storage::page_transaction> txn_;

@@ -25,13 +25,6 @@ namespace tidemark::runtime {
 
 namespace {
 
-std::string hex_lsn(storage::lsn_t lsn) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%X/%08X", static_cast<unsigned>(lsn >> 32),
-                static_cast<unsigned>(lsn & 0xffffffffu));
-  return text;
-}
-
 bool exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -51,20 +44,20 @@ void validate_wal(engine& e, recovery_report& report, storage::lsn_t* prev) {
   const storage::control_data& c = e.control;
   storage::wal_reader reader(*e.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
   if (reader.read_at(c.checkpoint_lsn) == nullptr)
-    throw storage::data_error("control file points at checkpoint record " + hex_lsn(c.checkpoint_lsn) +
+    throw storage::data_error("control file points at checkpoint record " + storage::format_lsn(c.checkpoint_lsn) +
                               " but no valid WAL record is there: WAL is missing or corrupt");
   storage::wal_reader scan(*e.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
   while (scan.next() != nullptr) {
   }
   if (auto corruption = scan.find_corruption())
-    throw storage::data_error("WAL is corrupt at " + hex_lsn(corruption->bad_lsn) + " in " +
+    throw storage::data_error("WAL is corrupt at " + storage::format_lsn(corruption->bad_lsn) + " in " +
                               corruption->segment_path + " (" + corruption->reason +
-                              "), yet the record at " + hex_lsn(corruption->proof_lsn) +
-                              " shows WAL up to " + hex_lsn(corruption->proof_durable) +
+                              "), yet the record at " + storage::format_lsn(corruption->proof_lsn) +
+                              " shows WAL up to " + storage::format_lsn(corruption->proof_durable) +
                               " had been made durable; refusing to recover past lost commits");
   if (scan.end_lsn() <= c.checkpoint_lsn)
-    throw storage::data_error("WAL ends at " + hex_lsn(scan.end_lsn()) +
-                              " before the checkpoint record " + hex_lsn(c.checkpoint_lsn));
+    throw storage::data_error("WAL ends at " + storage::format_lsn(scan.end_lsn()) +
+                              " before the checkpoint record " + storage::format_lsn(c.checkpoint_lsn));
   report.end_lsn = scan.end_lsn();
   report.end_reason = scan.end_description();
   *prev = scan.last_record_lsn();
@@ -113,7 +106,7 @@ void log_redo_progress(const engine& e, const recovery_report& report,
   std::snprintf(line, sizeof line,
                 "LOG:  redo in progress: at %s, %.0f %% of %.0f MB of WAL, %llu records, "
                 "%.0f records/s",
-                hex_lsn(at.position).c_str(), total > 0 ? 100.0 * done / total : 100.0,
+                storage::format_lsn(at.position).c_str(), total > 0 ? 100.0 * done / total : 100.0,
                 total / 1e6, static_cast<unsigned long long>(at.records),
                 at.seconds > 0 ? double(at.records) / at.seconds : 0.0);
   e.log(line);
@@ -224,7 +217,7 @@ recovery_report prepare_storage(engine& e) {
   return report;
 }
 
-void replay(engine& e, recovery_report& report) {
+void replay(engine& e, recovery_report& report, storage::received_wal* arrival) {
   if (!report.needed)
     return;
   auto started = std::chrono::steady_clock::now();
@@ -233,6 +226,8 @@ void replay(engine& e, recovery_report& report) {
                     e.control.redo_lsn);
   storage::wal_reader reader(*e.io, wal_dir(e.data_dir), e.control.wal_segment_size,
                              e.control.page_size, e.control.redo_lsn);
+  if (arrival != nullptr)
+    reader.follow(arrival);
   const storage::buffer_pool_counters& pool = e.pool->counters();
   const std::uint64_t reads_before = pool.reads.load(), prefetched_before = pool.prefetched.load(),
                       hits_before = pool.prefetch_hits.load();
@@ -242,10 +237,16 @@ void replay(engine& e, recovery_report& report) {
   if (e.config.recovery_prefetch)
     prefetcher = std::make_unique<storage::wal_prefetcher>(
       *e.io, wal_dir(e.data_dir), e.control.wal_segment_size, e.control.page_size,
-      e.control.redo_lsn, report.end_lsn, *e.pool, *e.files, e.config.recovery_prefetch_distance);
+      e.control.redo_lsn, arrival != nullptr ? ~storage::lsn_t{0} : report.end_lsn, *e.pool,
+      *e.files, e.config.recovery_prefetch_distance, arrival);
   storage::redo_options options;
   options.prefetcher = prefetcher.get();
-  options.progress_every = e.config.recovery_progress_interval;
+  if (arrival != nullptr) { // a standby shows its own status; redo tells it where it is
+    options.replayed = &e.standby.replayed;
+    options.records = &e.standby.records;
+  } else {
+    options.progress_every = e.config.recovery_progress_interval;
+  }
   options.progress = [&e, &report](const storage::redo_progress& at) {
     log_redo_progress(e, report, at);
   };
@@ -255,6 +256,9 @@ void replay(engine& e, recovery_report& report) {
     prefetcher->stop();
     report.prefetch_error = prefetcher->report().error;
   }
+  report.end_lsn = reader.end_lsn();
+  report.end_reason = reader.end_description();
+  report.last_record_lsn = reader.last_record_lsn();
   report.wal_bytes = report.end_lsn - e.control.redo_lsn;
   report.pages_read = pool.reads.load() - reads_before;
   report.pages_prefetched = pool.prefetched.load() - prefetched_before;

@@ -21,6 +21,7 @@
 
 #include "runtime/database.hpp"
 #include "runtime/engine.hpp"
+#include "storage/received_wal.hpp"
 
 #include <optional>
 
@@ -56,7 +57,9 @@ void check_data_directory(const std::string& dir);
 /// and the sync worker absorbs during recovery).
 recovery_report prepare_storage(engine& e);
 
-/// Redo from the redo point (DESIGN §6 step 4), when report.needed.
-void replay(engine& e, recovery_report& report);
+/// Redo from the redo point (DESIGN §6 step 4), when report.needed. With `arrival` (a
+/// standby) redo follows the WAL as it arrives and returns only once the stream ended
+/// (promotion or stop); report.end_lsn and last_record_lsn then say where it stopped.
+void replay(engine& e, recovery_report& report, storage::received_wal* arrival = nullptr);
 
 } // namespace tidemark::runtime

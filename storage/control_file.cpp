@@ -12,14 +12,15 @@
 #include "storage/types.hpp"
 
 #include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <type_traits>
 
 namespace tidemark::storage {
 
 static_assert(std::is_trivially_copyable_v<control_data>, "control_data is written as raw bytes");
-static_assert(sizeof(control_data) == 88, "control file layout is part of the on-disk format");
-static_assert(offsetof(control_data, crc) == 80, "the CRC covers every byte before it");
+static_assert(sizeof(control_data) == 96, "control file layout is part of the on-disk format");
+static_assert(offsetof(control_data, crc) == 88, "the CRC covers every byte before it");
 
 namespace {
 
@@ -27,13 +28,54 @@ std::string global_dir(const std::string& data_dir) {
   return data_dir + "/global";
 }
 
-std::uint32_t control_crc(const control_data& data) {
-  return crc32c(&data, offsetof(control_data, crc));
+// Version 1's layout: as version 2 without generation.
+struct control_data_v1 {
+  std::uint32_t magic, version;
+  std::uint64_t system_id;
+  std::uint32_t page_size, data_checksums;
+  std::uint64_t segment_size, wal_segment_size;
+  std::uint32_t state, protection;
+  std::uint64_t checkpoint_lsn, redo_lsn, next_xid, checkpoint_time_unix_ms;
+  std::uint32_t crc, padding;
+};
+
+static_assert(sizeof(control_data_v1) == 88, "version 1 layout");
+
+template <class Data>
+std::uint32_t control_crc(const Data& data) {
+  return crc32c(&data, offsetof(Data, crc));
 }
 
-void check_control_data(const std::string& path, const control_data& data, std::size_t length) {
+// A version 1 file read into `data`: checked and converted (generation 0).
+void upgrade_version_1(const std::string& path, control_data& data, std::size_t length) {
+  control_data_v1 old;
+  static_assert(sizeof old <= sizeof data);
+  std::memcpy(&old, &data, sizeof old);
+  if (length < sizeof old)
+    throw data_error(path + ": control file is truncated (" + std::to_string(length) + " of " +
+                     std::to_string(sizeof old) + " bytes)");
+  if (control_crc(old) != old.crc)
+    throw data_error(path + ": control file checksum mismatch: the file is corrupt");
+  data = control_data{};
+  data.system_id = old.system_id;
+  data.page_size = old.page_size;
+  data.data_checksums = old.data_checksums;
+  data.segment_size = old.segment_size;
+  data.wal_segment_size = old.wal_segment_size;
+  data.state = old.state;
+  data.protection = old.protection;
+  data.checkpoint_lsn = old.checkpoint_lsn;
+  data.redo_lsn = old.redo_lsn;
+  data.next_xid = old.next_xid;
+  data.checkpoint_time_unix_ms = old.checkpoint_time_unix_ms;
+  data.crc = control_crc(data);
+}
+
+void check_control_data(const std::string& path, control_data& data, std::size_t length) {
   if (length >= sizeof data.magic && data.magic != control_magic)
     throw data_error(path + ": not a Tidemark control file");
+  if (length >= 2 * sizeof data.magic && data.version == 1)
+    return upgrade_version_1(path, data, length);
   if (length < sizeof data)
     throw data_error(path + ": control file is truncated (" + std::to_string(length) + " of " +
                      std::to_string(sizeof data) + " bytes)");

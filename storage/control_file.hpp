@@ -29,7 +29,7 @@ enum class cluster_state : std::uint32_t {
 const char* to_string(cluster_state state);
 
 constexpr std::uint32_t control_magic = 0x54444d4b; // "TDMK"
-constexpr std::uint32_t control_version = 1;
+constexpr std::uint32_t control_version = 2; // 1: before generation (read as generation 0)
 
 struct control_data {
   std::uint32_t magic = control_magic;
@@ -47,6 +47,11 @@ struct control_data {
   std::uint64_t redo_lsn = 0;
   std::uint64_t next_xid = 0;
   std::uint64_t checkpoint_time_unix_ms = 0;
+  // Which history this directory's WAL belongs to: a promoted standby starts the next
+  // generation, so a standby following it refuses the old primary and the old primary
+  // cannot feed it by accident.
+  std::uint32_t generation = 0;
+  std::uint32_t reserved = 0;
   std::uint32_t crc = 0; // crc32c of every byte before this field
   std::uint32_t padding = 0;
 };

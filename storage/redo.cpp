@@ -63,6 +63,10 @@ redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_che
       redo_record(*record, pool, summary);
       if (status != nullptr && record->type() == record_type::transaction)
         status->set(record->header.xid, xact_status::committed, record->end_lsn());
+      if (options.replayed != nullptr) {
+        options.replayed->store(record->end_lsn(), std::memory_order_release);
+        options.records->store(summary.records, std::memory_order_relaxed);
+      }
     }
   } catch (...) {
     pool.release_pins(1);

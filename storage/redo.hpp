@@ -13,6 +13,7 @@
 #include "storage/wal_prefetcher.hpp"
 #include "storage/wal_reader.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 
@@ -38,6 +39,9 @@ struct redo_options {
   /// Called with redo's position about every `progress_every` (not at all when zero).
   std::function<void(const redo_progress&)> progress;
   std::chrono::steady_clock::duration progress_every{0};
+  /// When set, the end of each record applied and the count so far (a standby's status).
+  std::atomic<lsn_t>* replayed = nullptr;
+  std::atomic<std::uint64_t>* records = nullptr;
 };
 
 /// Replays every record the reader returns. Pages are left dirty in the pool; each

@@ -149,6 +149,44 @@ std::optional<lsn_range> wal_log::insert(record_builder& record, lsn_t expected_
   return lsn_range{lsn, lsn + length};
 }
 
+void wal_log::append_received(lsn_t lsn, const void* data, std::size_t length) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  std::lock_guard lock(insert_mutex_);
+  check_usable();
+  if (lsn != inserted_lsn_.load(std::memory_order_relaxed))
+    throw std::logic_error("wal_log: received WAL at " + std::to_string(lsn) +
+                           " does not continue the log at " + std::to_string(inserted_lsn_.load()));
+  while (length > 0) {
+    std::size_t piece = std::min(length, buffer_.size() / 2);
+    lsn_t at = inserted_lsn_.load(std::memory_order_relaxed);
+    if (at + piece - written_lsn_.load(std::memory_order_acquire) > buffer_.size())
+      make_room_locked();
+    copy_to_ring(at, bytes, piece);
+    inserted_lsn_.store(at + piece, std::memory_order_release);
+    counters_.bytes.fetch_add(piece, std::memory_order_relaxed);
+    bytes += piece;
+    length -= piece;
+  }
+}
+
+void wal_log::restart_at(lsn_t end, lsn_t prev) {
+  std::lock_guard insert_lock(insert_mutex_);
+  std::lock_guard flush_lock(flush_mutex_);
+  check_usable();
+  if (!syncs_in_flight_.empty())
+    throw std::logic_error("wal_log::restart_at while a sync is running");
+  if (end > flushed_lsn_.load())
+    throw std::logic_error("wal_log::restart_at beyond the flushed WAL");
+  for (const open_segment& segment : segments_) // later ones are about to be removed
+    io_.close_file(segment.fd);
+  segments_.clear();
+  open_for_append(end);
+  prev_lsn_ = prev;
+  inserted_lsn_.store(end);
+  written_lsn_.store(end);
+  flushed_lsn_.store(end);
+}
+
 // The ring is full: write out everything inserted (no sync needed to reuse ring space).
 void wal_log::make_room_locked() {
   std::lock_guard lock(flush_mutex_);
@@ -237,6 +275,8 @@ lsn_t wal_log::sync_through(lsn_t target) {
       flushed_lsn_.store(target, std::memory_order_release);
   }
   wake_waiters(false);
+  if (flush_listener* listener = listener_.load(std::memory_order_acquire))
+    listener->flushed(std::max(target, flushed));
   return std::max(target, flushed);
 }
 

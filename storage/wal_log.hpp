@@ -4,7 +4,8 @@
 //
 // Invariants:
 //  - inserted_lsn >= written_lsn >= flushed_lsn, each monotonic.
-//  - Bytes below inserted_lsn are complete records in the buffer or already written;
+//  - Bytes below inserted_lsn are complete records in the buffer or already written (on a
+//    standby: the bytes that arrived, possibly ending mid-record, until restart_at());
 //    bytes below flushed_lsn are durable (a completed fdatasync covered them).
 //  - A record is inserted only if the redo point the caller built it against is still the
 //    current one (the FPI decision depends on it); otherwise insert() returns nothing and
@@ -60,6 +61,14 @@ struct wal_counters {
   std::atomic<std::uint64_t> writes{0};
 };
 
+/// Told each time the flushed LSN moves (a WAL sender shipping durable WAL). Called on
+/// the syncing thread after the waiters were woken: it must be cheap and must not block.
+class flush_listener {
+public:
+  virtual ~flush_listener() = default;
+  virtual void flushed(lsn_t lsn) = 0;
+};
+
 class wal_log {
 public:
   /// Opens the log for appending at `insert_lsn` (end of valid WAL found by the reader, or
@@ -74,6 +83,15 @@ public:
   /// Inserts a finished record. Returns nothing if `expected_redo_lsn` is no longer the
   /// current redo point (the caller must rebuild its full-page-image decisions).
   std::optional<lsn_range> insert(record_builder& record, lsn_t expected_redo_lsn);
+
+  /// A standby's receiver: appends WAL bytes as the primary sent them (records sealed
+  /// there, possibly ending mid-record) at `lsn`, which must be the inserted LSN. They are
+  /// written and synced like inserted records. Throws std::logic_error on a gap.
+  void append_received(lsn_t lsn, const void* data, std::size_t length);
+  /// Promotion: the log continues at `end` (the end of the last complete record replayed,
+  /// whose start is `prev`), as when it was opened there: WAL that arrived after it is
+  /// zeroed, later segments removed. No write or sync may be running.
+  void restart_at(lsn_t end, lsn_t prev);
 
   /// Takes a new redo point: the current insert position, atomically with respect to
   /// inserts. Returns it.
@@ -119,6 +137,9 @@ public:
   /// where missing, so that a flush never stalls creating one. Safe from any thread; meant
   /// for a background actor's tick.
   void prepare_segments_ahead(std::size_t count);
+
+  /// Sets (or with nullptr clears) the one flush listener; it must outlive its setting.
+  void set_flush_listener(flush_listener* listener) { listener_.store(listener); }
 
   const wal_counters& counters() const { return counters_; }
   const wal_options& options() const { return options_; }
@@ -186,6 +207,7 @@ private:
   std::vector<flush_waiter*> flush_waiters_;
   std::string stopped_because_; // guarded by waiters_mutex_; set by stop_waiters()
   wal_counters counters_;
+  std::atomic<flush_listener*> listener_{nullptr};
 };
 
 } // namespace tidemark::storage

@@ -3,6 +3,8 @@
 
 #include "storage/wal_reader.hpp"
 
+#include <functional>
+
 #include <algorithm>
 #include <deque>
 #include <utility>
@@ -24,9 +26,10 @@ std::size_t wal_prefetcher::ahead_pages(std::size_t buffers) {
 
 wal_prefetcher::wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
                                std::size_t page_size, lsn_t start, lsn_t end, buffer_pool& pool,
-                               relation_files& files, std::uint64_t distance_bytes)
+                               relation_files& files, std::uint64_t distance_bytes,
+                               wal_arrival* arrival)
   : io_(io), wal_dir_(std::move(wal_dir)), segment_size_(segment_size), page_size_(page_size),
-    start_(start), end_(end), pool_(pool), files_(files), distance_(distance_bytes),
+    start_(start), end_(end), arrival_(arrival), pool_(pool), files_(files), distance_(distance_bytes),
     redo_lsn_(start) {
   thread_ = std::thread([this] { run(); });
 }
@@ -137,6 +140,21 @@ void wal_prefetcher::run() {
   pool_.reserve_pins(static_cast<std::uint32_t>(batch));
   try {
     wal_reader reader(io_, wal_dir_, segment_size_, page_size_, start_);
+    // Following arriving WAL: what was claimed is read before waiting for more, since
+    // redo may need it next.
+    struct read_then_wait final : wal_arrival {
+      wal_arrival* inner;
+      std::function<void()> before;
+      lsn_t wait_beyond(lsn_t lsn) override {
+        before();
+        return inner->wait_beyond(lsn);
+      }
+    } follower;
+    if (arrival_ != nullptr) {
+      follower.inner = arrival_;
+      follower.before = read_claimed;
+      reader.follow(&follower);
+    }
     lsn_t position = start_;
     while (!stopping_.load(std::memory_order_relaxed) && position < end_) {
       lsn_t redo = redo_lsn_.load(std::memory_order_seq_cst);

@@ -26,6 +26,7 @@
 #include "storage/buffer_pool.hpp"
 #include "storage/io_engine.hpp"
 #include "storage/relation_files.hpp"
+#include "storage/wal_reader.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -49,9 +50,12 @@ struct prefetch_report {
 class wal_prefetcher {
 public:
   /// Starts the thread: it reads WAL from `start` up to `end` (where redo will stop).
+  /// With `arrival` (a standby's redo, which follows WAL as it arrives), it follows it too,
+  /// and reads the pages it claimed before it waits for more WAL.
   wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
                  std::size_t page_size, lsn_t start, lsn_t end, buffer_pool& pool,
-                 relation_files& files, std::uint64_t distance_bytes);
+                 relation_files& files, std::uint64_t distance_bytes,
+                 wal_arrival* arrival = nullptr);
   ~wal_prefetcher();
   wal_prefetcher(const wal_prefetcher&) = delete;
   wal_prefetcher& operator=(const wal_prefetcher&) = delete;
@@ -96,6 +100,7 @@ private:
   std::uint64_t segment_size_;
   std::size_t page_size_;
   lsn_t start_, end_;
+  wal_arrival* arrival_;
   buffer_pool& pool_;
   relation_files& files_;
   std::uint64_t distance_;

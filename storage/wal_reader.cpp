@@ -28,13 +28,6 @@ namespace {
 
 constexpr std::size_t window_size = 1u << 20;
 
-std::string format_lsn(lsn_t lsn) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%" PRIX32 "/%" PRIX32, static_cast<std::uint32_t>(lsn >> 32),
-                static_cast<std::uint32_t>(lsn));
-  return text;
-}
-
 bool fail(std::string* why, std::string reason) {
   if (why)
     *why = std::move(reason);
@@ -45,12 +38,14 @@ bool fail(std::string* why, std::string reason) {
 
 wal_reader::wal_reader(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
                        std::size_t page_size, lsn_t start_lsn)
-  : io_(io), dir_(std::move(wal_dir)), segment_size_(segment_size), page_size_(page_size),
-    position_(start_lsn), end_lsn_(start_lsn), window_(window_size) {}
+  : dir_(std::move(wal_dir)), segment_size_(segment_size), segments_(io, dir_, segment_size),
+    page_size_(page_size), position_(start_lsn), end_lsn_(start_lsn), window_(window_size) {}
 
-wal_reader::~wal_reader() {
-  if (segment_.fd >= 0)
-    io_.close_file(segment_.fd);
+wal_reader::~wal_reader() = default;
+
+void wal_reader::follow(wal_arrival* arrival) {
+  arrival_ = arrival;
+  arrived_ = position_;
 }
 
 // ---- sequential reading -------------------------------------------------------------------
@@ -78,7 +73,7 @@ const record_view* wal_reader::read_at(lsn_t lsn) {
 bool wal_reader::try_record_at(lsn_t lsn, lsn_t expected_prev, std::string* why) {
   const unsigned char* bytes = bytes_at(lsn, sizeof(record_header));
   if (!bytes)
-    return fail(why, missing_segment(lsn));
+    return fail(why, stream_ended_ ? "end of the WAL that arrived" : missing_segment(lsn));
   record_header header;
   std::memcpy(&header, bytes, sizeof header);
   if (header.total_length == 0)
@@ -88,7 +83,7 @@ bool wal_reader::try_record_at(lsn_t lsn, lsn_t expected_prev, std::string* why)
   if (header.lsn != lsn)
     return fail(why, "stored lsn " + format_lsn(header.lsn) + " is not the record's position");
   if (!(bytes = bytes_at(lsn, header.total_length)))
-    return fail(why, missing_segment(lsn));
+    return fail(why, stream_ended_ ? "end of the WAL that arrived" : missing_segment(lsn));
   switch (decode_record(bytes, header.total_length, page_size_, view_)) {
     case decode_result::ok:
       break;
@@ -142,11 +137,14 @@ std::optional<wal_corruption> wal_reader::scan_segment(lsn_t start) {
 // ---- reading bytes ------------------------------------------------------------------------
 
 // The WAL bytes [lsn, lsn + length): in the window (refilled from lsn if needed), or for a
-// record longer than the window in record_bytes_. Null if a segment is missing.
+// record longer than the window in record_bytes_. Null if a segment is missing, or when
+// following, if the stream ended before them.
 const unsigned char* wal_reader::bytes_at(lsn_t lsn, std::size_t length) {
+  if (!arrived(lsn + length))
+    return nullptr;
   if (length > window_.size()) {
     record_bytes_.resize(length);
-    bool complete = read_segments(lsn, record_bytes_.data(), length) == length;
+    bool complete = segments_.read(lsn, record_bytes_.data(), length) == length;
     return complete ? record_bytes_.data() : nullptr;
   }
   if (!in_window(lsn, length))
@@ -158,39 +156,25 @@ bool wal_reader::in_window(lsn_t lsn, std::size_t length) const {
   return lsn >= window_start_ && lsn - window_start_ + length <= window_length_;
 }
 
+// The window never holds bytes beyond what had arrived when it was filled.
 void wal_reader::fill_window(lsn_t lsn) {
   window_start_ = lsn;
-  window_length_ = read_segments(lsn, window_.data(), window_.size());
+  std::size_t wanted = static_cast<std::size_t>(std::min<std::uint64_t>(window_.size(), arrived_ - lsn));
+  window_length_ = segments_.read(lsn, window_.data(), wanted);
 }
 
-// Reads up to `length` bytes from consecutive segments; stops at a missing segment.
-std::size_t wal_reader::read_segments(lsn_t lsn, unsigned char* out, std::size_t length) {
-  std::size_t done = 0;
-  while (done < length) {
-    lsn_t at = lsn + done;
-    lsn_t start = segment_start(at);
-    int fd = segment_fd(start);
-    if (fd < 0)
-      break;
-    std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(
-        length - done, start + segment_size_ - at));
-    io_.read(fd, out + done, piece, at - start); // past end of file: zero-filled
-    done += piece;
+// Following: waits until WAL below `end` has arrived; false once the stream ended short.
+bool wal_reader::arrived(lsn_t end) {
+  while (end > arrived_) {
+    if (stream_ended_)
+      return false;
+    lsn_t now = arrival_->wait_beyond(arrived_);
+    if (now <= arrived_)
+      stream_ended_ = true;
+    else
+      arrived_ = now;
   }
-  return done;
-}
-
-int wal_reader::segment_fd(lsn_t start) {
-  if (segment_.start == start)
-    return segment_.fd;
-  if (segment_.fd >= 0)
-    io_.close_file(segment_.fd);
-  std::string path = segment_path(start);
-  segment_.start = start;
-  segment_.fd = -1;
-  if (std::filesystem::exists(path))
-    segment_.fd = io_.open_file(path, false);
-  return segment_.fd;
+  return true;
 }
 
 // Names the first segment file missing from `lsn` on (a record may span two).
@@ -201,8 +185,6 @@ std::string wal_reader::missing_segment(lsn_t lsn) const {
   return "segment " + segment_path(start) + " is missing";
 }
 
-std::string wal_reader::segment_path(lsn_t start) const {
-  return dir_ + "/" + wal_log::segment_name(start);
-}
+std::string wal_reader::segment_path(lsn_t start) const { return segments_.segment_path(start); }
 
 } // namespace tidemark::storage

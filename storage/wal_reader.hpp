@@ -6,6 +6,10 @@
 // segment), a prev_lsn that does not link to the record before it, or a missing segment.
 // end_lsn() is then where valid WAL ends and end_description() says why.
 //
+// Following WAL that is still arriving (a standby): with follow(), a read that reaches
+// past what has arrived waits for more instead of ending; the reader ends only where the
+// stream ended (the standby is promoted or stops), at the last complete record.
+//
 // A torn or lost tail is normal after a crash. Corruption of WAL that had been durable is
 // not: find_corruption() scans on from the end for records that are valid in themselves
 // and whose durable_lsn lies beyond end_lsn. Such a record was inserted after WAL past the
@@ -15,6 +19,7 @@
 
 #include "storage/io_engine.hpp"
 #include "storage/wal_record.hpp"
+#include "storage/wal_segment_reader.hpp"
 
 #include <optional>
 #include <string>
@@ -28,6 +33,15 @@ struct wal_corruption {
   lsn_t proof_durable = 0; // ... that says WAL up to here had been durable
   std::string segment_path;
   std::string reason;
+};
+
+/// WAL still arriving: how far it may be read.
+class wal_arrival {
+public:
+  virtual ~wal_arrival() = default;
+  /// Blocks until WAL beyond `lsn` may be read, or the stream has ended; returns how far
+  /// WAL may be read (not beyond `lsn`: the stream ended there).
+  virtual lsn_t wait_beyond(lsn_t lsn) = 0;
 };
 
 class wal_reader {
@@ -45,6 +59,10 @@ public:
   lsn_t last_record_lsn() const { return last_record_lsn_; }
   const std::string& end_description() const { return end_description_; }
 
+  /// Reads only WAL that `arrival` says has arrived, waiting for more at its end (set
+  /// before the first next()).
+  void follow(wal_arrival* arrival);
+
   /// Call after next() returned nullptr.
   std::optional<wal_corruption> find_corruption();
 
@@ -59,16 +77,18 @@ private:
   const unsigned char* bytes_at(lsn_t lsn, std::size_t length);
   bool in_window(lsn_t lsn, std::size_t length) const;
   void fill_window(lsn_t lsn);
-  std::size_t read_segments(lsn_t lsn, unsigned char* out, std::size_t length);
-  int segment_fd(lsn_t segment_start);
+  bool arrived(lsn_t end);
   std::optional<wal_corruption> scan_segment(lsn_t segment_start);
   std::string missing_segment(lsn_t lsn) const;
   std::string segment_path(lsn_t segment_start) const;
   lsn_t segment_start(lsn_t lsn) const { return lsn - lsn % segment_size_; }
 
-  io_engine& io_;
   std::string dir_;
   std::uint64_t segment_size_;
+  wal_segment_reader segments_;
+  wal_arrival* arrival_ = nullptr;
+  lsn_t arrived_ = ~lsn_t{0}; // WAL below this may be read
+  bool stream_ended_ = false;
   std::size_t page_size_;
   lsn_t position_;
   lsn_t end_lsn_ = 0;
@@ -82,11 +102,6 @@ private:
   std::vector<unsigned char> window_;
   lsn_t window_start_ = 0;
   std::size_t window_length_ = 0;
-  struct cached_segment {
-    lsn_t start = ~lsn_t{0};
-    int fd = -1; // -1 with a valid start: the segment file does not exist
-  };
-  cached_segment segment_;
 };
 
 } // namespace tidemark::storage

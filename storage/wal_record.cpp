@@ -12,6 +12,8 @@
 //    allocate (an image is compressed straight into it).
 #include "storage/wal_record.hpp"
 
+#include <cstdio>
+
 #include "storage/crc32c.hpp"
 
 #include <cassert>
@@ -121,6 +123,13 @@ bool decode_body(const unsigned char* bytes, std::size_t length, std::size_t pag
 }
 
 } // namespace
+
+std::string format_lsn(lsn_t lsn) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%X/%08X", static_cast<unsigned>(lsn >> 32),
+                static_cast<unsigned>(lsn & 0xffffffffu));
+  return text;
+}
 
 // ---- record_builder -----------------------------------------------------------------------
 

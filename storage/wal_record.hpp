@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tidemark::storage {
@@ -82,6 +83,9 @@ struct checkpoint_payload {
   xid_t next_xid;
   std::uint64_t time_unix_ms;
 };
+
+/// A WAL position as PostgreSQL shows one: "1/2A3B4C58" (high and low 32 bits, hex).
+std::string format_lsn(lsn_t lsn);
 
 inline std::size_t aligned_record_size(std::size_t total_length) {
   return (total_length + record_alignment - 1) & ~(record_alignment - 1);

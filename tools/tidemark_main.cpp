@@ -1,9 +1,11 @@
-// The tidemark program (DESIGN §9): init, bench, verify, recover.
+// The tidemark program (DESIGN §9): init, bench, verify, recover, check, and the
+// replication commands (tools/replication_commands.hpp).
 // Exit status: 0 success; 1 runtime error or failed verification; 2 bad usage or
 // configuration; 3 simulated crash (raised inside the fault-injecting engine).
 // A client of the public API (include/tidemark/) and the workload module, like any
 // embedding application.
 #include "tools/cli_args.hpp"
+#include "tools/replication_commands.hpp"
 #include "workload/ack_log.hpp"
 #include "workload/json.hpp"
 #include "workload/tpcb/bench.hpp"
@@ -36,6 +38,10 @@ const char* usage_text =
   "  tidemark verify  -D DIR [--ack-log FILE] [--json FILE] [--set KEY=VALUE]... [FAULTS]\n"
   "  tidemark recover -D DIR [--json FILE] [--set KEY=VALUE]... [FAULTS]\n"
   "  tidemark check   -D DIR [--json FILE]     check every file, changing nothing\n"
+  "  tidemark basebackup -D NEWDIR --primary HOST:PORT [--name NAME] [--json FILE]\n"
+  "  tidemark standby -D DIR [--primary HOST:PORT] [--json FILE] [--status-interval SECONDS]\n"
+  "                   [--set KEY=VALUE]...    stream and replay until promoted or stopped\n"
+  "  tidemark promote -D DIR [--timeout SECONDS]   make a standby a primary\n"
   "FAULTS (run on the fault-injecting I/O engine, for crash tests):\n"
   "  [--crash-after-writes N [--crash-mode lose-unsynced|torn|process] [--seed N]]\n"
   "  [--fail-fsync-after N [--fail-fsync-match PATH-PART]] [--fault-journal FILE]\n"
@@ -334,6 +340,12 @@ int dispatch(int argc, char** argv) {
     return cmd_recover(argc, argv);
   if (command == "check")
     return cmd_check(argc, argv);
+  if (command == "basebackup")
+    return tidemark::tools::cmd_basebackup(argc, argv);
+  if (command == "standby")
+    return tidemark::tools::cmd_standby(argc, argv);
+  if (command == "promote")
+    return tidemark::tools::cmd_promote(argc, argv);
   if (command == "-h" || command == "--help" || command == "help") {
     std::printf("%s", usage_text);
     return exit_ok;

@@ -21,6 +21,7 @@
 #include <tidemark/types.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,6 +79,40 @@ struct power_loss_report {
   std::uint64_t unsynced_writes = 0, survived = 0, lost = 0, torn = 0;
 };
 
+/// A standby's stream as it stands (database::standby()). LSNs are WAL byte positions.
+struct standby_status {
+  bool connected = false;     // streaming from its primary now
+  std::string primary;        // HOST:PORT
+  std::string error;          // why it is not streaming, when it is not
+  std::uint64_t primary_flushed = 0; // durable on the primary, as it last said
+  std::uint64_t received = 0;        // written here
+  std::uint64_t flushed = 0;         // ... and fsynced here
+  std::uint64_t replayed = 0;        // ... and applied by redo
+  std::uint64_t backup_end = 0;      // promotable once flushed reaches it
+  std::uint64_t records = 0;         // replayed since this open
+  double seconds_behind = 0;  // since the primary last answered, while replay is behind it
+  std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0; // by replay
+};
+
+/// One standby as its primary sees it (database::standbys()).
+struct standby_info {
+  std::string name;
+  bool connected = false;
+  std::uint64_t sent = 0, written = 0, flushed = 0, replayed = 0; // WAL positions
+  std::uint64_t pages_read = 0, prefetch_hits = 0;                 // by its replay
+  double seconds_since_heard = 0;
+};
+
+/// What database::base_backup() copied.
+struct base_backup_report {
+  std::string standby_name;
+  std::uint64_t files = 0, bytes = 0;
+  std::uint64_t pages_reread = 0; // torn while being copied: copied again from memory
+  std::uint64_t wal_bytes = 0;
+  std::uint64_t redo_lsn = 0, end_lsn = 0; // replay from redo_lsn; consistent at end_lsn
+  double seconds = 0;
+};
+
 class session;
 struct internal_access; // the library's own tests and tools
 
@@ -99,6 +134,14 @@ public:
   /// every relation (checksum and identity), every doublewrite ring image. Run it after a
   /// clean close: after a crash, torn pages are expected until recovery repairs them.
   static file_check_report check_files(const std::string& dir);
+  /// Copies the running primary at `primary` (HOST:PORT, its replication_listen) into
+  /// `new_dir` (missing or empty) as a standby named `name` (empty: a generated name): its
+  /// files, verified as they are copied, and the WAL that makes them consistent.
+  /// Open it with open_options::standby. replication_error when the primary cannot be
+  /// reached or refuses. `progress` (optional) receives a line every second.
+  static base_backup_report base_backup(const std::string& new_dir, const std::string& primary,
+                                        const std::string& name = "",
+                                        const std::function<void(const std::string&)>& progress = {});
 
   ~database(); // closes (ignoring a failure already reported) if close() was not called
   database(const database&) = delete;
@@ -112,6 +155,16 @@ public:
   void close();
 
   const recovery_report& recovery() const;
+  /// Standby only: ends streaming, replays what arrived, runs the end-of-recovery
+  /// checkpoint in the next generation (a standby of the old primary refuses it), and
+  /// accepts writes from then on. usage_error when not a standby, or before the copy is
+  /// consistent (standby().flushed below backup_end).
+  void promote();
+  bool is_standby() const;
+  /// A standby's stream (all zero on a primary).
+  standby_status standby() const;
+  /// A primary's standbys and base backups (empty without replication_listen).
+  std::vector<standby_info> standbys() const;
   statistics stats() const;
   /// The value of a setting for this run, as text ("8kB", "doublewrite", "on").
   std::string setting(const std::string& key) const;

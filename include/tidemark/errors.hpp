@@ -78,6 +78,13 @@ public:
   using error::error;
 };
 
+/// Streaming replication could not go on: the primary cannot be reached, or refused (a
+/// copy of another system or generation, WAL it no longer keeps).
+class replication_error : public error {
+public:
+  using error::error;
+};
+
 class commit_outcome_unknown : public error {
 public:
   commit_outcome_unknown(const std::string& what, std::uint64_t transaction)

@@ -78,6 +78,15 @@ struct open_options {
   /// and run read-only transactions; any change is a usage_error. A directory that needs
   /// recovery is refused with a config_error.
   bool read_only = false;
+  /// Opens a standby (a directory database::base_backup() made): crash recovery, then redo
+  /// follows the WAL its primary streams, until promote() or close(). Sessions only read.
+  /// A standby directory opens only this way (config_error otherwise).
+  bool standby = false;
+  /// The standby's primary as HOST:PORT; empty: the one its base backup came from.
+  std::string primary;
+  /// Off: the standby does not connect; redo replays the WAL it has and stops there (to
+  /// promote a standby whose primary is gone).
+  bool stream = true;
   std::optional<fault_injection> faults;      // test hook
   bool trace = false;                         // test hook: record every write-path message
 };

@@ -30,12 +30,6 @@ std::vector<lsn_range> insert_records(wal_log& wal, xid_t first_xid, std::size_t
   return ranges;
 }
 
-std::string lsn_text(lsn_t lsn) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%" PRIX64 "/%" PRIX64, lsn >> 32, lsn & 0xFFFFFFFFu);
-  return text;
-}
-
 } // namespace
 
 TEST_CASE("wal_reader: records inserted concurrently by four threads read back in order") {
@@ -88,7 +82,7 @@ TEST_CASE("wal_reader: stops at the zeroed tail and reports where and why") {
   CHECK(reader.end_lsn() == wal.inserted_lsn());
   CHECK(reader.last_record_lsn() == ranges.back().start);
   CHECK(reader.end_description() ==
-        "record at " + lsn_text(wal.inserted_lsn()) + ": zero record length (never written)");
+        "record at " + format_lsn(wal.inserted_lsn()) + ": zero record length (never written)");
   CHECK_FALSE(reader.find_corruption());
 }
 
@@ -104,7 +98,7 @@ TEST_CASE("wal_reader: stops at a torn record") {
   CHECK(read.lsns.size() == 19);
   CHECK(read.end_lsn == ranges.back().start);
   CHECK(read.end_description ==
-        "record at " + lsn_text(ranges.back().start) + ": checksum mismatch");
+        "record at " + format_lsn(ranges.back().start) + ": checksum mismatch");
 }
 
 TEST_CASE("wal_reader: records with page images span segment boundaries") {

@@ -1,0 +1,220 @@
+// wal_receiver: see wal_receiver.hpp.
+#include "actors/wal_receiver.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <chrono>
+
+namespace tidemark::actors {
+
+namespace {
+
+using namespace messages;
+using storage::lsn_t;
+
+constexpr std::uint32_t fetch_bytes = 4u << 20;
+constexpr auto retry_interval = std::chrono::seconds(1);
+constexpr auto answer_timeout = std::chrono::seconds(10); // the primary answers within 1 s
+
+struct receiver_state {
+  context* ctx = nullptr;
+  storage::received_wal* arrival = nullptr;
+  receiver_options options;
+  wal_sender_actor sender;
+  std::uint64_t connection = 0; // answers of an earlier connection are ignored
+  lsn_t next = 0;               // where the next fetch starts
+  bool refused = false;
+  std::string last_warning;
+  static inline const char* name = "wal_receiver";
+};
+
+using receiver_pointer = wal_receiver_actor::stateful_pointer<receiver_state>;
+
+standby_position where_standby_is(const receiver_state& st) {
+  const context& e = *st.ctx;
+  standby_position p = st.options.identity;
+  p.written = e.standby.received.load();
+  p.flushed = e.standby.flushed.load();
+  p.replayed = e.standby.replayed.load();
+  p.pages_read = e.pool->counters().reads.load();
+  p.prefetch_hits = e.pool->counters().prefetch_hits.load();
+  return p;
+}
+
+void set_error(context& e, const std::string& why) {
+  std::lock_guard<std::mutex> lock(e.standby.mutex);
+  e.standby.error = why;
+}
+
+std::string primary_text(const receiver_state& st) {
+  return st.options.host + ":" + std::to_string(st.options.port);
+}
+
+void note_primary(context& e, const primary_position& p) {
+  e.standby.primary_flushed.store(p.flushed);
+  e.standby.primary_unix_micros.store(p.unix_micros);
+}
+
+void retry_later(receiver_pointer self) {
+  self->delayed_send(self, retry_interval, tick_atom::value);
+}
+
+// The connection is gone (or never came): try again in a second, from the flushed WAL.
+void lose_connection(receiver_pointer self, const std::string& why) {
+  auto& st = self->state;
+  if (st.sender)
+    self->demonitor(st.sender.address());
+  st.sender = nullptr;
+  ++st.connection;
+  if (st.ctx->standby.connected.exchange(false))
+    st.ctx->log("LOG:  standby lost its primary at " + primary_text(st) + ": " + why +
+                "; reconnecting");
+  set_error(*st.ctx, why);
+  retry_later(self);
+}
+
+// The primary refused this standby: streaming stops for good.
+void refused(receiver_pointer self, const std::string& why) {
+  auto& st = self->state;
+  st.refused = true;
+  st.sender = nullptr;
+  ++st.connection;
+  st.ctx->standby.connected.store(false);
+  set_error(*st.ctx, why);
+  st.ctx->log("ERROR:  the primary at " + primary_text(st) + " refused this standby: " + why);
+}
+
+// A refusal is an error our sender made (runtime_error with its words); anything else
+// (timeout, connection lost, actor gone) is the network's.
+void on_error(receiver_pointer self, std::uint64_t connection, const caf::error& error) {
+  if (connection != self->state.connection)
+    return;
+  if (error.category() == caf::atom("system") &&
+      error.code() == static_cast<std::uint8_t>(caf::sec::runtime_error))
+    refused(self, error_text(error));
+  else
+    lose_connection(self, error_text(error));
+}
+
+// Appends, writes and fsyncs one chunk, then tells redo and the primary.
+void store_chunk(receiver_pointer self, const wal_chunk& chunk) {
+  auto& st = self->state;
+  context& e = *st.ctx;
+  try {
+    e.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
+    e.standby.received.store(chunk.start + chunk.bytes.size());
+    lsn_t flushed = e.wal->sync_through(e.wal->write_out());
+    e.standby.flushed.store(flushed);
+    st.arrival->flushed_to(flushed);
+  } catch (const std::exception& error) {
+    e.fail(std::string("the standby could not store the WAL it received: ") + error.what());
+    refused(self, e.failure());
+    return;
+  }
+  if (st.sender)
+    self->send(st.sender, standby_feedback{where_standby_is(st)});
+}
+
+void fetch_next(receiver_pointer self) {
+  auto& st = self->state;
+  const std::uint64_t connection = st.connection;
+  wal_fetch fetch{where_standby_is(st), st.next, fetch_bytes};
+  self->request(st.sender, answer_timeout, fetch)
+    .then(
+      [self, connection](wal_chunk& chunk) {
+        auto& st = self->state;
+        if (connection != st.connection)
+          return;
+        note_primary(*st.ctx, chunk.primary);
+        if (chunk.bytes.empty()) { // the primary's heartbeat: nothing new
+          if (st.sender)
+            self->send(st.sender, standby_feedback{where_standby_is(st)});
+          fetch_next(self);
+          return;
+        }
+        if (chunk.start != st.next) {
+          lose_connection(self, "the primary sent WAL at " + storage::format_lsn(chunk.start) +
+                                  ", not at " + storage::format_lsn(st.next) + " as asked");
+          return;
+        }
+        st.next += chunk.bytes.size();
+        fetch_next(self); // on its way while this chunk is written
+        store_chunk(self, chunk);
+      },
+      [self, connection](caf::error& error) { on_error(self, connection, error); });
+}
+
+void connect(receiver_pointer self) {
+  auto& st = self->state;
+  if (st.refused || st.sender || st.ctx->failed())
+    return;
+  auto sender =
+    self->system().middleman().remote_actor<wal_sender_actor>(st.options.host, st.options.port);
+  if (!sender) {
+    std::string why = "cannot reach the primary at " + primary_text(st) + ": " +
+                      self->system().render(sender.error());
+    if (why != st.last_warning)
+      st.ctx->log("WARNING:  " + why + " (retrying every second)");
+    st.last_warning = why;
+    set_error(*st.ctx, why);
+    retry_later(self);
+    return;
+  }
+  st.last_warning.clear();
+  st.sender = *sender;
+  self->monitor(st.sender);
+  const std::uint64_t connection = ++st.connection;
+  const lsn_t from = st.ctx->standby.flushed.load();
+  self->request(st.sender, answer_timeout, stream_open{where_standby_is(st), from})
+    .then(
+      [self, connection, from](primary_position& primary) {
+        auto& st = self->state;
+        if (connection != st.connection)
+          return;
+        note_primary(*st.ctx, primary);
+        st.next = from;
+        st.ctx->standby.connected.store(true);
+        set_error(*st.ctx, "");
+        st.ctx->log("LOG:  standby streaming from the primary at " + primary_text(st) + " from " +
+                    storage::format_lsn(from));
+        fetch_next(self);
+      },
+      [self, connection](caf::error& error) { on_error(self, connection, error); });
+}
+
+wal_receiver_actor::behavior_type wal_receiver(receiver_pointer self, context* ctx,
+                                               storage::received_wal* arrival,
+                                               receiver_options options) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.arrival = arrival;
+  st.options = std::move(options);
+  ctx->standby.flushed.store(ctx->wal->flushed_lsn());
+  ctx->standby.received.store(ctx->wal->flushed_lsn());
+  self->set_down_handler([self](const caf::down_msg& down) {
+    auto& st = self->state;
+    if (st.sender && down.source == st.sender.address())
+      lose_connection(self, "the primary's WAL sender went away");
+  });
+  self->send(self, tick_atom::value);
+  return {
+    [=](tick_atom) { connect(self); },
+  };
+}
+
+} // namespace
+
+wal_receiver_actor spawn_wal_receiver(caf::actor_system& system, context& ctx,
+                                      storage::received_wal& arrival, receiver_options options,
+                                      bool detached) {
+  if (detached)
+    return system.spawn<caf::detached>(
+      [&ctx, &arrival, options](receiver_pointer self) {
+        name_this_thread("tm-wal-receiver");
+        return wal_receiver(self, &ctx, &arrival, options);
+      });
+  return system.spawn(wal_receiver, &ctx, &arrival, std::move(options));
+}
+
+} // namespace tidemark::actors

@@ -1,0 +1,38 @@
+// wal_receiver: a standby's side of streaming replication. It connects to the primary's
+// WAL sender (caf::io remote_actor), opens a stream from the end of the WAL it has
+// flushed, and then fetches WAL chunk after chunk: each chunk is appended to the local
+// WAL (wal_log::append_received), written and fdatasynced, and only then published to redo
+// (storage::received_wal) and reported to the primary (standby_feedback).
+//
+// Rules it keeps:
+//  - Chunks are appended in order and only where the local WAL ends; the next fetch is
+//    sent before a chunk is written, so the network and the local fdatasync overlap.
+//  - A lost connection (the primary's actor goes down, or no answer for ten seconds: the
+//    primary answers an idle fetch within a second) is retried every second from the
+//    flushed position; nothing received is lost by a reconnect.
+//  - A refusal (another system, another generation, WAL no longer on the primary) stops
+//    streaming for good and is kept in context::standby.error for the status views.
+//
+// It writes and fsyncs WAL (blocking), and connects with a blocking call, so the runtime
+// spawns it detached.
+#pragma once
+
+#include "actors/context.hpp"
+#include "messages/interfaces.hpp"
+#include "storage/received_wal.hpp"
+
+#include <caf/actor_system.hpp>
+
+namespace tidemark::actors {
+
+struct receiver_options {
+  std::string host;
+  std::uint16_t port = 0;
+  messages::standby_position identity; // name, system, generation
+};
+
+messages::wal_receiver_actor spawn_wal_receiver(caf::actor_system& system, context& ctx,
+                                      storage::received_wal& arrival, receiver_options options,
+                                      bool detached);
+
+} // namespace tidemark::actors

@@ -1,0 +1,519 @@
+// wal_sender: see wal_sender.hpp.
+#include "actors/wal_sender.hpp"
+
+#include "storage/page.hpp"
+#include "storage/wal_segment_reader.hpp"
+
+#include <caf/all.hpp>
+
+#include <sys/stat.h>
+#include <dirent.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace tidemark::actors {
+
+namespace {
+
+using namespace messages;
+using storage::lsn_t;
+using clock_type = std::chrono::steady_clock;
+
+constexpr std::uint32_t max_chunk_bytes = 4u << 20;
+constexpr auto heartbeat_interval = std::chrono::seconds(1);
+
+caf::error refusal(const std::string& why) { return caf::make_error(caf::sec::runtime_error, why); }
+
+// Wakes the sender once per burst of WAL flushes: at most one wake_atom is in its mailbox.
+class wake_on_flush final : public storage::flush_listener {
+public:
+  explicit wake_on_flush(wal_sender_actor sender) : sender_(std::move(sender)) {}
+  void flushed(lsn_t) override {
+    if (!pending_.exchange(true, std::memory_order_acq_rel))
+      caf::anon_send(sender_, wake_atom::value);
+  }
+  void rearm() { pending_.store(false, std::memory_order_release); }
+
+private:
+  wal_sender_actor sender_;
+  std::atomic<bool> pending_{false};
+};
+
+struct standby_slot {
+  standby_position position;
+  caf::actor_addr peer;
+  bool connected = false;
+  bool backup = false;  // a base backup's, until a standby streams under its name
+  bool dropped = false; // fell more than max_standby_wal_size behind
+  lsn_t sent = 0;
+  clock_type::time_point heard;
+};
+
+struct waiting_fetch {
+  caf::typed_response_promise<wal_chunk> promise;
+  std::string name;
+  lsn_t from = 0;
+  std::uint32_t max_bytes = 0;
+  clock_type::time_point since;
+};
+
+struct wal_sender_state {
+  context* ctx = nullptr;
+  checkpointer_actor checkpointer;
+  std::uint64_t system_id = 0;
+  std::uint32_t generation = 0;
+  std::map<std::string, standby_slot> slots;
+  std::vector<waiting_fetch> waiting;
+  std::unique_ptr<storage::wal_segment_reader> wal;
+  static inline const char* name = "wal_sender";
+};
+
+using sender_pointer = wal_sender_actor::stateful_pointer<wal_sender_state>;
+
+primary_position where_primary_is(const wal_sender_state& st) {
+  primary_position p;
+  p.system_id = st.system_id;
+  p.generation = st.generation;
+  p.flushed = st.ctx->wal->flushed_lsn();
+  p.unix_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+  return p;
+}
+
+std::string in_quotes(const std::string& name) { return "\"" + name + "\""; }
+
+// Why a standby (or backup) that says it is `who` may not copy this primary, if it may not.
+std::optional<std::string> refuse(const wal_sender_state& st, const standby_position& who) {
+  if (who.name.empty())
+    return std::string("a standby must have a name");
+  if (who.system_id != st.system_id)
+    return "standby " + in_quotes(who.name) + " is a copy of system " + std::to_string(who.system_id) +
+           ", this primary is system " + std::to_string(st.system_id) +
+           ": it was not seeded from this primary";
+  if (who.generation != st.generation)
+    return "standby " + in_quotes(who.name) + " follows generation " + std::to_string(who.generation) +
+           " of this system, this primary is generation " + std::to_string(st.generation) +
+           (who.generation > st.generation
+              ? ": one of its copies was promoted since, so this primary is an old one and must "
+                "not feed it"
+              : ": it was seeded from an older primary; seed it again with tidemark basebackup");
+  return std::nullopt;
+}
+
+std::string gone_text(const std::string& name, lsn_t from) {
+  return "WAL at " + storage::format_lsn(from) + " that standby " + in_quotes(name) +
+         " needs is no longer on the primary (it fell more than max_standby_wal_size behind, "
+         "or was away while the primary recycled its WAL): seed it again with tidemark "
+         "basebackup";
+}
+
+// The lowest WAL any live slot still needs, and warnings for slots too far behind.
+void update_keep(wal_sender_state& st) {
+  context& e = *st.ctx;
+  const lsn_t inserted = e.wal->inserted_lsn();
+  lsn_t keep = ~lsn_t{0};
+  for (auto& [name, slot] : st.slots) {
+    if (slot.dropped)
+      continue;
+    lsn_t needs = slot.position.flushed;
+    if (inserted > needs && inserted - needs > e.config.max_standby_wal_size) {
+      slot.dropped = true;
+      e.log("WARNING:  standby " + in_quotes(name) + " is " + std::to_string((inserted - needs) >> 20) +
+            " MB of WAL behind, more than max_standby_wal_size: the primary no longer keeps WAL "
+            "for it; it must be seeded again once that WAL is recycled");
+      continue;
+    }
+    keep = std::min(keep, needs);
+  }
+  e.standby_keep.store(keep);
+}
+
+// Publishes the synchronous standby's position to waiting commits.
+void publish_acknowledged(wal_sender_state& st) {
+  using wait = settings::standby_wait;
+  const wait mode = st.ctx->config.synchronous_standby;
+  if (mode == wait::off)
+    return;
+  lsn_t best = 0;
+  for (const auto& [name, slot] : st.slots) {
+    if (!slot.connected || slot.backup)
+      continue;
+    const standby_position& p = slot.position;
+    best = std::max(best, mode == wait::remote_write   ? p.written
+                          : mode == wait::remote_flush ? p.flushed
+                                                       : p.replayed);
+  }
+  st.ctx->standby_acknowledged.publish(best);
+}
+
+standby_slot& note_position(wal_sender_state& st, const standby_position& who) {
+  standby_slot& slot = st.slots[who.name];
+  lsn_t flushed = std::max(slot.position.flushed, who.flushed);
+  slot.position = who;
+  slot.position.flushed = flushed;
+  slot.heard = clock_type::now();
+  return slot;
+}
+
+void watch_peer(sender_pointer self, standby_slot& slot) {
+  slot.peer = self->current_sender() ? self->current_sender()->address() : caf::actor_addr{};
+  slot.connected = true;
+  if (self->current_sender())
+    self->monitor(self->current_sender());
+}
+
+// Up to `max_bytes` of durable WAL from `from` (an empty chunk when there is none yet).
+caf::expected<wal_chunk> read_chunk(wal_sender_state& st, const std::string& name, lsn_t from,
+                                    std::uint32_t max_bytes) {
+  wal_chunk chunk;
+  chunk.primary = where_primary_is(st);
+  chunk.start = from;
+  if (chunk.primary.flushed <= from)
+    return chunk;
+  std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(
+    {chunk.primary.flushed - from, std::max<std::uint32_t>(max_bytes, 1), max_chunk_bytes}));
+  chunk.bytes.resize(length);
+  std::size_t got = 0;
+  try {
+    got = st.wal->read(from, reinterpret_cast<unsigned char*>(&chunk.bytes[0]), length);
+  } catch (const std::exception& error) {
+    return refusal("reading WAL for standby " + in_quotes(name) + ": " + error.what());
+  }
+  if (got == 0)
+    return refusal(gone_text(name, from));
+  chunk.bytes.resize(got);
+  auto found = st.slots.find(name);
+  if (found != st.slots.end())
+    found->second.sent = std::max(found->second.sent, from + got);
+  return chunk;
+}
+
+// Answers the fetches WAL is now durable for, and (with `heartbeat`) those that waited a
+// second with an empty chunk.
+void serve_waiting(wal_sender_state& st, bool heartbeat) {
+  const lsn_t flushed = st.ctx->wal->flushed_lsn();
+  const auto now = clock_type::now();
+  auto still = st.waiting.begin();
+  for (auto it = st.waiting.begin(); it != st.waiting.end(); ++it) {
+    if (it->from < flushed || (heartbeat && now - it->since >= heartbeat_interval)) {
+      caf::expected<wal_chunk> chunk = read_chunk(st, it->name, it->from, it->max_bytes);
+      if (chunk)
+        it->promise.deliver(std::move(*chunk));
+      else
+        it->promise.deliver(chunk.error());
+    } else {
+      *still++ = std::move(*it);
+    }
+  }
+  st.waiting.erase(still, st.waiting.end());
+}
+
+// ---- base backups ------------------------------------------------------------------------
+
+bool is_regular_file(const std::string& path, std::uint64_t* size) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return false;
+  *size = static_cast<std::uint64_t>(st.st_size);
+  return true;
+}
+
+// The files a backup copies: the application's own files at the top, the relation files,
+// the commit-status log. Not the WAL (shipped by wal_fetch), the control file and
+// configuration (in the manifest), the doublewrite ring (it protects this primary's own
+// writes) or the lock.
+void list_backup_files(const std::string& dir, const std::string& sub,
+                       std::vector<backup_file>& out) {
+  std::string where = sub.empty() ? dir : dir + "/" + sub;
+  DIR* d = ::opendir(where.c_str());
+  if (d == nullptr)
+    return;
+  while (dirent* entry = ::readdir(d)) {
+    std::string name = entry->d_name;
+    if (name == "." || name == ".." || name.find(".tmp") != std::string::npos)
+      continue;
+    if (sub.empty() && (name == "tidemark.lock" || name == "tidemark.conf" ||
+                        name == "standby.conf" || name == "promote.signal"))
+      continue;
+    std::string relative = sub.empty() ? name : sub + "/" + name;
+    std::uint64_t size = 0;
+    if (is_regular_file(dir + "/" + relative, &size))
+      out.push_back({relative, size});
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(),
+            [](const backup_file& a, const backup_file& b) { return a.path < b.path; });
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+backup_manifest make_manifest(wal_sender_state& st, standby_slot& slot) {
+  context& e = *st.ctx;
+  storage::control_data control = storage::read_control_file(*e.io, e.data_dir);
+  slot.position.flushed = std::max(slot.position.flushed, control.redo_lsn);
+  backup_manifest m;
+  m.control.assign(reinterpret_cast<const char*>(&control), sizeof control);
+  m.config = read_text_file(e.data_dir + "/tidemark.conf");
+  m.checkpoint_lsn = control.checkpoint_lsn;
+  m.redo_lsn = control.redo_lsn;
+  m.page_size = static_cast<std::uint32_t>(e.config.page_size);
+  for (const char* sub : {"", "base", "xact"})
+    list_backup_files(e.data_dir, sub, m.files);
+  return m;
+}
+
+// "base/3.1" -> the relation segment it names; false for anything else.
+bool relation_segment_of(const std::string& path, storage::rel_id* rel, std::uint32_t* segno) {
+  unsigned r = 0, s = 0;
+  char tail = 0;
+  if (std::sscanf(path.c_str(), "base/%u.%u%c", &r, &s, &tail) != 2)
+    return false;
+  *rel = static_cast<storage::rel_id>(r);
+  *segno = s;
+  return true;
+}
+
+bool safe_backup_path(const std::string& path) {
+  if (path.empty() || path[0] == '/' || path.find("..") != std::string::npos)
+    return false;
+  auto slash = path.find('/');
+  if (slash == std::string::npos)
+    return path != "tidemark.lock" && path != "standby.conf";
+  std::string top = path.substr(0, slash);
+  return (top == "base" || top == "xact") && path.find('/', slash + 1) == std::string::npos;
+}
+
+// Copies one page through the buffer pool, which holds it whole, with its checksum.
+void copy_through_pool(context& e, storage::page_id id, unsigned char* out) {
+  storage::buffer_pool& pool = *e.pool;
+  storage::buffer_id b = pool.pin(id);
+  pool.lock_shared(b);
+  std::memcpy(out, pool.page(b), e.config.page_size);
+  pool.unlock_shared(b);
+  pool.unpin(b);
+  storage::finalize_page_for_write(out, e.config.page_size, id, e.config.data_checksums);
+}
+
+caf::expected<file_chunk> read_backup_file(wal_sender_state& st, const file_fetch& f) {
+  context& e = *st.ctx;
+  if (!safe_backup_path(f.path))
+    return refusal("base backup: \"" + f.path + "\" is not a file of a base backup");
+  if (f.length > max_chunk_bytes)
+    return refusal("base backup: chunks are at most " + std::to_string(max_chunk_bytes) + " bytes");
+  const std::size_t page_size = e.config.page_size;
+  storage::rel_id rel = 0;
+  std::uint32_t segno = 0;
+  const bool pages = relation_segment_of(f.path, &rel, &segno);
+  if (pages && (f.offset % page_size != 0 || f.length % page_size != 0))
+    return refusal("base backup: relation files are copied in whole pages");
+  file_chunk chunk;
+  chunk.bytes.resize(f.length);
+  auto* bytes = reinterpret_cast<unsigned char*>(&chunk.bytes[0]);
+  try {
+    int fd = e.io->open_file(e.data_dir + "/" + f.path, false);
+    std::size_t got = 0;
+    try {
+      std::uint64_t size = e.io->file_size(fd);
+      std::uint64_t wanted = f.offset >= size ? 0 : std::min<std::uint64_t>(f.length, size - f.offset);
+      if (pages)
+        wanted -= wanted % page_size;
+      got = wanted == 0 ? 0 : e.io->read(fd, bytes, static_cast<std::size_t>(wanted), f.offset);
+    } catch (...) {
+      e.io->close_file(fd);
+      throw;
+    }
+    e.io->close_file(fd);
+    chunk.bytes.resize(got);
+    if (pages) {
+      const std::uint64_t per_segment = e.config.segment_size / page_size;
+      for (std::size_t at = 0; at + page_size <= got; at += page_size) {
+        storage::page_id id{rel, static_cast<storage::block_id>(segno * per_segment +
+                                                                (f.offset + at) / page_size)};
+        storage::page_verdict verdict =
+          storage::verify_page(bytes + at, page_size, id, e.config.data_checksums);
+        if (verdict == storage::page_verdict::ok || verdict == storage::page_verdict::all_zero)
+          continue;
+        copy_through_pool(e, id, bytes + at); // being written as we read: torn
+        ++chunk.pages_reread;
+      }
+    }
+  } catch (const std::exception& error) {
+    return refusal("base backup: copying " + f.path + ": " + error.what());
+  }
+  return chunk;
+}
+
+// ---- the actor -----------------------------------------------------------------------------
+
+wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
+                                           checkpointer_actor checkpointer) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.checkpointer = std::move(checkpointer);
+  st.system_id = ctx->control.system_id;
+  st.generation = ctx->control.generation;
+  st.wal = std::make_unique<storage::wal_segment_reader>(
+    *ctx->io, ctx->data_dir + "/wal", ctx->config.wal_segment_size, false);
+  self->set_down_handler([self](const caf::down_msg& down) {
+    auto& st = self->state;
+    for (auto& [name, slot] : st.slots)
+      if (slot.connected && slot.peer == down.source) {
+        slot.connected = false;
+        st.ctx->log("LOG:  standby " + in_quotes(name) + " disconnected at " +
+                    storage::format_lsn(slot.position.flushed));
+      }
+    publish_acknowledged(st);
+  });
+  self->delayed_send(self, heartbeat_interval, tick_atom::value);
+  return {
+    [=](stream_open& open) -> caf::result<primary_position> {
+      auto& st = self->state;
+      if (auto why = refuse(st, open.standby))
+        return refusal(*why);
+      const lsn_t flushed = st.ctx->wal->flushed_lsn();
+      const std::string& name = open.standby.name;
+      if (open.from > flushed)
+        return refusal("standby " + in_quotes(name) + " has WAL up to " +
+                       storage::format_lsn(open.from) + ", beyond this primary's durable WAL at " +
+                       storage::format_lsn(flushed) +
+                       ": it followed another primary; seed it again with tidemark basebackup");
+      unsigned char probe;
+      if (open.from < flushed && st.wal->read(open.from, &probe, 1) != 1)
+        return refusal(gone_text(name, open.from));
+      open.standby.flushed = open.from;
+      standby_slot& slot = note_position(st, open.standby);
+      slot.backup = false;
+      slot.dropped = false;
+      slot.sent = open.from;
+      watch_peer(self, slot);
+      update_keep(st);
+      publish_acknowledged(st);
+      st.ctx->log("LOG:  standby " + in_quotes(name) + " streaming from " +
+                  storage::format_lsn(open.from));
+      return where_primary_is(st);
+    },
+    [=](wal_fetch& fetch) -> caf::result<wal_chunk> {
+      auto& st = self->state;
+      if (auto why = refuse(st, fetch.standby))
+        return refusal(*why);
+      note_position(st, fetch.standby);
+      update_keep(st);
+      publish_acknowledged(st);
+      if (fetch.from < st.ctx->wal->flushed_lsn()) {
+        caf::expected<wal_chunk> chunk = read_chunk(st, fetch.standby.name, fetch.from, fetch.max_bytes);
+        if (!chunk)
+          return chunk.error();
+        return std::move(*chunk);
+      }
+      auto promise = self->make_response_promise<wal_chunk>();
+      st.waiting.push_back({promise, fetch.standby.name, fetch.from, fetch.max_bytes,
+                            clock_type::now()});
+      return promise;
+    },
+    [=](standby_feedback& feedback) {
+      auto& st = self->state;
+      if (refuse(st, feedback.standby))
+        return;
+      note_position(st, feedback.standby);
+      update_keep(st);
+      publish_acknowledged(st);
+    },
+    [=](backup_begin& begin) -> caf::result<backup_manifest> {
+      auto& st = self->state;
+      if (begin.name.empty())
+        return refusal("a base backup must have a name");
+      standby_slot& slot = st.slots[begin.name];
+      slot.position.name = begin.name;
+      slot.position.system_id = st.system_id;
+      slot.position.generation = st.generation;
+      slot.position.flushed = st.ctx->wal->redo_lsn(); // kept from now on
+      slot.backup = true;
+      slot.dropped = false;
+      slot.heard = clock_type::now();
+      watch_peer(self, slot);
+      update_keep(st);
+      auto promise = self->make_response_promise<backup_manifest>();
+      std::string name = begin.name;
+      checkpoint_request request{static_cast<std::uint8_t>(checkpoint_reason::requested), true};
+      self->request(st.checkpointer, caf::infinite, request)
+        .then(
+          [self, promise, name](const checkpoint_done&) mutable {
+            auto& st = self->state;
+            try {
+              promise.deliver(make_manifest(st, st.slots[name]));
+              st.ctx->log("LOG:  base backup " + in_quotes(name) + " started at redo point " +
+                          storage::format_lsn(st.slots[name].position.flushed));
+            } catch (const std::exception& error) {
+              promise.deliver(refusal(std::string("base backup: ") + error.what()));
+            }
+          },
+          [promise](caf::error& error) mutable {
+            promise.deliver(refusal("base backup: its checkpoint failed: " + error_text(error)));
+          });
+      return promise;
+    },
+    [=](file_fetch& fetch) -> caf::result<file_chunk> {
+      caf::expected<file_chunk> chunk = read_backup_file(self->state, fetch);
+      if (!chunk)
+        return chunk.error();
+      return std::move(*chunk);
+    },
+    [=](backup_finish& finish) -> caf::result<backup_end> {
+      auto& st = self->state;
+      if (st.slots.count(finish.name) == 0)
+        return refusal("no base backup named " + in_quotes(finish.name) + " was begun");
+      // Every page copied is at or below what had been inserted: the copy is consistent
+      // once WAL up to here is replayed.
+      return backup_end{st.ctx->wal->inserted_lsn()};
+    },
+    [=](standbys_atom) -> std::vector<standby_view> {
+      std::vector<standby_view> views;
+      const auto now = clock_type::now();
+      for (const auto& [name, slot] : self->state.slots)
+        views.push_back({slot.position, slot.connected, slot.sent,
+                         std::chrono::duration<double>(now - slot.heard).count()});
+      return views;
+    },
+    [=](wake_atom) {
+      auto& st = self->state;
+      static_cast<wake_on_flush*>(st.ctx->sender_wakeup.get())->rearm();
+      serve_waiting(st, false);
+    },
+    [=](tick_atom) {
+      auto& st = self->state;
+      serve_waiting(st, true);
+      update_keep(st);
+      self->delayed_send(self, heartbeat_interval, tick_atom::value);
+    },
+  };
+}
+
+} // namespace
+
+wal_sender_actor spawn_wal_sender(caf::actor_system& system, context& ctx,
+                                  checkpointer_actor checkpointer, bool detached) {
+  wal_sender_actor sender;
+  if (detached)
+    sender = system.spawn<caf::detached>([&ctx, checkpointer](sender_pointer self) {
+      name_this_thread("tm-wal-sender");
+      return wal_sender(self, &ctx, checkpointer);
+    });
+  else
+    sender = system.spawn(wal_sender, &ctx, std::move(checkpointer));
+  ctx.sender_wakeup = std::make_unique<wake_on_flush>(sender);
+  ctx.wal->set_flush_listener(ctx.sender_wakeup.get());
+  return sender;
+}
+
+} // namespace tidemark::actors

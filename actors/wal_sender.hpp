@@ -1,0 +1,42 @@
+// wal_sender: a primary's side of streaming replication and base backups, published on
+// replication_listen through caf::io (messages/replication.hpp for the protocol).
+//
+// Who talks to it: standbys (stream_open, then wal_fetch one after another, and
+// standby_feedback), base backups (backup_begin, file_fetch, backup_finish, then WAL by
+// wal_fetch under the same name), the WAL's flush listener (wake_atom after each WAL
+// fdatasync), itself (tick_atom every second) and status views (standbys_atom).
+//
+// Rules it keeps:
+//  - It sends only WAL that is durable on the primary (below the flushed LSN). A standby
+//    therefore never holds WAL that a crash of the primary could lose, so a restarted
+//    primary and its standby never disagree about history, at the price of one more
+//    network round after the primary's fdatasync before a synchronous standby has it.
+//  - A fetch it cannot serve yet waits (its response promise is kept) until WAL past it
+//    is durable, or at most a second: then it is answered with an empty chunk, the
+//    heartbeat by which a standby knows its primary is alive.
+//  - Each standby (and base backup) has a slot by name that outlives its connection:
+//    WAL from the lowest flushed position of the slots is kept (context::standby_keep),
+//    except for a slot more than max_standby_wal_size behind, which is dropped with a
+//    warning; that standby must be seeded again, and says so when WAL it needs is gone.
+//  - A standby of another system or generation is refused with an error naming both.
+//  - Base backup pages are verified as they are copied; a page that fails (it was being
+//    written) is copied again through the buffer pool, which never holds a torn page.
+//  - The synchronous standby's position (the most advanced connected standby's written,
+//    flushed or replayed WAL, as synchronous_standby says) is published to waiting
+//    commits (context::standby_acknowledged).
+//
+// It reads WAL and data files (blocking pread), so the runtime spawns it detached.
+#pragma once
+
+#include "actors/context.hpp"
+#include "messages/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
+
+namespace tidemark::actors {
+
+messages::wal_sender_actor spawn_wal_sender(caf::actor_system& system, context& ctx,
+                                            messages::checkpointer_actor checkpointer,
+                                            bool detached);
+
+} // namespace tidemark::actors

@@ -1,0 +1,326 @@
+// Streaming replication in the runtime: the primary's WAL sender published on
+// replication_listen, a standby's receiver and continuous redo, promotion, and the base
+// backup client. The policies are the actors' (actors/wal_sender.hpp, wal_receiver.hpp);
+// this file boots and stops them in the right order.
+//
+// Rules it keeps:
+//  - A standby's redo runs in a thread of its own, following the WAL the receiver has
+//    fsynced (storage::received_wal); it ends only when the stream is ended (promotion or
+//    close), after the receiver stopped writing.
+//  - Promotion needs a consistent copy: WAL through the base backup's end has arrived.
+//    The log then continues after the last complete record replayed, the end-of-recovery
+//    checkpoint records the next generation, and only then is standby.conf removed.
+//  - A base backup writes the control file last: until then the new directory is not a
+//    data directory (open refuses it), so an interrupted copy is never mistaken for one.
+#include "runtime/database.hpp"
+
+#include "actors/wal_receiver.hpp"
+#include "actors/wal_sender.hpp"
+#include "runtime/startup.hpp"
+#include "storage/directory_sync.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+
+namespace tidemark::runtime {
+
+bool database::uses_network() const {
+  return standby_.has_value() || !engine_->config.replication_listen.empty();
+}
+
+void database::start_replication() {
+  const std::string& listen = engine_->config.replication_listen;
+  if (listen.empty() || wal_sender_)
+    return;
+  endpoint where = parse_endpoint("replication_listen", listen);
+  wal_sender_ = actors::spawn_wal_sender(*system_, *engine_, checkpointer_, detach_io_actors_);
+  auto published = system_->middleman().publish(wal_sender_, where.port, where.host.c_str(), true);
+  if (!published)
+    throw config_error("replication_listen: cannot listen on " + listen + ": " +
+                       system_->render(published.error()));
+  engine_->log("LOG:  WAL sender listening on " + listen);
+}
+
+void database::start_standby(const open_options& options) {
+  engine& e = *engine_;
+  e.standby.flushed.store(e.wal->flushed_lsn());
+  e.standby.received.store(e.wal->flushed_lsn());
+  e.standby.replayed.store(e.control.redo_lsn);
+  arrival_ = std::make_unique<storage::received_wal>(e.wal->flushed_lsn());
+  if (options.stream) {
+    endpoint primary = parse_endpoint("primary", standby_primary_);
+    actors::receiver_options receiving;
+    receiving.host = primary.host;
+    receiving.port = primary.port;
+    receiving.identity.name = standby_->name;
+    receiving.identity.system_id = e.control.system_id;
+    receiving.identity.generation = e.control.generation;
+    wal_receiver_ = actors::spawn_wal_receiver(*system_, e, *arrival_, receiving, detach_io_actors_);
+  } else {
+    arrival_->end(); // replay what is here, then stop
+  }
+  standby_redo_report_ = recovery_; // redo fills its own copy; recovery_ after the join
+  standby_redo_ = std::thread([this] {
+    actors::name_this_thread("tm-standby-redo");
+    try {
+      replay(*engine_, standby_redo_report_, arrival_.get());
+    } catch (...) {
+      standby_redo_error_ = std::current_exception();
+      engine_->fail("standby redo failed");
+    }
+  });
+}
+
+void database::end_standby_stream() {
+  if (!arrival_)
+    return;
+  if (wal_receiver_) {
+    caf::scoped_actor self{*system_};
+    caf::anon_send_exit(wal_receiver_, caf::exit_reason::user_shutdown);
+    self->wait_for(wal_receiver_);
+    wal_receiver_ = nullptr;
+  }
+  arrival_->end();
+  if (standby_redo_.joinable()) {
+    standby_redo_.join();
+    recovery_ = standby_redo_report_;
+  }
+  if (standby_redo_error_)
+    std::rethrow_exception(standby_redo_error_);
+}
+
+void database::promote() {
+  if (!standby_)
+    throw tidemark::usage_error("promote: the database is not a standby");
+  engine& e = *engine_;
+  const storage::lsn_t flushed = e.standby.flushed.load();
+  if (flushed < standby_->backup_end_lsn)
+    throw tidemark::usage_error(
+      "promote: the standby is not consistent yet: it has WAL up to " +
+      storage::format_lsn(flushed) + " and its base backup is consistent from " +
+      storage::format_lsn(standby_->backup_end_lsn) + "; let it stream further first");
+  end_standby_stream();
+  e.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
+  e.control.generation += 1;
+  const std::uint64_t written_before = e.writer->written(storage::write_source::checkpointer);
+  auto started = std::chrono::steady_clock::now();
+  request_checkpoint(messages::checkpoint_reason::end_of_recovery);
+  recovery_.checkpoint_seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  recovery_.pages_written_by_checkpoint =
+    e.writer->written(storage::write_source::checkpointer) - written_before;
+  remove_standby_file(*e.io, e.data_dir);
+  standby_.reset();
+  arrival_.reset();
+  e.recovering.store(false);
+  e.log("LOG:  promoted: redo ended at " + storage::format_lsn(recovery_.end_lsn) +
+        " after " + std::to_string(recovery_.records) + " records; now generation " +
+        std::to_string(e.control.generation) + ", accepting writes");
+  start_replication();
+}
+
+standby_status database::standby() const {
+  standby_status s;
+  if (!standby_)
+    return s;
+  const engine& e = *engine_;
+  s.connected = e.standby.connected.load();
+  s.primary = standby_primary_;
+  {
+    std::lock_guard<std::mutex> lock(const_cast<engine&>(e).standby.mutex);
+    s.error = e.standby.error;
+  }
+  s.primary_flushed = e.standby.primary_flushed.load();
+  s.received = e.standby.received.load();
+  s.flushed = e.standby.flushed.load();
+  s.replayed = e.standby.replayed.load();
+  s.backup_end = standby_->backup_end_lsn;
+  s.records = e.standby.records.load();
+  std::int64_t then = e.standby.primary_unix_micros.load();
+  if (then != 0 && s.replayed < s.primary_flushed) {
+    std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+    s.seconds_behind = std::max<double>(0, double(now - then) / 1e6);
+  }
+  const auto& pool = e.pool->counters();
+  s.pages_read = pool.reads.load();
+  s.prefetched = pool.prefetched.load();
+  s.prefetch_hits = pool.prefetch_hits.load();
+  return s;
+}
+
+std::vector<messages::standby_view> database::standbys() {
+  if (!wal_sender_)
+    return {};
+  std::vector<messages::standby_view> views;
+  caf::scoped_actor self{*system_};
+  self->request(wal_sender_, std::chrono::seconds(10), messages::standbys_atom::value)
+    .receive([&](std::vector<messages::standby_view>& v) { views = std::move(v); },
+             [&](const caf::error&) {});
+  return views;
+}
+
+// ---- base backup -------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::uint32_t chunk_bytes = 1u << 20;
+
+struct backup_client {
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+  messages::wal_sender_actor sender;
+
+  explicit backup_client(const endpoint& primary) {
+    config.add_message_types<caf::id_block::tidemark>();
+    config.load<caf::io::middleman>();
+    config.set("logger.verbosity", caf::atom("quiet"));
+    system = std::make_unique<caf::actor_system>(config);
+    auto found = system->middleman().remote_actor<messages::wal_sender_actor>(primary.host, primary.port);
+    if (!found)
+      throw tidemark::replication_error("base backup: cannot reach the primary at " + primary.host + ":" +
+                               std::to_string(primary.port) + ": " + system->render(found.error()));
+    sender = *found;
+  }
+
+  template <class Reply, class Request>
+  Reply ask(const Request& request) {
+    caf::scoped_actor self{*system};
+    Reply reply;
+    std::string failure;
+    self->request(sender, std::chrono::seconds(60), request)
+      .receive([&](Reply& r) { reply = std::move(r); },
+               [&](const caf::error& e) { failure = actors::error_text(e); });
+    if (!failure.empty())
+      throw tidemark::replication_error("base backup: " + failure);
+    return reply;
+  }
+};
+
+void make_directory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    throw config_error("cannot create directory " + path + ": " + std::strerror(errno));
+}
+
+} // namespace
+
+base_backup_report base_backup(const std::string& new_dir, const std::string& primary_text,
+                               const std::string& name_given,
+                               const std::function<void(const std::string&)>& progress) {
+  auto started = std::chrono::steady_clock::now();
+  endpoint primary = parse_endpoint("--primary", primary_text);
+  struct stat st;
+  if (::stat(new_dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode) || ::rmdir(new_dir.c_str()) != 0)
+      throw config_error("directory \"" + new_dir + "\" exists and is not empty");
+  }
+  std::string name = name_given;
+  if (name.empty()) {
+    char text[32];
+    std::snprintf(text, sizeof text, "standby-%08x", static_cast<unsigned>(std::random_device{}()));
+    name = text;
+  }
+  backup_client client(primary);
+  messages::backup_manifest manifest = client.ask<messages::backup_manifest>(messages::backup_begin{name});
+  storage::control_data control;
+  if (manifest.control.size() != sizeof control)
+    throw tidemark::data_error("base backup: the primary sent a control file of " +
+                               std::to_string(manifest.control.size()) + " bytes");
+  std::memcpy(&control, manifest.control.data(), sizeof control);
+
+  make_directory(new_dir);
+  for (const char* sub : {"/base", "/wal", "/global", "/xact", "/doublewrite"})
+    make_directory(new_dir + sub);
+  std::unique_ptr<storage::io_engine> io = storage::make_io_engine(storage::io_method::sync);
+  storage::write_whole_file(*io, config_file_path(new_dir), manifest.config);
+
+  base_backup_report report;
+  report.name = name;
+  report.redo_lsn = manifest.redo_lsn;
+  std::uint64_t total = 0;
+  for (const auto& f : manifest.files)
+    total += f.size;
+  auto last_line = std::chrono::steady_clock::now();
+  for (const auto& f : manifest.files) {
+    int fd = io->open_file(new_dir + "/" + f.path, true);
+    try {
+      for (std::uint64_t offset = 0; offset < f.size; offset += chunk_bytes) {
+        auto length = static_cast<std::uint32_t>(std::min<std::uint64_t>(chunk_bytes, f.size - offset));
+        if (f.path.rfind("base/", 0) == 0)
+          length -= length % manifest.page_size;
+        if (length == 0)
+          break;
+        messages::file_chunk chunk =
+          client.ask<messages::file_chunk>(messages::file_fetch{name, f.path, offset, length});
+        if (!chunk.bytes.empty())
+          io->write(fd, chunk.bytes.data(), chunk.bytes.size(), offset);
+        report.bytes += chunk.bytes.size();
+        report.pages_reread += chunk.pages_reread;
+        if (chunk.bytes.size() < length)
+          break; // the file shrank (truncated on the primary): redo rebuilds the rest
+        if (progress && std::chrono::steady_clock::now() - last_line >= std::chrono::seconds(1)) {
+          progress("basebackup: " + std::to_string(report.bytes >> 20) + " of " +
+                   std::to_string(total >> 20) + " MB copied");
+          last_line = std::chrono::steady_clock::now();
+        }
+      }
+    } catch (...) {
+      io->close_file(fd);
+      throw;
+    }
+    io->close_file(fd);
+    ++report.files;
+  }
+  messages::backup_end end = client.ask<messages::backup_end>(messages::backup_finish{name});
+  report.end_lsn = end.end_lsn;
+
+  // The WAL from the redo point through the backup's end.
+  {
+    storage::wal_options options;
+    options.dir = new_dir + "/wal";
+    options.segment_size = control.wal_segment_size;
+    options.buffer_size = 4u << 20;
+    storage::lsn_t start = manifest.redo_lsn - manifest.redo_lsn % 8;
+    storage::wal_log wal(*io, options, start, 0);
+    storage::lsn_t at = start;
+    while (at < report.end_lsn) {
+      messages::standby_position me;
+      me.name = name;
+      me.system_id = control.system_id;
+      me.generation = control.generation;
+      me.written = me.flushed = at;
+      messages::wal_chunk chunk =
+        client.ask<messages::wal_chunk>(messages::wal_fetch{me, at, chunk_bytes * 4});
+      if (chunk.bytes.empty())
+        continue; // not durable on the primary yet: the fetch waited a second
+      if (chunk.start != at)
+        throw tidemark::data_error("base backup: the primary sent WAL at " +
+                                   storage::format_lsn(chunk.start) + ", not at " +
+                                   storage::format_lsn(at));
+      wal.append_received(at, chunk.bytes.data(), chunk.bytes.size());
+      at += chunk.bytes.size();
+      wal.flush(at);
+      report.wal_bytes += chunk.bytes.size();
+    }
+  }
+  standby_file standby;
+  standby.primary = primary_text;
+  standby.name = name;
+  standby.generation = control.generation;
+  standby.backup_end_lsn = report.end_lsn;
+  write_standby_file(*io, new_dir, standby);
+  storage::sync_directory_tree(*io, new_dir, storage::directory_sync_method::fsync);
+  control.state = static_cast<std::uint32_t>(storage::cluster_state::in_recovery);
+  storage::write_control_file(*io, new_dir, control);
+  io->sync_directory(new_dir);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return report;
+}
+
+} // namespace tidemark::runtime

@@ -1,0 +1,252 @@
+// basebackup, standby, promote: see replication_commands.hpp.
+#include "tools/replication_commands.hpp"
+
+#include "tools/cli_args.hpp"
+#include "workload/json.hpp"
+
+#include <tidemark/database.hpp>
+
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace tidemark::tools {
+
+namespace {
+
+constexpr int exit_ok = 0, exit_failure = 1;
+constexpr const char* promote_signal = "promote.signal";
+constexpr const char* standby_conf = "standby.conf";
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string lsn_text(std::uint64_t lsn) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%X/%08X", static_cast<unsigned>(lsn >> 32),
+                static_cast<unsigned>(lsn & 0xffffffffu));
+  return text;
+}
+
+workload::json_object status_json(const standby_status& s, double records_per_second) {
+  workload::json_object r;
+  r.set("connected", s.connected);
+  r.set("primary", s.primary);
+  r.set("error", s.error);
+  r.set("primary_flushed", s.primary_flushed);
+  r.set("received", s.received);
+  r.set("flushed", s.flushed);
+  r.set("replayed", s.replayed);
+  r.set("backup_end", s.backup_end);
+  r.set("consistent", s.flushed >= s.backup_end);
+  r.set("bytes_behind.received", s.primary_flushed > s.received ? s.primary_flushed - s.received : 0);
+  r.set("bytes_behind.flushed", s.primary_flushed > s.flushed ? s.primary_flushed - s.flushed : 0);
+  r.set("bytes_behind.replayed", s.primary_flushed > s.replayed ? s.primary_flushed - s.replayed : 0);
+  r.set("seconds_behind", s.seconds_behind);
+  r.set("records", s.records);
+  r.set("records_per_second", records_per_second);
+  r.set("pages_read", s.pages_read);
+  r.set("pages_prefetched", s.prefetched);
+  r.set("prefetch_hits", s.prefetch_hits);
+  return r;
+}
+
+// SIGINT/SIGTERM end the standby's wait through this pipe.
+int stop_pipe[2] = {-1, -1};
+void on_stop_signal(int) {
+  char byte = 1;
+  (void)!::write(stop_pipe[1], &byte, 1);
+}
+
+// Blocks until a file named `name` is created in (or, with `deleted`, removed from) `dir`,
+// a stop signal arrives, or `timeout` passes. True when the file event happened.
+class directory_watch {
+public:
+  directory_watch(const std::string& dir, bool deleted) {
+    fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd_ < 0 || ::inotify_add_watch(fd_, dir.c_str(),
+                                       deleted ? IN_DELETE | IN_MOVED_FROM
+                                               : IN_CREATE | IN_MOVED_TO) < 0)
+      throw io_error("cannot watch " + dir + ": " + std::strerror(errno), errno);
+  }
+  ~directory_watch() { ::close(fd_); }
+  // 1: an event for `name`; 0: timeout; -1: a stop signal.
+  int wait(const char* name, std::chrono::milliseconds timeout) {
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_pipe[0], POLLIN, 0}};
+    int ready = ::poll(fds, stop_pipe[0] >= 0 ? 2 : 1, static_cast<int>(timeout.count()));
+    if (ready <= 0)
+      return 0;
+    if (stop_pipe[0] >= 0 && (fds[1].revents & POLLIN))
+      return -1;
+    alignas(inotify_event) char buffer[4096];
+    bool seen = false;
+    for (ssize_t got; (got = ::read(fd_, buffer, sizeof buffer)) > 0;)
+      for (char* at = buffer; at < buffer + got;) {
+        auto* event = reinterpret_cast<inotify_event*>(at);
+        if (event->len > 0 && std::strcmp(event->name, name) == 0)
+          seen = true;
+        at += sizeof(inotify_event) + event->len;
+      }
+    return seen ? 1 : 0;
+  }
+
+private:
+  int fd_ = -1;
+};
+
+} // namespace
+
+int cmd_basebackup(int argc, char** argv) {
+  cli_args args(argc, argv, 2, {"-D", "--primary", "--name", "--json"});
+  std::string dir = args.required("-D");
+  std::string primary = args.required("--primary");
+  base_backup_report report = database::base_backup(
+    dir, primary, args.text("--name"), [](const std::string& line) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    });
+  workload::json_object r;
+  r.set("standby_name", report.standby_name);
+  r.set("files", report.files);
+  r.set("bytes", report.bytes);
+  r.set("pages_reread", report.pages_reread);
+  r.set("wal_bytes", report.wal_bytes);
+  r.set("redo_lsn", report.redo_lsn);
+  r.set("end_lsn", report.end_lsn);
+  r.set("seconds", report.seconds);
+  std::printf("%s\n", r.render().c_str());
+  if (args.has("--json"))
+    r.write_file(args.text("--json"));
+  std::fprintf(stderr, "basebackup: %llu files, %.1f MB and %.1f MB of WAL in %.2f s; standby "
+               "\"%s\" is consistent once it has replayed to %s\n",
+               static_cast<unsigned long long>(report.files), double(report.bytes) / 1e6,
+               double(report.wal_bytes) / 1e6, report.seconds, report.standby_name.c_str(),
+               lsn_text(report.end_lsn).c_str());
+  return exit_ok;
+}
+
+int cmd_standby(int argc, char** argv) {
+  cli_args args(argc, argv, 2, {"-D", "--primary", "--json", "--set", "--status-interval"});
+  std::string dir = args.required("-D");
+  auto interval = std::chrono::milliseconds(
+    static_cast<std::int64_t>(args.real("--status-interval", 1.0, 0.05, 3600) * 1000));
+  open_options options;
+  options.settings = args.sets();
+  options.standby = true;
+  options.primary = args.text("--primary");
+  if (::pipe(stop_pipe) != 0)
+    throw io_error(std::string("pipe: ") + std::strerror(errno), errno);
+  ::signal(SIGINT, on_stop_signal);
+  ::signal(SIGTERM, on_stop_signal);
+  directory_watch watch(dir, false);
+  auto db = database::open(dir, options);
+  ::unlink((dir + "/" + promote_signal).c_str()); // a request from before this start
+  auto last = std::chrono::steady_clock::now();
+  std::uint64_t last_records = 0;
+  workload::json_object r;
+  bool promote = false;
+  for (;;) {
+    int event = watch.wait(promote_signal, interval);
+    if (event < 0)
+      break;
+    if (event > 0 || exists(dir + "/" + promote_signal)) {
+      try {
+        db->promote();
+        promote = true;
+        break;
+      } catch (const usage_error& e) { // not consistent yet: stay a standby
+        ::unlink((dir + "/" + promote_signal).c_str());
+        std::fprintf(stderr, "standby: cannot promote yet: %s\n", e.what());
+      }
+    }
+    auto now = std::chrono::steady_clock::now();
+    standby_status s = db->standby();
+    double seconds = std::chrono::duration<double>(now - last).count();
+    double rate = seconds > 0 ? double(s.records - last_records) / seconds : 0;
+    last = now;
+    last_records = s.records;
+    r = status_json(s, rate);
+    std::fprintf(stderr,
+                 "standby: %s %s; received %s, flushed %s, replayed %s (%llu kB, %.1f s behind); "
+                 "%.0f records/s; pages read %llu, prefetch hits %llu%s%s\n",
+                 s.connected ? "streaming from" : "not connected to", s.primary.c_str(),
+                 lsn_text(s.received).c_str(), lsn_text(s.flushed).c_str(),
+                 lsn_text(s.replayed).c_str(),
+                 static_cast<unsigned long long>(
+                   (s.primary_flushed > s.replayed ? s.primary_flushed - s.replayed : 0) >> 10),
+                 s.seconds_behind, rate, static_cast<unsigned long long>(s.pages_read),
+                 static_cast<unsigned long long>(s.prefetch_hits), s.error.empty() ? "" : "; ",
+                 s.error.c_str());
+    if (args.has("--json"))
+      r.write_file(args.text("--json"));
+  }
+  if (promote) {
+    ::unlink((dir + "/" + promote_signal).c_str());
+    std::fprintf(stderr, "standby: promoted: redo replayed %llu records to %s\n",
+                 static_cast<unsigned long long>(db->recovery().records),
+                 lsn_text(db->recovery().end_lsn).c_str());
+  }
+  r.set("promoted", promote);
+  db->close();
+  std::printf("%s\n", r.render().c_str());
+  if (args.has("--json"))
+    r.write_file(args.text("--json"));
+  return exit_ok;
+}
+
+int cmd_promote(int argc, char** argv) {
+  cli_args args(argc, argv, 2, {"-D", "--set", "--timeout"});
+  std::string dir = args.required("-D");
+  auto timeout = std::chrono::milliseconds(
+    static_cast<std::int64_t>(args.real("--timeout", 60, 1, 86400) * 1000));
+  if (!exists(dir + "/" + standby_conf))
+    throw config_error("\"" + dir + "\" is not a standby (no standby.conf)");
+  open_options options;
+  options.settings = args.sets();
+  options.standby = true;
+  options.stream = false;
+  std::unique_ptr<database> db;
+  try {
+    db = database::open(dir, options);
+  } catch (const config_error& e) {
+    if (std::strstr(e.what(), "in use by another process") == nullptr)
+      throw;
+  }
+  if (db) { // no standby runs here: replay what it received, then promote
+    db->promote();
+    std::uint64_t records = db->recovery().records;
+    db->close();
+    std::fprintf(stderr, "promote: promoted %s (replayed %llu records)\n", dir.c_str(),
+                 static_cast<unsigned long long>(records));
+    return exit_ok;
+  }
+  directory_watch watch(dir, true);
+  std::string signal_path = dir + "/" + promote_signal;
+  FILE* f = std::fopen(signal_path.c_str(), "w");
+  if (f == nullptr)
+    throw io_error("cannot create " + signal_path + ": " + std::strerror(errno), errno);
+  std::fclose(f);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (exists(dir + "/" + standby_conf)) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      std::fprintf(stderr, "promote: the standby running in %s did not promote within %.0f s "
+                   "(is it still catching up to its base backup's end?)\n", dir.c_str(),
+                   double(timeout.count()) / 1000);
+      return exit_failure;
+    }
+    watch.wait(standby_conf, std::min(left, std::chrono::milliseconds(1000)));
+  }
+  std::fprintf(stderr, "promote: the standby running in %s promoted\n", dir.c_str());
+  return exit_ok;
+}
+
+} // namespace tidemark::tools
