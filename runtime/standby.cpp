@@ -122,7 +122,11 @@ void database::promote() {
   e.log("LOG:  promoted: redo ended at " + storage::format_lsn(recovery_.end_lsn) +
         " after " + std::to_string(recovery_.records) + " records; now generation " +
         std::to_string(e.control.generation) + ", accepting writes");
-  start_replication();
+  try {
+    start_replication();
+  } catch (const config_error& error) { // promoted all the same: it only cannot feed standbys
+    e.log(std::string("WARNING:  ") + error.what());
+  }
 }
 
 standby_status database::standby() const {

@@ -1,0 +1,109 @@
+"""Replication commands used wrongly get a clear error and change nothing: a base backup
+into a non-empty directory or from a primary that is not there, a standby or promotion of
+a directory that is not a standby, a normal open of a standby, a standby refused by a
+primary of another system; and a standby promoted before it is consistent stays a standby.
+On loopback (no namespaces needed)."""
+import os
+import subprocess
+import time
+
+from harness import (Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets,
+                     tree_digest)
+
+SETTINGS = ["shared_buffers=256", "log_checkpoints=off"]
+
+
+def main():
+    args = parse_args()
+    tm = Tidemark(args.tidemark)
+    work = scratch()
+    port = 18000 + os.getpid() % 1000
+    try:
+        primary = os.path.join(work, "primary")
+        other = os.path.join(work, "other")
+        tm.init(primary, settings=SETTINGS)
+        tm.init(other, settings=SETTINGS)
+
+        r = tm.run("basebackup", "-D", os.path.join(work, "x"), "--primary", f"127.0.0.1:{port}")
+        check(r.returncode == 1 and "cannot reach the primary" in r.stderr,
+              f"basebackup from nowhere: {r.returncode} {r.stderr}")
+        check(not os.path.exists(os.path.join(work, "x")), "a failed basebackup left a directory")
+        r = tm.run("basebackup", "-D", primary, "--primary", f"127.0.0.1:{port}")
+        check(r.returncode == 2 and "not empty" in r.stderr, f"basebackup into a data directory: {r.stderr}")
+        r = tm.run("basebackup", "-D", os.path.join(work, "y"), "--primary", "localhost")
+        check(r.returncode == 2 and "HOST:PORT" in r.stderr, f"basebackup with a bad address: {r.stderr}")
+
+        before = tree_digest(primary)
+        r = tm.run("standby", "-D", primary)
+        check(r.returncode == 2 and "not a standby" in r.stderr, f"standby of a primary: {r.stderr}")
+        r = tm.run("promote", "-D", primary)
+        check(r.returncode == 2 and "not a standby" in r.stderr, f"promote of a primary: {r.stderr}")
+        check(tree_digest(primary) == before, "a refused standby or promote changed the directory")
+
+        r = tm.run("bench", "-D", primary, "-t", "1", "--set", "replication_listen=127.0.0.1:0x")
+        check(r.returncode == 2 and "replication_listen" in r.stderr, f"bad replication_listen: {r.stderr}")
+
+        # A running primary, a consistent standby of it, and a directory it refuses.
+        bench = subprocess.Popen(
+            [tm.binary, "bench", "-D", primary, "-c", "2", "-T", "120",
+             *sets(run_settings(SETTINGS) + [f"replication_listen=127.0.0.1:{port}"])],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            standby = os.path.join(work, "standby")
+            deadline = time.monotonic() + 60
+            while True:  # until the WAL sender listens (the observer's pace)
+                r = tm.run("basebackup", "-D", standby, "--primary", f"127.0.0.1:{port}")
+                if r.returncode == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            check(r.returncode == 0, f"basebackup: {r.stderr}")
+            r = tm.run("bench", "-D", standby, "-t", "1")
+            check(r.returncode == 2 and "is a standby" in r.stderr, f"bench on a standby: {r.stderr}")
+            r = tm.run("verify", "-D", standby)
+            check(r.returncode == 2 and "is a standby" in r.stderr, f"verify on a standby: {r.stderr}")
+
+            # Not consistent yet (its backup's end lies beyond the WAL it has): no promotion.
+            early = os.path.join(work, "early")
+            subprocess.run(["cp", "-a", standby, early], check=True)
+            conf_path = os.path.join(early, "standby.conf")
+            with open(conf_path) as f:
+                lines = [("backup_end_lsn = %d\n" % (1 << 60)) if l.startswith("backup_end_lsn")
+                         else l for l in f]
+            with open(conf_path, "w") as f:
+                f.writelines(lines)
+            r = tm.run("promote", "-D", early)
+            check(r.returncode == 1 and "not consistent yet" in r.stderr,
+                  f"promote before consistency: {r.returncode} {r.stderr}")
+            check(os.path.exists(conf_path), "a refused promotion removed standby.conf")
+
+            # The other system's directory, dressed as a standby of this primary.
+            with open(os.path.join(standby, "standby.conf")) as f:
+                conf = f.read()
+            with open(os.path.join(other, "standby.conf"), "w") as f:
+                f.write(conf)
+            log_path = os.path.join(work, "other.log")
+            with open(log_path, "w") as log:
+                p = subprocess.Popen([tm.binary, "standby", "-D", other, "--status-interval", "0.1"],
+                                     stdout=subprocess.DEVNULL, stderr=log)
+            deadline = time.monotonic() + 30
+            text = ""
+            while time.monotonic() < deadline and "refused" not in text and p.poll() is None:
+                time.sleep(0.05)  # the observer's pace
+                with open(log_path) as f:
+                    text = f.read()
+            p.terminate()
+            p.wait(timeout=30)
+            with open(log_path) as f:
+                text = f.read()
+            check("refused this standby" in text and "copy of system" in text,
+                  f"a standby of another system was not refused clearly: {text[-2000:]}")
+        finally:
+            bench.terminate()
+            bench.wait(timeout=60)
+    finally:
+        remove(work)
+    finish("standby bad input")
+
+
+if __name__ == "__main__":
+    main()
