@@ -37,6 +37,7 @@ struct checkpoint_run {
   steady_clock::time_point started;
   storage::lsn_t redo = 0;
   storage::lsn_t previous_redo = 0;
+  context::replayed_checkpoint restart_at; // a restartpoint's replayed checkpoint record
   std::vector<std::pair<storage::page_id, storage::buffer_id>> to_write;
   std::size_t next = 0;
   std::uint64_t written = 0;
@@ -139,7 +140,12 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
   run.started = steady_clock::now();
   run.previous_redo = e.control.redo_lsn;
   run.waiters = std::move(waiters);
-  run.redo = e.wal->begin_redo_point();
+  if (reason == checkpoint_reason::restartpoint) { // at the newest checkpoint redo replayed
+    run.restart_at = e.last_replayed_checkpoint();
+    run.redo = run.restart_at.redo_lsn;
+  } else {
+    run.redo = e.wal->begin_redo_point();
+  }
   storage::buffer_pool& pool = *e.pool;
   for (storage::buffer_id b = 0; b < pool.size(); ++b)
     if (pool.is_dirty(b))
@@ -238,6 +244,24 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   return position->start;
 }
 
+// A standby's FINISH: no record of its own (its WAL is the primary's); the control file
+// points at the replayed checkpoint record, so that a restart replays from its redo point.
+storage::lsn_t write_restartpoint(context& e, const checkpoint_run& run) {
+  storage::control_data control = e.control;
+  control.state = static_cast<std::uint32_t>(storage::cluster_state::in_recovery);
+  control.checkpoint_lsn = run.restart_at.checkpoint_lsn;
+  control.redo_lsn = run.redo;
+  control.next_xid = std::max<std::uint64_t>(control.next_xid, run.restart_at.next_xid);
+  control.checkpoint_time_unix_ms = run.restart_at.time_unix_ms;
+  storage::write_control_file(*e.io, e.data_dir, control);
+  e.control = control;
+  e.standby.restart_redo.store(run.redo);
+  trace(e, actor_role::checkpointer, "control_file_written", control.checkpoint_lsn, run.redo);
+  e.wal->remove_segments_before(std::min(run.redo, e.standby_keep.load()));
+  trace(e, actor_role::checkpointer, "wal_recycled", run.redo);
+  return control.checkpoint_lsn;
+}
+
 void log_checkpoint(context& e, const checkpoint_run& run, const sync_phase_done& sync) {
   if (!e.config.log_checkpoints)
     return;
@@ -245,9 +269,10 @@ void log_checkpoint(context& e, const checkpoint_run& run, const sync_phase_done
   double sync_s = double(sync.total_us) / 1e6;
   char line[512];
   std::snprintf(line, sizeof line,
-                "LOG:  checkpoint complete (%s): wrote %llu buffers (%.1f%%); write=%.3f s, "
+                "LOG:  %s complete (%s): wrote %llu buffers (%.1f%%); write=%.3f s, "
                 "sync=%.3f s, total=%.3f s; sync files=%llu, longest=%.3f s, average=%.3f s; "
                 "distance=%llu kB",
+                run.reason == checkpoint_reason::restartpoint ? "restartpoint" : "checkpoint",
                 to_string(run.reason), static_cast<unsigned long long>(run.written), share,
                 run.write_ms / 1000, sync_s, ms_since(run.started) / 1000,
                 static_cast<unsigned long long>(sync.files), double(sync.longest_us) / 1e6,
@@ -274,14 +299,18 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   publish(self, checkpoint_phase::finish);
   storage::lsn_t checkpoint_lsn;
   try {
-    checkpoint_lsn = write_checkpoint_record(e, run);
+    checkpoint_lsn = run.reason == checkpoint_reason::restartpoint ? write_restartpoint(e, run)
+                                                                   : write_checkpoint_record(e, run);
   } catch (const std::exception& error) {
     fail_run(self, std::string("checkpoint record failed: ") + error.what());
     return;
   }
   trace(e, actor_role::checkpointer, "checkpoint_record", checkpoint_lsn, run.redo);
   auto& counters = e.checkpoints;
-  (run.reason == checkpoint_reason::time ? counters.timed : counters.requested).fetch_add(1);
+  (run.reason == checkpoint_reason::time           ? counters.timed
+   : run.reason == checkpoint_reason::restartpoint ? counters.restartpoints
+                                                   : counters.requested)
+    .fetch_add(1);
   counters.write_ms.fetch_add(static_cast<std::uint64_t>(run.write_ms));
   counters.sync_ms.fetch_add(sync.total_us / 1000);
   counters.buffers_written.fetch_add(run.written);
@@ -392,10 +421,31 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
   begin_checkpoint(self, reason, immediate, {std::move(promise)});
 }
 
+// A standby's schedule, as a primary's (C3) but by WAL replayed: a restartpoint when
+// checkpoint_timeout has passed or the WAL replayed since the last one reached the WAL
+// budget, and redo has replayed a checkpoint record newer than the last restartpoint's.
+void consider_restartpoint(checkpointer_pointer self) {
+  auto& st = self->state;
+  context& e = *st.ctx;
+  if (st.run)
+    return;
+  context::replayed_checkpoint replayed = e.last_replayed_checkpoint();
+  if (replayed.checkpoint_lsn <= e.control.checkpoint_lsn)
+    return;
+  bool timed = steady_clock::now() - st.last_start >= e.config.checkpoint_timeout;
+  bool by_wal = double(e.standby.replayed.load() - e.control.redo_lsn) >= wal_budget(e);
+  if (timed || by_wal)
+    begin_checkpoint(self, checkpoint_reason::restartpoint, false, {});
+}
+
 void on_tick(checkpointer_pointer self) {
   auto& st = self->state;
   context& e = *st.ctx;
   self->delayed_send(self, tick_interval, tick_atom::value);
+  if (!e.failed() && e.recovering.load() && e.restartpoints.load()) {
+    consider_restartpoint(self);
+    return;
+  }
   if (e.failed() || e.recovering.load())
     return; // during redo the redo point stays put and its WAL must not be recycled
   try {

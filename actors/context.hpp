@@ -36,6 +36,7 @@ struct checkpoint_counters {
   std::atomic<messages::checkpoint_phase> phase{messages::checkpoint_phase::idle};
   std::atomic<std::uint64_t> timed{0};
   std::atomic<std::uint64_t> requested{0};
+  std::atomic<std::uint64_t> restartpoints{0}; // a standby's
   std::atomic<std::uint64_t> write_ms{0};
   std::atomic<std::uint64_t> sync_ms{0};
   std::atomic<std::uint64_t> buffers_written{0};
@@ -109,6 +110,25 @@ struct context {
   /// How far the synchronous standby has the WAL (written, flushed or replayed, as
   /// synchronous_standby says): commits wait on it; the WAL sender publishes it.
   storage::position_waiters standby_acknowledged;
+  /// A standby's newest checkpoint record that redo replayed: where its checkpointer may
+  /// make a restartpoint (the primary's redo point, so that every page's first change after
+  /// it carries an image in full_page_writes mode, as on the primary).
+  struct replayed_checkpoint {
+    storage::lsn_t checkpoint_lsn = 0;
+    storage::lsn_t redo_lsn = 0;
+    storage::xid_t next_xid = 0;
+    std::uint64_t time_unix_ms = 0;
+  };
+  /// True on a standby: the checkpointer makes restartpoints while redo runs.
+  std::atomic<bool> restartpoints{false};
+  void note_replayed_checkpoint(const replayed_checkpoint& c) {
+    std::lock_guard<std::mutex> lock(replayed_mutex_);
+    replayed_ = c;
+  }
+  replayed_checkpoint last_replayed_checkpoint() const {
+    std::lock_guard<std::mutex> lock(replayed_mutex_);
+    return replayed_;
+  }
   /// A standby's view of its stream (the WAL receiver and redo update it).
   struct standby_stream {
     std::atomic<bool> connected{false};
@@ -118,6 +138,7 @@ struct context {
     std::atomic<storage::lsn_t> flushed{0};          // fsynced here
     std::atomic<storage::lsn_t> replayed{0};         // applied by redo
     std::atomic<std::uint64_t> records{0};           // replayed
+    std::atomic<storage::lsn_t> restart_redo{0};     // where a restart would replay from
     std::mutex mutex;
     std::string error; // why streaming stopped or cannot start (guarded by mutex)
   } standby;
@@ -169,6 +190,8 @@ struct context {
 private:
   std::atomic<bool> failed_{false};
   mutable std::mutex failure_mutex_;
+  mutable std::mutex replayed_mutex_;
+  replayed_checkpoint replayed_;
   std::string failure_;
 };
 

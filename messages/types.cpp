@@ -15,6 +15,8 @@ const char* to_string(checkpoint_reason reason) {
       return "shutdown";
     case checkpoint_reason::end_of_recovery:
       return "end-of-recovery";
+    case checkpoint_reason::restartpoint:
+      return "restartpoint";
   }
   return "?";
 }

@@ -49,6 +49,7 @@ enum class checkpoint_reason : std::uint8_t {
   requested = 3,       // explicit request (API, tests)
   shutdown = 4,        // clean shutdown
   end_of_recovery = 5, // crash recovery finished
+  restartpoint = 6,    // a standby's checkpoint: at a checkpoint record redo replayed
 };
 
 const char* to_string(checkpoint_reason reason);

@@ -277,6 +277,8 @@ standby_status database::standby() const {
   s.replayed = r.replayed;
   s.backup_end = r.backup_end;
   s.records = r.records;
+  s.restartpoints = r.restartpoints;
+  s.restart_redo = r.restart_redo;
   s.seconds_behind = r.seconds_behind;
   s.pages_read = r.pages_read;
   s.prefetched = r.prefetched;

@@ -52,6 +52,8 @@ struct standby_status {
   storage::lsn_t primary_flushed = 0, received = 0, flushed = 0, replayed = 0;
   storage::lsn_t backup_end = 0; // consistent (and promotable) once replayed past
   std::uint64_t records = 0;     // replayed since the start
+  std::uint64_t restartpoints = 0;  // made since the start
+  storage::lsn_t restart_redo = 0;  // a restart replays from here (the last restartpoint's)
   double seconds_behind = 0;     // the primary's clock when it last answered, to now
   std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0;
 };

@@ -53,6 +53,8 @@ void database::start_standby(const open_options& options) {
   e.standby.received.store(e.wal->flushed_lsn());
   e.standby.replayed.store(e.control.redo_lsn);
   arrival_ = std::make_unique<storage::received_wal>(e.wal->flushed_lsn());
+  e.restartpoints.store(true);
+  e.standby.restart_redo.store(e.control.redo_lsn);
   if (options.stream) {
     endpoint primary = parse_endpoint("primary", standby_primary_);
     actors::receiver_options receiving;
@@ -106,6 +108,7 @@ void database::promote() {
       storage::format_lsn(flushed) + " and its base backup is consistent from " +
       storage::format_lsn(standby_->backup_end_lsn) + "; let it stream further first");
   end_standby_stream();
+  e.restartpoints.store(false);
   e.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
   e.control.generation += 1;
   const std::uint64_t written_before = e.writer->written(storage::write_source::checkpointer);
@@ -146,6 +149,8 @@ standby_status database::standby() const {
   s.replayed = e.standby.replayed.load();
   s.backup_end = standby_->backup_end_lsn;
   s.records = e.standby.records.load();
+  s.restartpoints = e.checkpoints.restartpoints.load();
+  s.restart_redo = e.standby.restart_redo.load();
   std::int64_t then = e.standby.primary_unix_micros.load();
   if (then != 0 && s.replayed < s.primary_flushed) {
     std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -244,6 +244,9 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
   if (arrival != nullptr) { // a standby shows its own status; redo tells it where it is
     options.replayed = &e.standby.replayed;
     options.records = &e.standby.records;
+    options.checkpoint_replayed = [&e](storage::lsn_t at, const storage::checkpoint_payload& p) {
+      e.note_replayed_checkpoint({at, p.redo_lsn, p.next_xid, p.time_unix_ms});
+    };
   } else {
     options.progress_every = e.config.recovery_progress_interval;
   }

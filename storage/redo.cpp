@@ -57,6 +57,8 @@ redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_che
         checkpoint_payload payload;
         std::memcpy(&payload, record->main, sizeof payload);
         summary.next_xid = std::max(summary.next_xid, payload.next_xid);
+        if (options.checkpoint_replayed)
+          options.checkpoint_replayed(record->lsn(), payload);
       }
       if (record->header.xid != 0)
         summary.next_xid = std::max(summary.next_xid, record->header.xid + 1);

@@ -42,6 +42,8 @@ struct redo_options {
   /// When set, the end of each record applied and the count so far (a standby's status).
   std::atomic<lsn_t>* replayed = nullptr;
   std::atomic<std::uint64_t>* records = nullptr;
+  /// Called after each checkpoint record is replayed, with its position and payload.
+  std::function<void(lsn_t, const checkpoint_payload&)> checkpoint_replayed;
 };
 
 /// Replays every record the reader returns. Pages are left dirty in the pool; each

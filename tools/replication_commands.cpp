@@ -53,6 +53,8 @@ workload::json_object status_json(const standby_status& s, double records_per_se
   r.set("bytes_behind.replayed", s.primary_flushed > s.replayed ? s.primary_flushed - s.replayed : 0);
   r.set("seconds_behind", s.seconds_behind);
   r.set("records", s.records);
+  r.set("restartpoints", s.restartpoints);
+  r.set("restart_redo", s.restart_redo);
   r.set("records_per_second", records_per_second);
   r.set("pages_read", s.pages_read);
   r.set("pages_prefetched", s.prefetched);
@@ -149,6 +151,11 @@ int cmd_standby(int argc, char** argv) {
   directory_watch watch(dir, false);
   auto db = database::open(dir, options);
   ::unlink((dir + "/" + promote_signal).c_str()); // a request from before this start
+  {
+    standby_status s = db->standby();
+    std::fprintf(stderr, "standby: replaying from %s (its last restart point); consistent from %s\n",
+                 lsn_text(s.restart_redo).c_str(), lsn_text(s.backup_end).c_str());
+  }
   auto last = std::chrono::steady_clock::now();
   std::uint64_t last_records = 0;
   workload::json_object r;

@@ -90,6 +90,8 @@ struct standby_status {
   std::uint64_t replayed = 0;        // ... and applied by redo
   std::uint64_t backup_end = 0;      // promotable once flushed reaches it
   std::uint64_t records = 0;         // replayed since this open
+  std::uint64_t restartpoints = 0;   // made since this open
+  std::uint64_t restart_redo = 0;    // a restart replays from here (its last restartpoint)
   double seconds_behind = 0;  // since the primary last answered, while replay is behind it
   std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0; // by replay
 };

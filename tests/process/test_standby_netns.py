@@ -167,6 +167,7 @@ def cycle(tm, link, work, number, primary, port, faults):
                                  "--primary", f"{link.primary_ip}:{port}"), check_rc=False)
         if not check(backup.returncode == 0, f"cycle {number}: basebackup failed: {backup.stderr}"):
             return None
+        backup_redo = json.loads(backup.stdout)["redo_lsn"]
         node, status_file = start_standby(tm, link, standby, port, work, f"standby.{number}")
         try:
             if not wait_until(f"cycle {number}: commits acknowledged by the standby",
@@ -174,6 +175,9 @@ def cycle(tm, link, work, number, primary, port, faults):
                 print(bench.tail(), node.tail())
                 return None
             if faults:
+                # Restartpoints (checkpoint_timeout=2s) before the faults below.
+                wait_until("a restartpoint on the standby",
+                           lambda: (status(status_file) or {}).get("restartpoints", 0) >= 1, 30)
                 # A cut link: the standby notices (no answer within 10 s) and commits wait.
                 link.cut()
                 wait_until("the standby to notice the cut link",
@@ -191,6 +195,11 @@ def cycle(tm, link, work, number, primary, port, faults):
                 check(wait_until("commits after the standby restarted",
                                  lambda: ack_count(acks) >= before + 300, 60),
                       "streaming did not resume after the standby was killed and restarted")
+                # It replayed from a restartpoint of its own, not from the base backup.
+                restarted = status(status_file) or {}
+                check(restarted.get("restart_redo", 0) > backup_redo,
+                      f"the restarted standby replayed from {restarted.get('restart_redo')}, "
+                      f"not past its base backup's redo point {backup_redo}")
                 print(f"cycle {number}: link cut and restored (commits waited at {stalled}), "
                       f"standby killed and restarted", flush=True)
             bench.kill()
