@@ -177,6 +177,8 @@ void wal_log::restart_at(lsn_t end, lsn_t prev) {
     throw std::logic_error("wal_log::restart_at while a sync is running");
   if (end > flushed_lsn_.load())
     throw std::logic_error("wal_log::restart_at beyond the flushed WAL");
+  if (end % record_alignment != 0)
+    throw std::logic_error("wal_log::restart_at: the end of a record is 8-byte aligned");
   for (const open_segment& segment : segments_) // later ones are about to be removed
     io_.close_file(segment.fd);
   segments_.clear();
