@@ -6,31 +6,67 @@
 
 namespace tidemark::storage {
 
+// All of a record's blocks are latched together (in page order, as commits latch them)
+// before any is changed, and released together: a reader on a standby sees either none or
+// all of a transaction's changes among the pages it looks at.
 void redo_record(const record_view& record, buffer_pool& pool, redo_summary& summary) {
   const lsn_t end = record.end_lsn();
-  for (std::size_t i = 0; i < record.block_count; ++i) {
+  const std::size_t count = record.block_count;
+  buffer_id buffers[max_blocks_per_record];
+  std::size_t order[max_blocks_per_record];
+  if (count > 1)
+    pool.reserve_pins(static_cast<std::uint32_t>(count - 1)); // replay() reserved one
+  std::size_t pinned = 0;
+  try {
+    for (; pinned < count; ++pinned) {
+      const block_ref_view& block = record.blocks[pinned];
+      pool.files().note_block(block.id);
+      buffers[pinned] =
+        pool.pin(block.id, block.image != nullptr ? read_mode::zero_fill : read_mode::normal);
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < pinned; ++i)
+      pool.unpin(buffers[i]);
+    if (count > 1)
+      pool.release_pins(static_cast<std::uint32_t>(count - 1));
+    throw;
+  }
+  for (std::size_t i = 0; i < count; ++i) { // insertion sort: at most eight blocks
+    std::size_t k = i;
+    for (; k > 0 && record.blocks[i].id < record.blocks[order[k - 1]].id; --k)
+      order[k] = order[k - 1];
+    order[k] = i;
+  }
+  auto first_of_page = [&](std::size_t k) { // a page named twice is latched once
+    return k == 0 || !(record.blocks[order[k - 1]].id == record.blocks[order[k]].id);
+  };
+  for (std::size_t k = 0; k < count; ++k)
+    if (first_of_page(k))
+      pool.lock_exclusive(buffers[order[k]]);
+  for (std::size_t i = 0; i < count; ++i) {
     const block_ref_view& block = record.blocks[i];
-    pool.files().note_block(block.id);
-    buffer_id buffer =
-      pool.pin(block.id, block.image != nullptr ? read_mode::zero_fill : read_mode::normal);
-    pool.lock_exclusive(buffer);
-    void* page = pool.page(buffer);
+    void* page = pool.page(buffers[i]);
     if (block.image != nullptr) {
       restore_image(block, page, pool.page_size());
       set_page_lsn(page, end);
-      pool.mark_dirty(buffer);
+      pool.mark_dirty(buffers[i]);
       ++summary.images_restored;
     } else if (page_lsn(page) < end) {
       apply_ops(page, pool.page_size(), block.ops, block.ops_length);
       set_page_lsn(page, end);
-      pool.mark_dirty(buffer);
+      pool.mark_dirty(buffers[i]);
       ++summary.blocks_applied;
     } else {
       ++summary.blocks_skipped;
     }
-    pool.unlock_exclusive(buffer);
-    pool.unpin(buffer);
   }
+  for (std::size_t k = 0; k < count; ++k)
+    if (first_of_page(k))
+      pool.unlock_exclusive(buffers[order[k]]);
+  for (std::size_t i = 0; i < count; ++i)
+    pool.unpin(buffers[i]);
+  if (count > 1)
+    pool.release_pins(static_cast<std::uint32_t>(count - 1));
 }
 
 redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_checkpoint,

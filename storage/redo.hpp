@@ -6,6 +6,8 @@
 //  - Any other block is read and verified; its ops are applied only if the page LSN is
 //    older than the record's end, so replaying a record twice changes nothing.
 //  - A page that fails verification stops redo with a data_error naming file and block.
+//  - A record's blocks are latched together, in page order, while it is applied: readers
+//    (a standby's sessions) never see part of a record.
 #pragma once
 
 #include "storage/buffer_pool.hpp"
