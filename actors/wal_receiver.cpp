@@ -25,6 +25,7 @@ struct receiver_state {
   std::uint64_t connection = 0; // answers of an earlier connection are ignored
   lsn_t next = 0;               // where the next fetch starts
   bool refused = false;
+  bool connecting = false; // a connect request is out
   std::string last_warning;
   static inline const char* name = "wal_receiver";
 };
@@ -103,8 +104,11 @@ void store_chunk(receiver_pointer self, const wal_chunk& chunk) {
   context& e = *st.ctx;
   try {
     e.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
-    e.standby.received.store(chunk.start + chunk.bytes.size());
-    lsn_t flushed = e.wal->sync_through(e.wal->write_out());
+    lsn_t written = e.wal->write_out();
+    e.standby.received.store(written);
+    if (st.sender) // remote_write commits need not wait for the fdatasync
+      self->send(st.sender, standby_feedback{where_standby_is(st)});
+    lsn_t flushed = e.wal->sync_through(written);
     e.standby.flushed.store(flushed);
     st.arrival->flushed_to(flushed);
   } catch (const std::exception& error) {
@@ -145,24 +149,11 @@ void fetch_next(receiver_pointer self) {
       [self, connection](caf::error& error) { on_error(self, connection, error); });
 }
 
-void connect(receiver_pointer self) {
+// Opens the stream on a connected sender.
+void open_stream(receiver_pointer self, wal_sender_actor sender) {
   auto& st = self->state;
-  if (st.refused || st.sender || st.ctx->failed())
-    return;
-  auto sender =
-    self->system().middleman().remote_actor<wal_sender_actor>(st.options.host, st.options.port);
-  if (!sender) {
-    std::string why = "cannot reach the primary at " + primary_text(st) + ": " +
-                      self->system().render(sender.error());
-    if (why != st.last_warning)
-      st.ctx->log("WARNING:  " + why + " (retrying every second)");
-    st.last_warning = why;
-    set_error(*st.ctx, why);
-    retry_later(self);
-    return;
-  }
   st.last_warning.clear();
-  st.sender = *sender;
+  st.sender = std::move(sender);
   self->monitor(st.sender);
   const std::uint64_t connection = ++st.connection;
   const lsn_t from = st.ctx->standby.flushed.load();
@@ -183,6 +174,41 @@ void connect(receiver_pointer self) {
       [self, connection](caf::error& error) { on_error(self, connection, error); });
 }
 
+void cannot_connect(receiver_pointer self, const std::string& why) {
+  auto& st = self->state;
+  std::string text = "cannot reach the primary at " + primary_text(st) + ": " + why;
+  if (text != st.last_warning)
+    st.ctx->log("WARNING:  " + text + " (retrying every second)");
+  st.last_warning = text;
+  set_error(*st.ctx, text);
+  st.connecting = false;
+  retry_later(self);
+}
+
+// Asks the middleman to connect, without blocking this actor: a primary that accepts the
+// connection but never completes the handshake (a dying process) is given up after the
+// answer timeout like any other.
+void connect(receiver_pointer self) {
+  auto& st = self->state;
+  if (st.refused || st.sender || st.connecting || st.ctx->failed())
+    return;
+  st.connecting = true;
+  auto middleman = self->system().middleman().actor_handle();
+  self->request(middleman, answer_timeout, caf::connect_atom::value, st.options.host, st.options.port)
+    .then(
+      [self](const caf::node_id&, caf::strong_actor_ptr& peer, const std::set<std::string>& ifs) {
+        auto& st = self->state;
+        st.connecting = false;
+        if (!peer)
+          return cannot_connect(self, "no actor is published there");
+        if (ifs != self->system().message_types(caf::detail::type_list<wal_sender_actor>{}))
+          return refused(self, "the peer at " + primary_text(st) +
+                                 " is not a WAL sender of this Tidemark version");
+        open_stream(self, caf::actor_cast<wal_sender_actor>(std::move(peer)));
+      },
+      [self](caf::error& error) { cannot_connect(self, self->system().render(error)); });
+}
+
 wal_receiver_actor::behavior_type wal_receiver(receiver_pointer self, context* ctx,
                                                storage::received_wal* arrival,
                                                receiver_options options) {
@@ -200,6 +226,10 @@ wal_receiver_actor::behavior_type wal_receiver(receiver_pointer self, context* c
   self->send(self, tick_atom::value);
   return {
     [=](tick_atom) { connect(self); },
+    [=](wake_atom) {
+      if (self->state.sender && self->state.ctx->standby.connected.load())
+        self->send(self->state.sender, standby_feedback{where_standby_is(self->state)});
+    },
   };
 }
 
@@ -208,13 +238,14 @@ wal_receiver_actor::behavior_type wal_receiver(receiver_pointer self, context* c
 wal_receiver_actor spawn_wal_receiver(caf::actor_system& system, context& ctx,
                                       storage::received_wal& arrival, receiver_options options,
                                       bool detached) {
-  if (detached)
-    return system.spawn<caf::detached>(
-      [&ctx, &arrival, options](receiver_pointer self) {
-        name_this_thread("tm-wal-receiver");
-        return wal_receiver(self, &ctx, &arrival, options);
-      });
-  return system.spawn(wal_receiver, &ctx, &arrival, std::move(options));
+  wal_receiver_actor receiver =
+    detached ? system.spawn<caf::detached>([&ctx, &arrival, options](receiver_pointer self) {
+                 name_this_thread("tm-wal-receiver");
+                 return wal_receiver(self, &ctx, &arrival, options);
+               })
+             : system.spawn(wal_receiver, &ctx, &arrival, options);
+  arrival.on_caught_up([receiver] { caf::anon_send(receiver, wake_atom::value); });
+  return receiver;
 }
 
 } // namespace tidemark::actors

@@ -10,11 +10,16 @@
 //  - A lost connection (the primary's actor goes down, or no answer for ten seconds: the
 //    primary answers an idle fetch within a second) is retried every second from the
 //    flushed position; nothing received is lost by a reconnect.
+//  - Its reports to the primary (standby_feedback: written, flushed, replayed) go after
+//    each chunk is stored, with each heartbeat, and whenever redo has replayed all that was
+//    flushed (storage::received_wal's caught-up callback), so remote_apply commits are
+//    acknowledged as soon as the standby applied them.
 //  - A refusal (another system, another generation, WAL no longer on the primary) stops
 //    streaming for good and is kept in context::standby.error for the status views.
 //
-// It writes and fsyncs WAL (blocking), and connects with a blocking call, so the runtime
-// spawns it detached.
+// It writes and fsyncs WAL (blocking), so the runtime
+// spawns it detached. It never blocks in a network call: connections are requested from
+// the middleman actor with a timeout.
 #pragma once
 
 #include "actors/context.hpp"

@@ -73,8 +73,9 @@ using wal_sender_actor =
                    caf::replies_to<standbys_atom>::with<std::vector<standby_view>>,
                    caf::reacts_to<wake_atom>, caf::reacts_to<tick_atom>>;
 
-/// A standby's WAL receiver: tick_atom connects (or retries after a lost connection); it
-/// is stopped with an exit message.
-using wal_receiver_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
+/// A standby's WAL receiver: tick_atom connects (or retries after a lost connection);
+/// wake_atom: redo has replayed everything flushed (report it now). It is stopped with an
+/// exit message.
+using wal_receiver_actor = caf::typed_actor<caf::reacts_to<tick_atom>, caf::reacts_to<wake_atom>>;
 
 } // namespace tidemark::messages

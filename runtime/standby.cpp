@@ -93,6 +93,7 @@ void database::end_standby_stream() {
     standby_redo_.join();
     recovery_ = standby_redo_report_;
   }
+  arrival_->on_caught_up(nullptr); // its handle of the receiver: the system waits for it
   if (standby_redo_error_)
     std::rethrow_exception(standby_redo_error_);
 }

@@ -6,11 +6,14 @@
 //  - flushed() only grows, and WAL below it has been fsynced on the standby: redo never
 //    applies WAL that a standby crash could lose.
 //  - Once ended, every wait returns at once, and no more WAL is published.
+//  - A reader about to wait has consumed everything flushed: the caught-up callback says
+//    so (the receiver then reports the replayed position at once, for remote_apply).
 #pragma once
 
 #include "storage/wal_reader.hpp"
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
 namespace tidemark::storage {
@@ -18,6 +21,10 @@ namespace tidemark::storage {
 class received_wal final : public wal_arrival {
 public:
   explicit received_wal(lsn_t flushed) : flushed_(flushed) {}
+
+  /// Called (on the waiting thread, before it sleeps) whenever a reader has read all that
+  /// was flushed. Set (or cleared) only while no reader follows.
+  void on_caught_up(std::function<void()> callback) { caught_up_ = std::move(callback); }
 
   /// WAL below `lsn` is durable on the standby (ignored once ended or when not newer).
   void flushed_to(lsn_t lsn) {
@@ -46,6 +53,15 @@ public:
     return ended_;
   }
   lsn_t wait_beyond(lsn_t lsn) override {
+    if (caught_up_) {
+      bool will_wait;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        will_wait = !ended_ && flushed_ <= lsn;
+      }
+      if (will_wait)
+        caught_up_();
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return ended_ || flushed_ > lsn; });
     return flushed_;
@@ -56,6 +72,7 @@ private:
   std::condition_variable changed_;
   lsn_t flushed_;
   bool ended_ = false;
+  std::function<void()> caught_up_;
 };
 
 } // namespace tidemark::storage
