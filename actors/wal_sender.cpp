@@ -69,6 +69,8 @@ struct wal_sender_state {
   std::map<std::string, standby_slot> slots;
   std::vector<waiting_fetch> waiting;
   std::unique_ptr<storage::wal_segment_reader> wal;
+  std::vector<storage::standby_slot_record> persisted; // as standby_slots says now
+  std::uint64_t ticks = 0;
   static inline const char* name = "wal_sender";
 };
 
@@ -88,8 +90,8 @@ std::string in_quotes(const std::string& name) { return "\"" + name + "\""; }
 
 // Why a standby (or backup) that says it is `who` may not copy this primary, if it may not.
 std::optional<std::string> refuse(const wal_sender_state& st, const standby_position& who) {
-  if (who.name.empty())
-    return std::string("a standby must have a name");
+  if (!storage::valid_standby_name(who.name))
+    return "\"" + who.name + "\" is not a standby name (letters, digits, '.', '_' and '-')";
   if (who.system_id != st.system_id)
     return "standby " + in_quotes(who.name) + " is a copy of system " + std::to_string(who.system_id) +
            ", this primary is system " + std::to_string(st.system_id) +
@@ -130,6 +132,42 @@ void update_keep(wal_sender_state& st) {
     keep = std::min(keep, needs);
   }
   e.standby_keep.store(keep);
+}
+
+// Every ten seconds, a line per connected standby: where it is and how far behind.
+void log_standbys(wal_sender_state& st) {
+  if (++st.ticks % 10 != 0)
+    return;
+  const lsn_t flushed = st.ctx->wal->flushed_lsn();
+  for (const auto& [name, slot] : st.slots) {
+    if (!slot.connected || slot.backup)
+      continue;
+    const standby_position& p = slot.position;
+    auto behind = [&](lsn_t at) { return flushed > at ? (flushed - at) >> 10 : 0; };
+    st.ctx->log("LOG:  standby " + in_quotes(name) + ": sent " + storage::format_lsn(slot.sent) +
+                ", written " + storage::format_lsn(p.written) + ", flushed " +
+                storage::format_lsn(p.flushed) + ", replayed " + storage::format_lsn(p.replayed) +
+                " (" + std::to_string(behind(p.replayed)) + " kB behind); replay read " +
+                std::to_string(p.pages_read) + " pages, prefetch hits " +
+                std::to_string(p.prefetch_hits));
+  }
+}
+
+// Writes the slots to disk when they changed (once a second at most: the tick).
+void persist_slots(wal_sender_state& st) {
+  std::vector<storage::standby_slot_record> now;
+  for (const auto& [name, slot] : st.slots)
+    if (!slot.dropped)
+      now.push_back({name, slot.position.flushed});
+  if (now == st.persisted)
+    return;
+  try {
+    storage::write_standby_slots(*st.ctx->io, st.ctx->data_dir, now);
+    st.persisted = std::move(now);
+  } catch (const std::exception& error) {
+    st.ctx->log(std::string("WARNING:  cannot record the standbys' slots (a restart may "
+                            "recycle WAL they need): ") + error.what());
+  }
 }
 
 // Publishes the synchronous standby's position to waiting commits.
@@ -357,7 +395,8 @@ caf::expected<file_chunk> read_backup_file(wal_sender_state& st, const file_fetc
 // ---- the actor -----------------------------------------------------------------------------
 
 wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
-                                           checkpointer_actor checkpointer) {
+                                           checkpointer_actor checkpointer,
+                                           std::vector<storage::standby_slot_record> slots) {
   auto& st = self->state;
   st.ctx = ctx;
   st.checkpointer = std::move(checkpointer);
@@ -365,6 +404,16 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
   st.generation = ctx->control.generation;
   st.wal = std::make_unique<storage::wal_segment_reader>(
     *ctx->io, ctx->data_dir + "/wal", ctx->config.wal_segment_size, false);
+  for (const storage::standby_slot_record& recorded : slots) { // from before a restart
+    standby_slot& slot = st.slots[recorded.name];
+    slot.position.name = recorded.name;
+    slot.position.system_id = st.system_id;
+    slot.position.generation = st.generation;
+    slot.position.flushed = recorded.flushed;
+    slot.heard = clock_type::now();
+  }
+  st.persisted = std::move(slots);
+  update_keep(st);
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& st = self->state;
     for (auto& [name, slot] : st.slots)
@@ -373,6 +422,7 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
         st.ctx->log("LOG:  standby " + in_quotes(name) + " disconnected at " +
                     storage::format_lsn(slot.position.flushed));
       }
+    persist_slots(st);
     publish_acknowledged(st);
   });
   self->delayed_send(self, heartbeat_interval, tick_atom::value);
@@ -398,6 +448,7 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
       slot.sent = open.from;
       watch_peer(self, slot);
       update_keep(st);
+      persist_slots(st); // a new slot is on disk before its WAL could be recycled
       publish_acknowledged(st);
       st.ctx->log("LOG:  standby " + in_quotes(name) + " streaming from " +
                   storage::format_lsn(open.from));
@@ -443,6 +494,7 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
       slot.heard = clock_type::now();
       watch_peer(self, slot);
       update_keep(st);
+      persist_slots(st);
       auto promise = self->make_response_promise<backup_manifest>();
       std::string name = begin.name;
       checkpoint_request request{static_cast<std::uint8_t>(checkpoint_reason::requested), true};
@@ -494,6 +546,8 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
       auto& st = self->state;
       serve_waiting(st, true);
       update_keep(st);
+      persist_slots(st);
+      log_standbys(st);
       self->delayed_send(self, heartbeat_interval, tick_atom::value);
     },
   };
@@ -502,15 +556,16 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
 } // namespace
 
 wal_sender_actor spawn_wal_sender(caf::actor_system& system, context& ctx,
-                                  checkpointer_actor checkpointer, bool detached) {
+                                  checkpointer_actor checkpointer,
+                                  std::vector<storage::standby_slot_record> slots, bool detached) {
   wal_sender_actor sender;
   if (detached)
-    sender = system.spawn<caf::detached>([&ctx, checkpointer](sender_pointer self) {
+    sender = system.spawn<caf::detached>([&ctx, checkpointer, slots](sender_pointer self) {
       name_this_thread("tm-wal-sender");
-      return wal_sender(self, &ctx, checkpointer);
+      return wal_sender(self, &ctx, checkpointer, slots);
     });
   else
-    sender = system.spawn(wal_sender, &ctx, std::move(checkpointer));
+    sender = system.spawn(wal_sender, &ctx, std::move(checkpointer), std::move(slots));
   ctx.sender_wakeup = std::make_unique<wake_on_flush>(sender);
   ctx.wal->set_flush_listener(ctx.sender_wakeup.get());
   return sender;

@@ -18,9 +18,13 @@
 //    WAL from the lowest flushed position of the slots is kept (context::standby_keep),
 //    except for a slot more than max_standby_wal_size behind, which is dropped with a
 //    warning; that standby must be seeded again, and says so when WAL it needs is gone.
+//  - Slots are kept on disk too (storage/standby_slots.hpp), written when one is made or
+//    a standby disconnects, and within a second of any other change, so that a restarted primary keeps its standbys' WAL; the runtime reads them
+//    before its first checkpoint and hands them over at spawn.
 //  - A standby of another system or generation is refused with an error naming both.
 //  - Base backup pages are verified as they are copied; a page that fails (it was being
 //    written) is copied again through the buffer pool, which never holds a torn page.
+//  - Every ten seconds it logs each connected standby's positions and lag.
 //  - The synchronous standby's position (the most advanced connected standby's written,
 //    flushed or replayed WAL, as synchronous_standby says) is published to waiting
 //    commits (context::standby_acknowledged).
@@ -30,6 +34,7 @@
 
 #include "actors/context.hpp"
 #include "messages/interfaces.hpp"
+#include "storage/standby_slots.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -37,6 +42,7 @@ namespace tidemark::actors {
 
 messages::wal_sender_actor spawn_wal_sender(caf::actor_system& system, context& ctx,
                                             messages::checkpointer_actor checkpointer,
+                                            std::vector<storage::standby_slot_record> slots,
                                             bool detached);
 
 } // namespace tidemark::actors

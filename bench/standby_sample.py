@@ -71,11 +71,11 @@ def summarize(csv_path, bench_path, mode, prefetch):
         "mode": mode, "prefetch": prefetch,
         "tps": bench.get("tps", 0),
         "wal_mb_per_s": shipped / 1e6,
-        "lag_mb_mean": sum(r["behind_bytes"] for r in rows) / len(rows) / 1e6 if rows else 0,
-        "lag_mb_max": max((r["behind_bytes"] for r in rows), default=0) / 1e6,
+        "lag_kb_mean": sum(r["behind_bytes"] for r in rows) / len(rows) / 1e3 if rows else 0,
+        "lag_kb_max": max((r["behind_bytes"] for r in rows), default=0) / 1e3,
         "lag_s_max": max((r["seconds_behind"] for r in rows), default=0),
-        "lag_mb_per_min_second_half": slope([(r["time_s"], r["behind_bytes"]) for r in second_half]) * 60 / 1e6,
-        "lag_mb_end": rows[-1]["behind_bytes"] / 1e6 if rows else 0,
+        "lag_kb_per_min_second_half": slope([(r["time_s"], r["behind_bytes"]) for r in second_half]) * 60 / 1e3,
+        "lag_kb_end": rows[-1]["behind_bytes"] / 1e3 if rows else 0,
         "pages_read": rows[-1]["pages_read"] if rows else 0,
         "prefetch_hits": rows[-1]["prefetch_hits"] if rows else 0,
         "samples": len(rows),
@@ -86,13 +86,13 @@ def summarize(csv_path, bench_path, mode, prefetch):
 def table(rows_path):
     with open(rows_path) as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    print("| mode | prefetch | primary tps | WAL MB/s | lag mean MB | lag max MB | lag max s "
-          "| lag trend, 2nd half (MB/min) | lag at end MB | pages read by replay | prefetch hits |")
+    print("| mode | prefetch | primary tps | WAL MB/s | lag mean kB | lag max kB | lag max s "
+          "| lag trend, 2nd half (kB/min) | lag at end kB | pages read by replay | prefetch hits |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['mode']} | {r['prefetch']} | {r['tps']:.0f} | {r['wal_mb_per_s']:.1f} "
-              f"| {r['lag_mb_mean']:.2f} | {r['lag_mb_max']:.2f} | {r['lag_s_max']:.1f} "
-              f"| {r['lag_mb_per_min_second_half']:+.2f} | {r['lag_mb_end']:.2f} "
+              f"| {r['lag_kb_mean']:.1f} | {r['lag_kb_max']:.1f} | {r['lag_s_max']:.2f} "
+              f"| {r['lag_kb_per_min_second_half']:+.2f} | {r['lag_kb_end']:.1f} "
               f"| {r['pages_read']:.0f} | {r['prefetch_hits']:.0f} |")
 
 

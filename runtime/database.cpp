@@ -226,6 +226,12 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
     e->trace = std::make_unique<messages::trace_sink>(options.trace ? std::size_t(1) << 20 : 0,
                                                       options.trace_listener);
   db->recovery_ = prepare_storage(*e);
+  if (!e->config.replication_listen.empty() && !db->standby_) {
+    // Slots from before this start: their WAL is kept from the first checkpoint on.
+    db->recorded_slots_ = storage::read_standby_slots(dir);
+    for (const storage::standby_slot_record& slot : db->recorded_slots_)
+      e->standby_keep.store(std::min(e->standby_keep.load(), slot.flushed));
+  }
   // Every control file written from now on records the mode this run writes pages in.
   e->control.protection = static_cast<std::uint32_t>(record_of(e->config.protection));
   if (db->standby_)

@@ -18,6 +18,7 @@
 #include "runtime/engine.hpp"
 #include "runtime/standby_file.hpp"
 #include "storage/received_wal.hpp"
+#include "storage/standby_slots.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -185,6 +186,7 @@ private:
   messages::dw_batcher_actor dw_batcher_;
   messages::checkpoint_observer_actor checkpoint_watcher_;
   messages::wal_sender_actor wal_sender_;
+  std::vector<storage::standby_slot_record> recorded_slots_; // read at open, for the sender
   // A standby's: its file, the stream redo follows, the receiver, the redo thread.
   std::optional<standby_file> standby_;
   std::string standby_primary_;

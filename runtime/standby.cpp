@@ -18,6 +18,7 @@
 #include "actors/wal_sender.hpp"
 #include "runtime/startup.hpp"
 #include "storage/directory_sync.hpp"
+#include "storage/standby_slots.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -39,7 +40,8 @@ void database::start_replication() {
   if (listen.empty() || wal_sender_)
     return;
   endpoint where = parse_endpoint("replication_listen", listen);
-  wal_sender_ = actors::spawn_wal_sender(*system_, *engine_, checkpointer_, detach_io_actors_);
+  wal_sender_ = actors::spawn_wal_sender(*system_, *engine_, checkpointer_,
+                                         std::move(recorded_slots_), detach_io_actors_);
   auto published = system_->middleman().publish(wal_sender_, where.port, where.host.c_str(), true);
   if (!published)
     throw config_error("replication_listen: cannot listen on " + listen + ": " +
@@ -231,6 +233,9 @@ base_backup_report base_backup(const std::string& new_dir, const std::string& pr
       throw config_error("directory \"" + new_dir + "\" exists and is not empty");
   }
   std::string name = name_given;
+  if (!name.empty() && !storage::valid_standby_name(name))
+    throw config_error("--name \"" + name + "\" is not a standby name (1 to 64 letters, "
+                       "digits, '.', '_' or '-')");
   if (name.empty()) {
     char text[32];
     std::snprintf(text, sizeof text, "standby-%08x", static_cast<unsigned>(std::random_device{}()));
