@@ -168,6 +168,9 @@ void database::create(const std::string& dir, const create_options& options) {
 }
 
 std::unique_ptr<database> database::open(const std::string& dir, const open_options& options) {
+  if (options.read_only && options.standby)
+    throw usage_error("open_options: read_only and standby exclude each other (a standby's "
+                      "sessions only read anyway)");
   if (options.read_only) {
     if (options.faults || options.trace || options.events)
       throw usage_error("open_options::read_only: fault injection, tracing and the observer "

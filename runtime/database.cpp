@@ -355,6 +355,9 @@ void database::request_checkpoint(messages::checkpoint_reason reason) {
 void database::checkpoint() {
   if (read_only_)
     throw tidemark::usage_error("checkpoint: the database is open read-only");
+  if (standby_)
+    throw tidemark::usage_error("checkpoint: the database is a standby (it makes restartpoints "
+                                "on its own schedule)");
   request_checkpoint(messages::checkpoint_reason::requested);
 }
 

@@ -3,7 +3,8 @@
 // standby in the same process (loopback) streams and replays, and read-only transactions
 // on the standby read both pages: every one that commits saw a consistent state (the sum is
 // zero), the others end in conflict_error because redo changed what they read. Writes on
-// the standby are refused; after promotion they are accepted.
+// the standby are refused (and so are a checkpoint and a read-only open of it); after
+// promotion they are accepted.
 #include <tidemark/database.hpp>
 
 #include "scratch_directory.hpp"
@@ -101,6 +102,11 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   CHECK(newest > 0); // the reads followed the primary's changes
   MESSAGE("standby reads: " << consistent << " consistent, " << conflicts << " conflicts, "
           << transfers.load() << " transfers on the primary");
+
+  CHECK_THROWS_AS(standby->checkpoint(), usage_error); // it makes restartpoints itself
+  open_options both = standby_options;
+  both.read_only = true;
+  CHECK_THROWS_AS(database::open(standby_dir.dir, both), usage_error);
 
   session writer_on_standby = standby->open_session();
   writer_on_standby.begin();
