@@ -8,7 +8,8 @@
 # records replayed per second, pages read by replay and prefetch hits. The table gives the
 # primary's tps, the WAL shipped per second, the replay lag (mean, max, and its trend over
 # the second half of the run: a lag that keeps growing has a positive slope), and pages
-# read by replay; the chart (gnuplot, SVG) shows replay lag over time, one panel per row.
+# read by replay; the chart (gnuplot, SVG; installed from Debian when missing) shows
+# replay lag over time, one panel per row.
 # The seed's figures (doublewrite-buffer-review.txt): a PostgreSQL standby replaying
 # without full-page images fell 63.6 s behind, with full-page writes 3.1 s.
 #
@@ -117,6 +118,10 @@ for mode in $modes; do
   done
 done
 python3 "$here/standby_sample.py" --table "$rows" | tee "$out/table.md"
+if ! command -v gnuplot >/dev/null; then
+  sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+  $sudo apt-get install -y -qq gnuplot-nox >/dev/null || log "no gnuplot: no chart"
+fi
 if command -v gnuplot >/dev/null; then
   python3 "$here/standby_sample.py" --gnuplot "$out/lag.svg" "$out"/timeline-*.csv | gnuplot
   log "chart: $out/lag.svg"
