@@ -103,9 +103,9 @@ def gnuplot(svg, csvs):
     print(f"set multiplot layout {len(csvs)},1")
     for path in csvs:
         title = os.path.basename(path)[len("timeline-"):-len(".csv")]
-        print(f"set title '{title}: replay lag'")
-        print("set xlabel 'seconds'; set ylabel 'MB behind the primary'")
-        print(f"plot '{path}' using 1:($6/1e6) every ::1 with lines title 'replay lag (MB)'")
+        print(f"set title '{title}: replay lag' noenhanced")
+        print("set xlabel 'seconds'; set ylabel 'kB behind the primary'")
+        print(f"plot '{path}' using 1:($6/1e3) every ::1 with lines title 'replay lag (kB)'")
     print("unset multiplot")
 
 
