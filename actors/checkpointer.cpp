@@ -235,6 +235,8 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   control.redo_lsn = run.redo;
   control.next_xid = payload.next_xid;
   control.checkpoint_time_unix_ms = payload.time_unix_ms;
+  if (run.reason == checkpoint_reason::end_of_recovery && e.promoting.exchange(false))
+    ++control.generation; // a promoted standby's history goes on apart from its old primary's
   storage::write_control_file(*e.io, e.data_dir, control);
   e.control = control;
   trace(e, actor_role::checkpointer, "control_file_written", position->start, run.redo);

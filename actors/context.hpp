@@ -121,6 +121,9 @@ struct context {
   };
   /// True on a standby: the checkpointer makes restartpoints while redo runs.
   std::atomic<bool> restartpoints{false};
+  /// A standby is being promoted: the next end-of-recovery checkpoint starts the next
+  /// generation (the checkpointer owns the control file, so it makes the change).
+  std::atomic<bool> promoting{false};
   void note_replayed_checkpoint(const replayed_checkpoint& c) {
     std::lock_guard<std::mutex> lock(replayed_mutex_);
     replayed_ = c;

@@ -113,7 +113,7 @@ void database::promote() {
   end_standby_stream();
   e.restartpoints.store(false);
   e.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
-  e.control.generation += 1;
+  e.promoting.store(true); // the end-of-recovery checkpoint records the next generation
   const std::uint64_t written_before = e.writer->written(storage::write_source::checkpointer);
   auto started = std::chrono::steady_clock::now();
   request_checkpoint(messages::checkpoint_reason::end_of_recovery);

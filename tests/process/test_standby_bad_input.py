@@ -1,8 +1,9 @@
 """Replication commands used wrongly get a clear error and change nothing: a base backup
 into a non-empty directory or from a primary that is not there, a standby or promotion of
 a directory that is not a standby, a normal open of a standby, a standby refused by a
-primary of another system; and a standby promoted before it is consistent stays a standby.
-On loopback (no namespaces needed)."""
+primary of another system; a standby promoted before it is consistent stays a standby;
+and after a failover a standby seeded from the promoted copy refuses the old primary
+(generations). On loopback (no namespaces needed)."""
 import os
 import subprocess
 import time
@@ -11,6 +12,39 @@ from harness import (Tidemark, check, finish, parse_args, remove, run_settings, 
                      tree_digest)
 
 SETTINGS = ["shared_buffers=256", "log_checkpoints=off"]
+
+
+def run_primary(tm, directory, port):
+    return subprocess.Popen(
+        [tm.binary, "bench", "-D", directory, "-c", "2", "-T", "120",
+         *sets(run_settings(SETTINGS) + [f"replication_listen=127.0.0.1:{port}"])],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def basebackup_when_listening(tm, directory, port):
+    deadline = time.monotonic() + 60
+    while True:  # until the WAL sender listens (the observer's pace)
+        r = tm.run("basebackup", "-D", directory, "--primary", f"127.0.0.1:{port}")
+        if r.returncode == 0 or time.monotonic() > deadline:
+            return r
+        time.sleep(0.05)
+
+
+def standby_until_refused(tm, directory, log_path, extra=()):
+    """Runs a standby until it logs a refusal (or 30 s pass); returns what it logged."""
+    with open(log_path, "w") as log:
+        p = subprocess.Popen([tm.binary, "standby", "-D", directory, "--status-interval", "0.1",
+                              *extra], stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + 30
+    text = ""
+    while time.monotonic() < deadline and "refused" not in text and p.poll() is None:
+        time.sleep(0.05)  # the observer's pace
+        with open(log_path) as f:
+            text = f.read()
+    p.terminate()
+    p.wait(timeout=30)
+    with open(log_path) as f:
+        return f.read()
 
 
 def main():
@@ -44,18 +78,10 @@ def main():
         check(r.returncode == 2 and "replication_listen" in r.stderr, f"bad replication_listen: {r.stderr}")
 
         # A running primary, a consistent standby of it, and a directory it refuses.
-        bench = subprocess.Popen(
-            [tm.binary, "bench", "-D", primary, "-c", "2", "-T", "120",
-             *sets(run_settings(SETTINGS) + [f"replication_listen=127.0.0.1:{port}"])],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        bench = run_primary(tm, primary, port)
         try:
             standby = os.path.join(work, "standby")
-            deadline = time.monotonic() + 60
-            while True:  # until the WAL sender listens (the observer's pace)
-                r = tm.run("basebackup", "-D", standby, "--primary", f"127.0.0.1:{port}")
-                if r.returncode == 0 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
+            r = basebackup_when_listening(tm, standby, port)
             check(r.returncode == 0, f"basebackup: {r.stderr}")
             r = tm.run("bench", "-D", standby, "-t", "1")
             check(r.returncode == 2 and "is a standby" in r.stderr, f"bench on a standby: {r.stderr}")
@@ -81,25 +107,36 @@ def main():
                 conf = f.read()
             with open(os.path.join(other, "standby.conf"), "w") as f:
                 f.write(conf)
-            log_path = os.path.join(work, "other.log")
-            with open(log_path, "w") as log:
-                p = subprocess.Popen([tm.binary, "standby", "-D", other, "--status-interval", "0.1"],
-                                     stdout=subprocess.DEVNULL, stderr=log)
-            deadline = time.monotonic() + 30
-            text = ""
-            while time.monotonic() < deadline and "refused" not in text and p.poll() is None:
-                time.sleep(0.05)  # the observer's pace
-                with open(log_path) as f:
-                    text = f.read()
-            p.terminate()
-            p.wait(timeout=30)
-            with open(log_path) as f:
-                text = f.read()
+            text = standby_until_refused(tm, other, os.path.join(work, "other.log"))
             check("refused this standby" in text and "copy of system" in text,
                   f"a standby of another system was not refused clearly: {text[-2000:]}")
         finally:
             bench.terminate()
             bench.wait(timeout=60)
+
+        # After a failover: the standby promoted (its primary stopped), a new standby seeded
+        # from it, and the old primary back: the new standby refuses the old primary.
+        r = tm.run("promote", "-D", standby)
+        check(r.returncode == 0, f"offline promote: {r.stderr}")
+        new_port = port + 1
+        promoted = run_primary(tm, standby, new_port)
+        try:
+            third = os.path.join(work, "third")
+            r = basebackup_when_listening(tm, third, new_port)
+            check(r.returncode == 0, f"basebackup from the promoted standby: {r.stderr}")
+        finally:
+            promoted.terminate()
+            promoted.wait(timeout=60)
+        old = run_primary(tm, primary, port)
+        try:
+            text = standby_until_refused(tm, third, os.path.join(work, "third.log"),
+                                         ["--primary", f"127.0.0.1:{port}"])
+            check("refused this standby" in text and "generation" in text,
+                  f"a standby of the promoted copy was not refused by the old primary: "
+                  f"{text[-2000:]}")
+        finally:
+            old.terminate()
+            old.wait(timeout=60)
     finally:
         remove(work)
     finish("standby bad input")
