@@ -143,7 +143,7 @@ standby_status database::standby() const {
   s.connected = e.standby.connected.load();
   s.primary = standby_primary_;
   {
-    std::lock_guard<std::mutex> lock(const_cast<engine&>(e).standby.mutex);
+    std::lock_guard<std::mutex> lock(e.standby.mutex);
     s.error = e.standby.error;
   }
   s.primary_flushed = e.standby.primary_flushed.load();
