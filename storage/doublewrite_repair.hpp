@@ -54,7 +54,7 @@ struct repair_report {
   std::uint64_t repaired_checksum = 0; // on-disk page failed verification or was zero
   std::uint64_t repaired_lsn = 0;      // on-disk page valid but older
   std::uint64_t repaired_bytes = 0;    // same LSN, different bytes
-  std::uint64_t ring_bytes_read = 0;   // the header slots and every pass
+  std::uint64_t ring_bytes_read = 0;   // the header slots and every pass of every thread
   std::uint64_t records_read = 0;      // intact records used
   bool bounded = false;                // an intact header bounded the scan to its chain
   double seconds = 0;                  // wall time of the repair
@@ -69,6 +69,10 @@ struct ring_check_report {
 /// Reads the ring file (if it exists) and checks every image of every intact record in it
 /// (the whole file, past the header slots when a header is intact), changing nothing.
 ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::size_t page_size);
+
+/// Threads the repair pass runs on: one per core, at most four. Each reads the records
+/// once more (ring_bytes_read counts every read).
+std::size_t repair_threads();
 
 /// Reads the ring file (if it exists) — only the chain when a header is intact — and
 /// repairs pages through `files`.
