@@ -2,6 +2,7 @@
 #include "tools/replication_commands.hpp"
 
 #include "tools/cli_args.hpp"
+#include "tools/fault_flags.hpp"
 #include "workload/json.hpp"
 
 #include <tidemark/database.hpp>
@@ -136,12 +137,12 @@ int cmd_basebackup(int argc, char** argv) {
 }
 
 int cmd_standby(int argc, char** argv) {
-  cli_args args(argc, argv, 2, {"-D", "--primary", "--json", "--set", "--status-interval"});
+  cli_args args(argc, argv, 2,
+                with_fault_flags({"-D", "--primary", "--json", "--set", "--status-interval"}));
   std::string dir = args.required("-D");
   auto interval = std::chrono::milliseconds(
     static_cast<std::int64_t>(args.real("--status-interval", 1.0, 0.05, 3600) * 1000));
-  open_options options;
-  options.settings = args.sets();
+  open_options options = options_with_faults(args);
   options.standby = true;
   options.primary = args.text("--primary");
   if (::pipe(stop_pipe) != 0)
@@ -210,14 +211,13 @@ int cmd_standby(int argc, char** argv) {
 }
 
 int cmd_promote(int argc, char** argv) {
-  cli_args args(argc, argv, 2, {"-D", "--set", "--timeout"});
+  cli_args args(argc, argv, 2, with_fault_flags({"-D", "--set", "--timeout"}));
   std::string dir = args.required("-D");
   auto timeout = std::chrono::milliseconds(
     static_cast<std::int64_t>(args.real("--timeout", 60, 1, 86400) * 1000));
   if (!exists(dir + "/" + standby_conf))
     throw config_error("\"" + dir + "\" is not a standby (no standby.conf)");
-  open_options options;
-  options.settings = args.sets();
+  open_options options = options_with_faults(args); // used when it promotes the directory itself
   options.standby = true;
   options.stream = false;
   std::unique_ptr<database> db;

@@ -5,6 +5,7 @@
 // A client of the public API (include/tidemark/) and the workload module, like any
 // embedding application.
 #include "tools/cli_args.hpp"
+#include "tools/fault_flags.hpp"
 #include "tools/replication_commands.hpp"
 #include "workload/ack_log.hpp"
 #include "workload/json.hpp"
@@ -24,6 +25,9 @@
 using namespace tidemark;
 using namespace tidemark::workload;
 using tidemark::tools::cli_args;
+using tidemark::tools::faults_of;
+using tidemark::tools::options_with_faults;
+using tidemark::tools::with_fault_flags;
 
 namespace {
 
@@ -40,8 +44,9 @@ const char* usage_text =
   "  tidemark check   -D DIR [--json FILE]     check every file, changing nothing\n"
   "  tidemark basebackup -D NEWDIR --primary HOST:PORT [--name NAME] [--json FILE]\n"
   "  tidemark standby -D DIR [--primary HOST:PORT] [--json FILE] [--status-interval SECONDS]\n"
-  "                   [--set KEY=VALUE]...    stream and replay until promoted or stopped\n"
-  "  tidemark promote -D DIR [--timeout SECONDS]   make a standby a primary\n"
+  "                   [--set KEY=VALUE]... [FAULTS]  stream and replay until promoted or stopped\n"
+  "  tidemark promote -D DIR [--timeout SECONDS] [--set KEY=VALUE]... [FAULTS]\n"
+  "                   make a standby a primary (FAULTS apply when no standby runs in DIR)\n"
   "FAULTS (run on the fault-injecting I/O engine, for crash tests):\n"
   "  [--crash-after-writes N [--crash-mode lose-unsynced|torn|process] [--seed N]]\n"
   "  [--fail-fsync-after N [--fail-fsync-match PATH-PART]] [--fault-journal FILE]\n"
@@ -61,50 +66,6 @@ std::uint32_t read_scale(const std::string& dir) {
     throw data_error(path + " is missing or malformed (expected \"tpcb_scale = N\"; was the "
                      "directory made by tidemark init?)");
   return scale;
-}
-
-// The fault flags every command that writes a data directory accepts.
-const std::set<std::string> fault_flags = {"--crash-after-writes", "--crash-mode", "--seed",
-                                           "--fail-fsync-after", "--fail-fsync-match",
-                                           "--fault-journal"};
-
-std::set<std::string> with_fault_flags(std::set<std::string> flags) {
-  flags.insert(fault_flags.begin(), fault_flags.end());
-  return flags;
-}
-
-std::optional<fault_injection> faults_of(const cli_args& args) {
-  if (args.has("--crash-mode") && !args.has("--crash-after-writes"))
-    throw config_error("--crash-mode goes with --crash-after-writes");
-  if (args.has("--fail-fsync-match") && !args.has("--fail-fsync-after"))
-    throw config_error("--fail-fsync-match goes with --fail-fsync-after");
-  if (!args.has("--crash-after-writes") && !args.has("--fail-fsync-after") &&
-      !args.has("--fault-journal"))
-    return std::nullopt;
-  fault_injection faults;
-  faults.crash_after_writes = args.count("--crash-after-writes", 0, 1, 1ull << 50);
-  faults.fail_fsync_after = args.count("--fail-fsync-after", 0, 1, 1ull << 50);
-  faults.fail_fsync_match = args.text("--fail-fsync-match");
-  std::string mode = args.text("--crash-mode", "lose-unsynced");
-  if (mode == "lose-unsynced")
-    faults.mode = crash_mode::lose_unsynced;
-  else if (mode == "torn")
-    faults.mode = crash_mode::torn;
-  else if (mode == "process")
-    faults.mode = crash_mode::process;
-  else
-    throw config_error("--crash-mode must be lose-unsynced, torn or process, got \"" + mode + "\"");
-  faults.seed = args.count("--seed", 1, 0, ~0ull >> 12);
-  faults.journal_path = args.text("--fault-journal");
-  return faults;
-}
-
-open_options options_with_faults(const cli_args& args) {
-  open_options options;
-  options.settings = args.sets();
-  options.faults = faults_of(args);
-  options.trace = args.has("--trace");
-  return options;
 }
 
 int cmd_init(int argc, char** argv) {
