@@ -104,6 +104,25 @@ def tree_digest(directory, ignore=("tidemark.lock",)):
 failures = []
 
 
+def ack_count(path):
+    """Commits acknowledged so far in an ack log (one line each); 0 before it exists."""
+    try:
+        with open(path) as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return 0
+
+
+def status(path):
+    """A status file's JSON (tidemark standby --json), or None if not written yet or
+    caught mid-write."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 def check(condition, message):
     if not condition:
         failures.append(message)

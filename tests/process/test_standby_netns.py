@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from harness import (Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets)
+from harness import (Tidemark, ack_count, check, finish, parse_args, remove, run_settings, scratch, sets, status)
 
 SKIP = 77
 SETTINGS = [
@@ -82,22 +82,6 @@ def namespaces_unavailable():
         return "ip netns add failed: " + result.stderr.strip()
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None
-
-
-def ack_count(path):
-    try:
-        with open(path) as f:
-            return sum(1 for _ in f)
-    except FileNotFoundError:
-        return 0
-
-
-def status(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None  # not written yet, or caught mid-write
 
 
 def wait_until(what, condition, limit_s=60):

@@ -15,7 +15,6 @@ modes at least once). On loopback.
 
 Waits poll observable state (processes' exit, the ack log, the standby's status file, the
 primary's log) with deadlines; the polling interval only paces the observer."""
-import json
 import os
 import random
 import shutil
@@ -24,8 +23,8 @@ import socket
 import subprocess
 import time
 
-from harness import (PROTECTED_MODES, SMALL, Tidemark, check, failures, finish, parse_args,
-                     remove, run_settings, scratch, sets, verified_clean)
+from harness import (PROTECTED_MODES, SMALL, Tidemark, ack_count, check, failures, finish, parse_args,
+                     remove, run_settings, scratch, sets, status, verified_clean)
 
 SIMULATED_CRASH = 3
 MODES = list(PROTECTED_MODES.items())  # full_page_writes, doublewrite
@@ -35,22 +34,6 @@ def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def ack_count(path):
-    try:
-        with open(path) as f:
-            return sum(1 for _ in f)
-    except FileNotFoundError:
-        return 0
-
-
-def status(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None  # not written yet, or caught mid-write
 
 
 def poll_until(condition, limit_s):
