@@ -52,6 +52,8 @@ public:
       context_.pool->finish_write(buffers_[i], true, offer);
   }
 
+  void release() override { flush(); } // the batch memory is the sink's own
+
 private:
   context& context_;
   storage::write_source source_;
@@ -85,10 +87,7 @@ std::uint32_t acquire_chunk(context& e, messages::actor_role writer) {
 class doublewrite_sink final : public buffer_sink {
 public:
   doublewrite_sink(context& e, storage::write_source source) : context_(e), source_(source) {}
-  ~doublewrite_sink() override {
-    if (has_chunk_ && context_.ring->entries(chunk_).empty())
-      give_back_chunk(context_, role_of(source_), chunk_);
-  }
+  ~doublewrite_sink() override { give_back_empty(); }
 
   bool add(storage::buffer_id buffer, bool only_reusable) override {
     storage::doublewrite_ring& ring = *context_.ring;
@@ -119,7 +118,19 @@ public:
                                       chunk_, count, static_cast<std::uint8_t>(role_of(source_))});
   }
 
+  void release() override {
+    flush();
+    give_back_empty();
+  }
+
 private:
+  void give_back_empty() {
+    if (!has_chunk_ || !context_.ring->entries(chunk_).empty())
+      return; // none held, or (a failed flush) its pages are still staged in it
+    has_chunk_ = false;
+    give_back_chunk(context_, role_of(source_), chunk_);
+  }
+
   context& context_;
   storage::write_source source_;
   bool has_chunk_ = false;

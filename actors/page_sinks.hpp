@@ -22,6 +22,10 @@ public:
   /// Writes (or hands over) everything staged. Throws io_error; buffers of a failed write
   /// stay dirty.
   virtual void flush() = 0;
+  /// Flushes, and gives back what the sink holds for later pages (a ring chunk and its
+  /// staging memory). Its owner calls it before waiting for another thread's write: that
+  /// writer may need what the sink holds (the ring has only a few chunks of staging).
+  virtual void release() = 0;
 };
 
 std::unique_ptr<buffer_sink> make_buffer_sink(context& e, storage::write_source source);

@@ -47,9 +47,18 @@ class Tidemark:
         self.binary = binary
 
     def run(self, *args, timeout=300):
-        result = subprocess.run([self.binary, *args], capture_output=True, text=True,
-                                timeout=timeout)
-        return result
+        """Runs the program to its end. One that outlives `timeout` is a hang: its threads'
+        stacks are printed (gdb, where installed) before it is killed and the test fails."""
+        process = subprocess.Popen([self.binary, *args], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print_stacks(process.pid, f"{self.binary} {' '.join(args)}")
+            process.kill()
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
     def init(self, directory, scale=1, settings=SMALL):
         sets = [x for s in settings for x in ("--set", s)]
@@ -70,6 +79,17 @@ class Tidemark:
                 report = json.load(f)
         os.unlink(report_path)
         return result, report
+
+
+def print_stacks(pid, what):
+    """Every thread's stack of a process that hangs, for the test's log."""
+    print(f"HANG: {what} (pid {pid}) outlived its timeout; its threads:", flush=True)
+    if shutil.which("gdb") is None:
+        print("  (gdb is not installed: no stacks)", flush=True)
+        return
+    trace = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                           capture_output=True, text=True, timeout=120)
+    print(trace.stdout, trace.stderr, sep="\n", flush=True)
 
 
 def verified_clean(result, report):

@@ -5,6 +5,7 @@
 // recovery replays WAL no checkpoint but the end-of-recovery one runs.
 #include "actors/bgwriter.hpp"
 #include "actors/checkpointer.hpp"
+#include "actors/dw_batcher.hpp"
 #include "actors/sync_worker.hpp"
 
 #include "deterministic_fixture.hpp"
@@ -433,6 +434,56 @@ TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did"
   std::size_t at = line.find("sync files=");
   REQUIRE(at != std::string::npos);
   CHECK(std::stoul(line.substr(at + 11)) >= 2);
+}
+
+TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring chunk that writer needs") {
+  // A two-batch ring has two chunks of staging memory. A writer of the test's holds one;
+  // redo is writing a victim that the checkpoint must write too, and needs a chunk to
+  // finish it. The checkpoint waits for that write: it must not hold the other chunk
+  // meanwhile (the deadlock a promoted doublewrite standby once hung in).
+  checkpoint_fixture f({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
+                        "doublewrite_ring_pages=16", "write_back_sweep=0"});
+  f.engine.batcher = actors::spawn_dw_batcher(f.system, f.engine, f.worker, false);
+  storage::buffer_pool& pool = *f.engine.pool;
+  storage::doublewrite_ring& ring = *f.engine.ring;
+  for (storage::block_id b = 0; b < 4; ++b)
+    f.touch(3, b);
+  const storage::buffer_id victim = pool.pin({3, 0}); // first in file and block order (C5)
+  pool.unpin(victim);
+  std::vector<unsigned char> copy(pool.page_size());
+  storage::page_id id;
+  storage::lsn_t lsn;
+  REQUIRE(pool.start_write(victim, copy.data(), &id, &lsn)); // redo's write, in progress
+  std::uint32_t held = ring.acquire({});
+  int waits = 0;
+  bool chunk_for_redo = false;
+  f.on_trace = [&](const messages::trace_event& event) {
+    if (std::string(event.type) != "checkpoint_awaits_write")
+      return;
+    ++waits;
+    CHECK(event.a == victim);
+    std::uint32_t chunk;
+    chunk_for_redo = ring.try_acquire(&chunk); // redo's next step
+    if (chunk_for_redo)
+      ring.give_back(chunk);
+    ring.give_back(held);
+    pool.finish_write(victim, false); // redo's write ends; the buffer stays dirty
+  };
+  checkpoint_fixture::answer a;
+  f.request(a);
+  f.run();
+  f.on_trace = nullptr;
+  REQUIRE(a.done);
+  CHECK(waits == 1);
+  CHECK(chunk_for_redo);
+  CHECK(a.done->buffers_written == 4); // the victim too, once redo's write ended
+  for (storage::block_id b = 0; b < 4; ++b) {
+    storage::buffer_id buffer = pool.pin({3, b});
+    CHECK_FALSE(pool.is_dirty(buffer));
+    pool.unpin(buffer);
+  }
+  caf::anon_send_exit(f.engine.batcher, caf::exit_reason::user_shutdown);
+  f.run();
 }
 
 TEST_CASE("checkpointer: WAL before the redo point goes only after the control file points past it (C2)") {

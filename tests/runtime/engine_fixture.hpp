@@ -22,6 +22,9 @@ struct engine_fixture {
 
   std::string dir;
   runtime::engine engine;
+  /// Called for every trace event as it is recorded, on the recording thread; a test sets
+  /// it before it spawns the actors whose events it watches.
+  std::function<void(const messages::trace_event&)> on_trace;
 
   explicit engine_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {}) {
     char pattern[] = "/tmp/tidemark-actor-test-XXXXXX";
@@ -38,7 +41,11 @@ struct engine_fixture {
                                                           storage::fault_config{});
     engine.faults = faults.get();
     engine.io = std::move(faults);
-    engine.trace = std::make_unique<messages::trace_sink>();
+    engine.trace = std::make_unique<messages::trace_sink>(
+      std::size_t(1) << 20, [this](const messages::trace_event& event) {
+        if (on_trace)
+          on_trace(event);
+      });
     runtime::prepare_storage(engine);
   }
   ~engine_fixture() { std::filesystem::remove_all(std::filesystem::path(dir).parent_path()); }
