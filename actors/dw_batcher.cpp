@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <set>
 
 namespace tidemark::actors {
@@ -19,7 +20,9 @@ using storage::dw_state;
 struct dw_batcher_state {
   context* ctx = nullptr;
   sync_worker_actor sync_worker;
-  std::vector<std::uint32_t> awaiting_fsync; // DATA_WRITTEN chunks, oldest first
+  // DATA_WRITTEN chunks (their staging, and with it their entries, given back) and the
+  // files whose fsync retires each.
+  std::map<std::uint32_t, std::vector<file_ref>> awaiting_fsync;
   std::set<std::uint32_t> hurried;           // of those, the ones sync_now was asked for
   // Batches handed over and not yet written to the ring, in order: those that arrived
   // since the last drain, and those waiting for ring space.
@@ -62,10 +65,6 @@ std::vector<file_ref> refs_of(const std::vector<storage::file_write>& written) {
   return files;
 }
 
-std::vector<file_ref> files_of(context& e, const std::vector<storage::dw_entry>& entries) {
-  return refs_of(writes_of(e, entries));
-}
-
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting);
 void write_queued(dw_batcher_pointer self);
 
@@ -77,7 +76,7 @@ void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
   // Traced before the release: a writer may take the chunk the moment it is free.
   trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_free", chunk);
   e.ring->release(chunk);
-  st.awaiting_fsync.erase(std::find(st.awaiting_fsync.begin(), st.awaiting_fsync.end(), chunk));
+  st.awaiting_fsync.erase(chunk);
   st.hurried.erase(chunk);
   write_queued(self); // its ring space is free again
   hurry_retirement(self, false);
@@ -99,10 +98,10 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   if (!st.hurried.empty() || !needed)
     return;
   sync_now request;
-  for (std::uint32_t chunk : st.awaiting_fsync) {
+  for (const auto& [chunk, files] : st.awaiting_fsync) {
     if (!st.hurried.insert(chunk).second)
       continue;
-    for (const file_ref& f : files_of(e, e.ring->entries(chunk)))
+    for (const file_ref& f : files)
       if (std::none_of(request.files.begin(), request.files.end(), [&](const file_ref& g) {
             return g.rel == f.rel && g.segno == f.segno;
           }))
@@ -206,7 +205,7 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
     e.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);
   trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_written", chunk);
-  st.awaiting_fsync.push_back(chunk);
+  st.awaiting_fsync.emplace(chunk, files);
   self->request(st.sync_worker, caf::infinite, sync_notify_request{std::move(files), chunk})
     .then([=](const files_synced& done) { on_files_synced(self, done.chunk); },
           [=](const caf::error&) {

@@ -49,10 +49,6 @@ unsigned char* aligned_buffer(std::size_t bytes) {
   return static_cast<unsigned char*>(memory);
 }
 
-// Chunks beyond the staging ones: enough that the ring fills to half (where retirement is
-// hurried) before chunks run out, for batches that compress up to sixteenfold.
-constexpr std::uint32_t chunks_per_ring_batch = 8;
-
 } // namespace
 
 doublewrite_ring::doublewrite_ring(io_engine& io, std::string dir, std::size_t page_size,
@@ -75,10 +71,17 @@ doublewrite_ring::doublewrite_ring(io_engine& io, std::string dir, std::size_t p
       io_.close_file(fd_);
     throw;
   }
-  chunks_.resize(ring_pages / batch_pages * chunks_per_ring_batch + staging_chunks);
+  // Every record takes at least ring_record_alignment bytes: with a chunk for each record
+  // the ring can hold, only ring space, never the chunks, limits how many batches wait
+  // for their data-file fsync (the batcher hurries it by ring space).
+  chunks_.resize(capacity_ / ring_record_alignment + staging_chunks);
+  for (std::uint32_t c = static_cast<std::uint32_t>(chunks_.size()); c-- > 0;)
+    free_list_.push_back(c); // chunk 0 is taken first
+  staging_.resize(staging_chunks);
   for (std::uint32_t i = 0; i < staging_chunks; ++i) {
-    staging_.push_back(aligned_buffer(std::size_t(batch_pages) * page_size));
-    free_staging_.push_back(staging_.back());
+    staging_[i].memory = aligned_buffer(std::size_t(batch_pages) * page_size);
+    staging_[i].entries.reserve(batch_pages);
+    free_staging_.push_back(i);
   }
 }
 
@@ -116,8 +119,8 @@ void doublewrite_ring::open_ring(const std::string& dir) {
 }
 
 doublewrite_ring::~doublewrite_ring() {
-  for (unsigned char* memory : staging_)
-    std::free(memory);
+  for (staging_area& area : staging_)
+    std::free(area.memory);
   std::free(record_);
   std::free(header_);
   if (fd_ >= 0)
@@ -149,24 +152,28 @@ void doublewrite_ring::move(std::uint32_t c, dw_state from, dw_state to) {
 bool doublewrite_ring::take_free_locked(std::uint32_t* chunk) {
   if (failed_)
     throw io_error("the doublewrite ring is unusable after a failure", EIO);
-  if (free_staging_.empty())
+  if (free_staging_.empty() || free_list_.empty())
     return false;
-  for (std::uint32_t c = 0; c < chunks_.size(); ++c)
-    if (chunks_[c].state == dw_state::free) {
-      move(c, dw_state::free, dw_state::allocated);
-      chunks_[c].entries.clear();
-      chunks_[c].memory = free_staging_.back();
-      free_staging_.pop_back();
-      ++chunks_[c].allocations;
-      *chunk = c;
-      return true;
-    }
-  return false;
+  std::uint32_t c = free_list_.back();
+  free_list_.pop_back();
+  move(c, dw_state::free, dw_state::allocated);
+  chunks_[c].staging = free_staging_.back();
+  free_staging_.pop_back();
+  staging_[chunks_[c].staging].entries.clear();
+  ++chunks_[c].allocations;
+  *chunk = c;
+  return true;
 }
 
 void doublewrite_ring::return_staging_locked(chunk& c) {
-  free_staging_.push_back(c.memory);
-  c.memory = nullptr;
+  free_staging_.push_back(c.staging);
+  c.staging = no_staging;
+}
+
+std::vector<dw_entry>& doublewrite_ring::entries(std::uint32_t c) {
+  if (chunks_[c].staging == no_staging)
+    throw std::logic_error("doublewrite chunk " + std::to_string(c) + " holds no staged pages");
+  return staging_[chunks_[c].staging].entries;
 }
 
 std::uint32_t doublewrite_ring::acquire(const std::function<void()>& on_wait) {
@@ -195,16 +202,17 @@ bool doublewrite_ring::try_acquire(std::uint32_t* chunk) {
 }
 
 unsigned char* doublewrite_ring::slot_memory(std::uint32_t chunk, std::uint32_t index) {
-  return chunks_[chunk].memory + std::size_t(index) * page_size_;
+  return staging_[chunks_[chunk].staging].memory + std::size_t(index) * page_size_;
 }
 
 void doublewrite_ring::give_back(std::uint32_t c) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (!chunks_[c].entries.empty())
+    if (!entries(c).empty())
       throw std::logic_error("doublewrite chunk " + std::to_string(c) + " given back with pages");
     move(c, dw_state::allocated, dw_state::free);
     return_staging_locked(chunks_[c]);
+    free_list_.push_back(c);
   }
   freed_.notify_one();
 }
@@ -261,8 +269,9 @@ bool doublewrite_ring::write(std::uint32_t c) {
   // and no other record placed meanwhile: its sequence is still the next one).
   if (encoded_chunk_ != c || encoded_allocation_ != allocation || encoded_sequence_ != sequence_) {
     images_.clear();
-    for (std::size_t i = 0; i < ch.entries.size(); ++i)
-      images_.push_back(ch.memory + i * page_size_);
+    const staging_area& area = staging_[ch.staging];
+    for (std::size_t i = 0; i < area.entries.size(); ++i)
+      images_.push_back(area.memory + i * page_size_);
     encoded_bytes_ = encode_batch(images_.data(), static_cast<std::uint32_t>(images_.size()),
                                   page_size_, sequence_, record_);
     encoded_chunk_ = c;
@@ -287,7 +296,7 @@ bool doublewrite_ring::write(std::uint32_t c) {
   }
   io_.write(fd_, record_, encoded_bytes_, at);
   counters_.batches.fetch_add(1, std::memory_order_relaxed);
-  counters_.pages.fetch_add(ch.entries.size(), std::memory_order_relaxed);
+  counters_.pages.fetch_add(entries(c).size(), std::memory_order_relaxed);
   counters_.bytes.fetch_add(encoded_bytes_, std::memory_order_relaxed);
   return true;
 }
@@ -341,6 +350,7 @@ void doublewrite_ring::release(std::uint32_t c) {
     std::lock_guard<std::mutex> guard(mutex_);
     move(c, dw_state::data_fsynced, dw_state::free);
     live_.erase(chunks_[c].record_sequence);
+    free_list_.push_back(c);
   }
   freed_.notify_one();
 }
@@ -360,10 +370,7 @@ dw_state doublewrite_ring::state(std::uint32_t c) const {
 
 std::uint32_t doublewrite_ring::free_chunks() const {
   std::lock_guard<std::mutex> guard(mutex_);
-  std::uint32_t n = 0;
-  for (const chunk& c : chunks_)
-    n += c.state == dw_state::free;
-  return n;
+  return static_cast<std::uint32_t>(free_list_.size());
 }
 
 std::uint64_t doublewrite_ring::used_bytes() const {

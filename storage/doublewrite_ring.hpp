@@ -5,13 +5,16 @@
 // the records that may still be live begin, so repair reads only from there to the newest
 // record (doublewrite_repair.hpp).
 //
-// A batch lives in a chunk. Chunks are cheap (a state and the batch's entries); a chunk
-// holds staging memory — where writers put the page images, and whence the batcher writes
-// them in place — only from ALLOCATED until DATA_WRITTEN, from a small pool
-// (staging_chunks × batch_pages pages). Its record holds ring space from WRITTEN until
-// the chunk is FREE again and a durable header lies past it. So the ring file can be large
-// (many batches awaiting the data-file fsync that frees them, whose in-place writes
-// coalesce in the page cache) while the memory stays that of a few batches.
+// A batch lives in a chunk. Chunks are cheap (a state and where its record lies); a chunk
+// holds a staging area — the page images writers put there, whence the batcher writes
+// them in place, and the batch's entries — only from ALLOCATED until DATA_WRITTEN, from a
+// small pool (staging_chunks areas of batch_pages pages). Its record holds ring space from
+// WRITTEN until the chunk is FREE again and a durable header lies past it. There is a
+// chunk for every record the ring's bytes can hold (each takes at least
+// ring_record_alignment), so chunks never run out before ring space does, however small
+// the batches; and the ring file can be large (many batches awaiting the data-file fsync
+// that frees them, whose in-place writes coalesce in the page cache) while the memory
+// stays that of a few batches.
 //
 // Chunk states (DESIGN §4 "Doublewrite slot"), each transition checked here:
 //   FREE → ALLOCATED → WRITTEN → DWB_FSYNCED → DATA_WRITTEN → DATA_FSYNCED → FREE
@@ -113,7 +116,8 @@ public:
   unsigned char* slot_memory(std::uint32_t chunk, std::uint32_t index);
   /// ALLOCATED → FREE for a chunk its writer staged nothing into.
   void give_back(std::uint32_t chunk);
-  std::vector<dw_entry>& entries(std::uint32_t chunk) { return chunks_[chunk].entries; }
+  /// The pages staged in a chunk; only while it holds staging (ALLOCATED until DATA_WRITTEN).
+  std::vector<dw_entry>& entries(std::uint32_t chunk);
 
   // --- the batcher (one thread) -----------------------------------------------------------
   /// ALLOCATED → WRITTEN: encodes the chunk's staged pages into one record and writes it
@@ -138,12 +142,14 @@ public:
 
   dw_state state(std::uint32_t chunk) const;
   std::uint32_t free_chunks() const;
+  /// How many chunks there are: one per ring_record_alignment of the record area, and one
+  /// per staging area.
+  std::uint32_t chunk_count() const { return static_cast<std::uint32_t>(chunks_.size()); }
   /// Bytes of the record area writes may not reuse: from the durable horizon to the write
   /// position (records of chunks not FREE yet, and of chunks FREE since the last header).
   std::uint64_t used_bytes() const;
   /// Bytes of the record area (ring_pages × page_size; the file is ring_records_start more).
   std::uint64_t capacity_bytes() const { return capacity_; }
-  std::uint32_t chunk_count() const { return static_cast<std::uint32_t>(chunks_.size()); }
   std::uint32_t staging_chunks() const { return static_cast<std::uint32_t>(staging_.size()); }
   std::uint32_t batch_pages() const { return batch_pages_; }
   std::uint32_t ring_pages() const { return ring_pages_; }
@@ -152,10 +158,14 @@ public:
   std::string path() const { return path_; }
 
 private:
+  static constexpr std::uint32_t no_staging = ~std::uint32_t{0};
+  struct staging_area {
+    unsigned char* memory = nullptr; // batch_pages page images (owned)
+    std::vector<dw_entry> entries;
+  };
   struct chunk {
     dw_state state = dw_state::free;
-    unsigned char* memory = nullptr; // staging, ALLOCATED until DATA_WRITTEN
-    std::vector<dw_entry> entries;
+    std::uint32_t staging = no_staging; // its staging area, ALLOCATED until DATA_WRITTEN
     std::uint64_t record_at = 0;    // its record, WRITTEN until FREE
     std::uint64_t record_sequence = 0;
     std::uint64_t allocations = 0;  // times taken from FREE
@@ -178,8 +188,9 @@ private:
   std::uint64_t end_;      // of the file: ring_records_start + capacity_
   int fd_ = -1;
   std::vector<chunk> chunks_;
-  std::vector<unsigned char*> staging_;      // every staging buffer (owned)
-  std::vector<unsigned char*> free_staging_; // of those, the ones no chunk holds
+  std::vector<std::uint32_t> free_list_;      // the FREE chunks, the last taken first
+  std::vector<staging_area> staging_;
+  std::vector<std::uint32_t> free_staging_;  // the staging areas no chunk holds
   // The batcher's: the record being written, and for which chunk (and its allocation).
   static constexpr std::uint32_t no_chunk = ~std::uint32_t{0};
   unsigned char* record_ = nullptr;

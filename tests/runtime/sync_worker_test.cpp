@@ -161,7 +161,7 @@ TEST_CASE("sync worker: a paced sync phase fsyncs small files at once and spread
   CHECK_FALSE(error);
 }
 
-TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase; a later one changes nothing") {
+TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase, a later one changes nothing") {
   sync_fixture f;
   f.create_file(3);
   f.register_file(3, 0, 1, 64u << 20); // 8 s at the slowest rate

@@ -12,6 +12,7 @@
 #include "storage/doublewrite_repair.hpp"
 #include "storage/doublewrite_ring.hpp"
 
+#include "delegating_engine.hpp"
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -307,18 +308,31 @@ struct driven_ring {
   }
 };
 
-TEST_CASE("doublewrite repair: with an intact header only the chain is read; stale records before the horizon are neither used nor read") {
+// Notes the byte ranges read from the ring file.
+class ring_read_recorder final : public test::delegating_engine {
+public:
+  ring_read_recorder() : delegating_engine(make_io_engine(io_method::sync)) {}
+  std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override {
+    if (path_of(fd).size() >= 5 && path_of(fd).compare(path_of(fd).size() - 5, 5, "/ring") == 0)
+      reads.emplace_back(offset, length);
+    return delegating_engine::read(fd, data, length, offset);
+  }
+  std::vector<std::pair<std::uint64_t, std::size_t>> reads;
+};
+
+TEST_CASE("doublewrite repair: with an intact header only the chain is read, and stale records before the horizon are neither used nor read") {
   driven_ring f(64); // room for nine records: no wrap
   for (block_id first : {0, 3, 6, 9})
     f.retire(f.synced(first)); // stale: FREE, still intact in the file
   f.synced(12);
   f.synced(15); // live: the horizon is 12's record
   CHECK(f.records().size() == 6);
-  const std::uint64_t file_bytes = f.file().size();
   ring_check_report checked = check_ring(*f.io, f.ring_path, page_size);
   CHECK(checked.images == 6 * driven_ring::pages_per_record); // the header slots are no record
   CHECK(checked.unreadable == 0);
-  repair_report report = f.crash_and_repair();
+  f.ring.reset(); // the process ends; the next start repairs, its ring reads watched
+  ring_read_recorder recorder;
+  repair_report report = repair_from_ring(recorder, f.ring_path, f.files);
   CHECK(report.bounded);
   CHECK(report.records_read == 2);
   CHECK(report.images_read == 6);
@@ -333,7 +347,17 @@ TEST_CASE("doublewrite repair: with an intact header only the chain is read; sta
   CHECK(report.ring_bytes_read <= ring_records_start +
                                     (1 + repair_threads()) * 2 * driven_ring::record_bytes +
                                     2 * ring_record_alignment);
-  CHECK(report.ring_bytes_read < file_bytes);
+  // Of the stale records' bytes, only the first look at the start of the record area.
+  const std::uint64_t stale_end = ring_records_start + 4 * driven_ring::record_bytes;
+  std::uint64_t ring_bytes = 0;
+  for (const auto& [at, length] : recorder.reads) {
+    ring_bytes += length;
+    bool outside = at + length <= ring_records_start || at >= stale_end;
+    bool first_look = at == ring_records_start && length <= ring_record_alignment;
+    CHECK_MESSAGE((outside || first_look), "read [" << at << ", " << at + length
+                                                    << ") of a stale record");
+  }
+  CHECK(ring_bytes == report.ring_bytes_read);
   CHECK(report.seconds >= 0);
 }
 
@@ -593,6 +617,34 @@ TEST_CASE("doublewrite ring: a record is never placed over one whose chunk is no
   for_each_ring_image(file.data(), file.size(), file.size(), page_size,
                       [&](const ring_image&) { ++images; });
   CHECK(images == 16);
+}
+
+TEST_CASE("doublewrite ring: however small the batches, chunks do not run out before ring space does") {
+  test::temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  // 64-page batches, but each batch one page: every record takes one alignment unit.
+  doublewrite_ring ring(*io, dir.path(), page_size, 128, 64, 1);
+  CHECK(ring.chunk_count() >= ring.capacity_bytes() / ring_record_alignment);
+  std::vector<std::uint32_t> waiting; // DATA_WRITTEN, awaiting their data-file fsync
+  while (ring.used_bytes() < ring.capacity_bytes() / 2) {
+    std::uint32_t c;
+    REQUIRE_MESSAGE(ring.try_acquire(&c), "no chunk left with " << ring.used_bytes() << " of "
+                                                                 << ring.capacity_bytes() << " ring bytes used");
+    std::memset(ring.slot_memory(c, 0), 0, page_size);
+    ring.entries(c).push_back({{1, static_cast<block_id>(waiting.size())}, 1, 0});
+    REQUIRE(ring.write(c));
+    ring.sync(c);
+    ring.advance(c, dw_state::data_written);
+    CHECK_THROWS_AS(ring.entries(c), std::logic_error); // staged pages live only until here
+    waiting.push_back(c);
+  }
+  CHECK(waiting.size() * ring_record_alignment >= ring.capacity_bytes() / 2);
+  CHECK(ring.free_chunks() == ring.chunk_count() - waiting.size());
+  for (std::uint32_t c : waiting) {
+    ring.advance(c, dw_state::data_fsynced);
+    ring.release(c);
+  }
+  CHECK(ring.free_chunks() == ring.chunk_count());
 }
 
 TEST_CASE("doublewrite ring: staging memory comes back at DATA_WRITTEN, ring space after FREE") {

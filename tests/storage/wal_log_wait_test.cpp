@@ -93,7 +93,7 @@ TEST_CASE("wal_log: a failed sync wakes its waiters with wal_not_durable (W3)") 
   CHECK_THROWS_AS(wal.wait_for_flush(lsn), wal_not_durable); // and every later wait
 }
 
-TEST_CASE("wal_log: stop_waiters wakes every waiter; waits for durable WAL still return") {
+TEST_CASE("wal_log: stop_waiters wakes every waiter, and waits for durable WAL still return") {
   temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   wal_log wal(*io, small_options(dir.path()), 0, 0);
