@@ -33,6 +33,10 @@
 //    opening the ring (a header naming the run's first sequence) and a batch that finds
 //    room only behind a horizon not yet durable (sync_horizon()) cost an fdatasync of a
 //    header alone.
+//  - The file is written ahead of the write position, with zeros, a step at a time, before
+//    a record lies past its end: a record's fdatasync then finds the file's length already
+//    durable and flushes data alone, where a growing file costs a journal commit per sync.
+//    Zeros read as no record, as the missing bytes of a short file do.
 //  - D4: a chunk is handed out only when a chunk is FREE and staging memory is free; when
 //    not, acquire() waits (and counts the wait).
 //  - A record is placed only outside the span from the durable horizon to the write
@@ -178,6 +182,7 @@ private:
   void horizon_locked(std::uint64_t* at, std::uint64_t* sequence) const;
   void open_ring(const std::string& dir);
   void write_header(std::uint64_t horizon_at, std::uint64_t horizon_sequence);
+  void write_zeros_to(std::uint64_t end);
 
   io_engine& io_;
   std::string path_;
@@ -199,6 +204,10 @@ private:
   std::uint64_t encoded_allocation_ = 0;
   std::uint64_t encoded_sequence_ = 0;
   std::vector<const unsigned char*> images_;
+  // The batcher's: the file's length, and zeros to write it ahead of the write position
+  // with (allocated while the first pass over the ring lasts).
+  std::uint64_t file_bytes_ = 0;
+  unsigned char* zeros_ = nullptr;
   std::uint64_t next_record_at_ = ring_records_start; // the write position
   std::uint64_t sequence_ = 1;                         // the next record's
   std::map<std::uint64_t, std::uint32_t> live_;        // sequence → chunk, WRITTEN until FREE

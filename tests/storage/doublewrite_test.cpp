@@ -17,8 +17,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <thread>
@@ -341,14 +343,17 @@ TEST_CASE("doublewrite repair: with an intact header only the chain is read, and
   CHECK(f.restored(15));
   for (block_id first : {0, 3, 6, 9})
     CHECK_FALSE(f.restored(first));
-  // The passes over the chain (one, then one per repair thread), the header slots, and a
-  // first look of one block each at the horizon and at the start of the record area:
-  // never the stale records.
-  CHECK(report.ring_bytes_read <= ring_records_start +
-                                    (1 + repair_threads()) * 2 * driven_ring::record_bytes +
-                                    2 * ring_record_alignment);
+  // The header slots, a first look of one block each at the horizon and at the start of
+  // the record area, the pass following the chain (its window reads on into the zeros the
+  // file is written with ahead of its records, up to the file's end), and one pass per
+  // repair thread over the chain's two records: never the stale records.
+  const std::uint64_t horizon_at = ring_records_start + 4 * driven_ring::record_bytes;
+  const std::uint64_t file_bytes = std::filesystem::file_size(f.ring_path);
+  CHECK(report.ring_bytes_read <= ring_records_start + 2 * ring_record_alignment +
+                                    (file_bytes - horizon_at) +
+                                    repair_threads() * 2 * driven_ring::record_bytes);
   // Of the stale records' bytes, only the first look at the start of the record area.
-  const std::uint64_t stale_end = ring_records_start + 4 * driven_ring::record_bytes;
+  const std::uint64_t stale_end = horizon_at;
   std::uint64_t ring_bytes = 0;
   for (const auto& [at, length] : recorder.reads) {
     ring_bytes += length;
@@ -359,6 +364,33 @@ TEST_CASE("doublewrite repair: with an intact header only the chain is read, and
   }
   CHECK(ring_bytes == report.ring_bytes_read);
   CHECK(report.seconds >= 0);
+}
+
+TEST_CASE("doublewrite ring: the file is written with zeros a step ahead of its newest record, up to the ring's end") {
+  constexpr std::uint64_t step = std::uint64_t{1} << 20;
+  const std::uint64_t ring_end = ring_records_start + 512 * page_size;
+  driven_ring f(512);
+  CHECK(std::filesystem::file_size(f.ring_path) <= ring_records_start); // a header slot
+  f.retire(f.synced(0));
+  const std::uint64_t first_end = ring_records_start + driven_ring::record_bytes;
+  std::vector<unsigned char> bytes = f.file();
+  CHECK(bytes.size() == std::min(ring_end, (first_end + step + step - 1) / step * step));
+  CHECK(std::all_of(bytes.begin() + static_cast<long>(first_end), bytes.end(),
+                    [](unsigned char b) { return b == 0; }));
+  // Records go on over the zeros; the file reaches the ring's end before the first wrap
+  // and never grows past it.
+  std::uint64_t wrapped_at = 0;
+  for (block_id first = 3; wrapped_at == 0; first += 3) {
+    f.retire(f.synced(first % 60));
+    std::map<std::uint64_t, std::uint64_t> on_disk = f.records();
+    CHECK(std::filesystem::file_size(f.ring_path) <= ring_end);
+    if (on_disk.begin()->second > on_disk.rbegin()->second) // the newest lies at the start
+      wrapped_at = first;
+    REQUIRE(first < 1000);
+  }
+  CHECK(std::filesystem::file_size(f.ring_path) == ring_end);
+  repair_report report = f.crash_and_repair();
+  CHECK(report.bounded);
 }
 
 TEST_CASE("doublewrite repair: a live part that wraps around the end of the ring is followed to its newest record") {
