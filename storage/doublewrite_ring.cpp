@@ -103,10 +103,10 @@ void doublewrite_ring::open_ring(const std::string& dir) {
     intact = newest_ring_header(header_, &newest, &header_slot_);
   }
   // The file grows as the first pass over the ring writes it, a step of zeros ahead of the
-  // records (a short run, or a test, never makes it large). One larger than the ring (its size was lowered), or without an intact
-  // header (new, or written before the header slots), starts over empty: every record in
-  // it is dead (startup repaired from it before opening the ring), and so none can be
-  // mistaken for one of this run's.
+  // records (a short run, or a test, never makes it large). One larger than the ring (its
+  // size was lowered), or without an intact header (new, or written before the header
+  // slots), starts over empty: every record in it is dead (startup repaired from it before
+  // opening the ring), and so none can be mistaken for one of this run's.
   if (!intact) {
     io_.truncate(fd_, 0);
     io_.sync(fd_, sync_kind::full);
@@ -123,7 +123,8 @@ void doublewrite_ring::open_ring(const std::string& dir) {
   durable_sequence_ = sequence_;
   write_header(next_record_at_, sequence_);
   io_.sync(fd_, sync_kind::data);
-  file_bytes_ = io_.file_size(fd_);
+  // Zeros go only past the header slots, whichever of them the file holds yet.
+  file_bytes_ = std::max<std::uint64_t>(io_.file_size(fd_), ring_records_start);
 }
 
 // Writes zeros from the file's end to `end` rounded up to a step (at most the ring's end),
