@@ -7,7 +7,8 @@
 // durable, and makes writers wait instead of overwriting. With an intact header repair reads
 // only the chain from its horizon (across the end of the ring too), whichever header a torn
 // or lost header write leaves; sequences never repeat across runs; a ring from before the
-// header slots is read whole.
+// header slots is read whole. The ring file is written with zeros a step ahead of its
+// newest record, never past the ring's end.
 #include "storage/doublewrite_record.hpp"
 #include "storage/doublewrite_repair.hpp"
 #include "storage/doublewrite_ring.hpp"
@@ -379,13 +380,12 @@ TEST_CASE("doublewrite ring: the file is written with zeros a step ahead of its 
                     [](unsigned char b) { return b == 0; }));
   // Records go on over the zeros; the file reaches the ring's end before the first wrap
   // and never grows past it.
-  std::uint64_t wrapped_at = 0;
-  for (block_id first = 3; wrapped_at == 0; first += 3) {
+  bool wrapped = false;
+  for (block_id first = 3; !wrapped; first += 3) {
     f.retire(f.synced(first % 60));
     std::map<std::uint64_t, std::uint64_t> on_disk = f.records();
     CHECK(std::filesystem::file_size(f.ring_path) <= ring_end);
-    if (on_disk.begin()->second > on_disk.rbegin()->second) // the newest lies at the start
-      wrapped_at = first;
+    wrapped = on_disk.begin()->second > on_disk.rbegin()->second; // the newest at the start
     REQUIRE(first < 1000);
   }
   CHECK(std::filesystem::file_size(f.ring_path) == ring_end);
