@@ -8,10 +8,14 @@
 // only the chain from its horizon (across the end of the ring too), whichever header a torn
 // or lost header write leaves; sequences never repeat across runs; a ring from before the
 // header slots is read whole. The ring file is written with zeros a step ahead of its
-// newest record, never past the ring's end.
+// newest record, never past the ring's end; a power loss that tears or loses those zeros,
+// the newest records and the file's growth loses no durable record, in a fresh ring and in
+// one reopened on what an earlier power loss left.
 #include "storage/doublewrite_record.hpp"
 #include "storage/doublewrite_repair.hpp"
 #include "storage/doublewrite_ring.hpp"
+
+#include "storage/fault_engine.hpp"
 
 #include "delegating_engine.hpp"
 #include "test_support.hpp"
@@ -24,6 +28,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <random>
 #include <thread>
 
 namespace tidemark::storage {
@@ -212,6 +217,27 @@ TEST_CASE("doublewrite record: a torn record, or one partly overwritten by a lat
   }
 }
 
+// The image of block `id` at `lsn` the driven rings stage: finalized, with random bytes
+// past its header (incompressible).
+std::vector<unsigned char> staged_image(page_id id, lsn_t lsn) {
+  auto bytes = test::random_bytes(page_size, id.block * 10 + lsn);
+  std::memset(bytes.data(), 0, page_header_size);
+  set_page_lsn(bytes.data(), lsn);
+  finalize_page_for_write(bytes.data(), page_size, id, true);
+  return bytes;
+}
+
+// Stages the images of `pages` blocks from `first` of relation 1 at `lsn` in a new chunk.
+std::uint32_t stage_blocks(doublewrite_ring& ring, block_id first, lsn_t lsn, std::uint32_t pages = 3) {
+  std::uint32_t c = ring.acquire({});
+  for (std::uint32_t i = 0; i < pages; ++i) {
+    page_id id{1, first + i};
+    std::memcpy(ring.slot_memory(c, i), staged_image(id, lsn).data(), page_size);
+    ring.entries(c).push_back({id, lsn, 0});
+  }
+  return c;
+}
+
 // A ring driven as the batcher drives it, over relation files no page was written to in
 // place: every page repair restores came from a record it used. Records of three
 // incompressible pages take 28 kB (seven alignment blocks).
@@ -229,21 +255,7 @@ struct driven_ring {
   void open(std::uint32_t ring_pages) {
     ring = std::make_unique<doublewrite_ring>(*io, ring_dir, page_size, ring_pages, 4, 3);
   }
-  // Stages the pages of blocks [first, first + 3) of relation 1 at `lsn`, finalized, with
-  // random bytes past their headers.
-  std::uint32_t stage(block_id first, lsn_t lsn) {
-    std::uint32_t c = ring->acquire({});
-    for (std::uint32_t i = 0; i < pages_per_record; ++i) {
-      page_id id{1, first + i};
-      auto bytes = test::random_bytes(page_size, first * 10 + i + lsn);
-      std::memset(bytes.data(), 0, page_header_size);
-      set_page_lsn(bytes.data(), lsn);
-      finalize_page_for_write(bytes.data(), page_size, id, true);
-      std::memcpy(ring->slot_memory(c, i), bytes.data(), page_size);
-      ring->entries(c).push_back({id, lsn, 0});
-    }
-    return c;
-  }
+  std::uint32_t stage(block_id first, lsn_t lsn) { return stage_blocks(*ring, first, lsn); }
   // A record of blocks [first, first + 3), durable in the ring and written in place
   // (DATA_WRITTEN: live until its data-file fsync).
   std::uint32_t synced(block_id first, lsn_t lsn = 100) {
@@ -391,6 +403,84 @@ TEST_CASE("doublewrite ring: the file is written with zeros a step ahead of its 
   CHECK(std::filesystem::file_size(f.ring_path) == ring_end);
   repair_report report = f.crash_and_repair();
   CHECK(report.bounded);
+}
+
+TEST_CASE("doublewrite ring: a power loss during the first pass, its zeros and newest records unsynced, torn or cut off with the file's growth, loses no durable record") {
+  // Records of three incompressible pages take 28 kB: the 37th crosses the first megabyte,
+  // so of run 0's records 34 are durable and the five after them, with the zeros written
+  // for the next step, are not. Run 1 reopens the ring on what the power loss left, writes
+  // its records over run 0's from the start of the record area and on past the file's
+  // length, and loses power the same way.
+  constexpr std::uint32_t ring_pages = 512; // 4 MB: the file grows in four steps
+  const std::uint32_t durable_records[] = {34, 70};
+  constexpr std::uint32_t unsynced_records = 5;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    CAPTURE(seed);
+    test::temp_dir dir;
+    const std::string ring_dir = dir.file("doublewrite");
+    const std::string ring_path = ring_dir + "/ring";
+    block_id next = 0;
+    for (int run = 0; run < 2; ++run) {
+      CAPTURE(run);
+      fault_config config;
+      config.mode = crash_mode::torn;
+      config.seed = seed * 2 + static_cast<std::uint64_t>(run);
+      config.tear_every_write = seed % 2 == 0;
+      fault_engine io(make_io_engine(io_method::sync), config);
+      std::vector<block_id> durable, unsynced; // each record's first block
+      std::uint64_t durable_length = 0;        // the file's length at its last fdatasync
+      {
+        doublewrite_ring ring(io, ring_dir, page_size, ring_pages, 4, unsynced_records + 1);
+        for (std::uint32_t i = 0; i < durable_records[run]; ++i, next += 3) {
+          std::uint32_t c = stage_blocks(ring, next, 100);
+          REQUIRE(ring.write(c));
+          ring.sync(c);
+          ring.advance(c, dw_state::data_written); // live: never retired
+          durable.push_back(next);
+        }
+        durable_length = std::filesystem::file_size(ring_path);
+        for (std::uint32_t i = 0; i < unsynced_records; ++i, next += 3) {
+          REQUIRE(ring.write(stage_blocks(ring, next, 100)));
+          unsynced.push_back(next);
+        }
+        // A step of zeros went out after the last fdatasync, or the test tests nothing.
+        REQUIRE(std::filesystem::file_size(ring_path) > durable_length);
+        power_loss_report loss = io.simulate_power_loss();
+        CHECK(loss.unsynced_writes > unsynced_records);
+      }
+      // The file's growth since its last fdatasync may be lost too, to any block.
+      std::mt19937_64 random(config.seed);
+      const std::uint64_t grown = std::filesystem::file_size(ring_path) - durable_length;
+      const std::uint64_t kept = random() % 3 == 0 ? grown : random() % (grown / 4096 + 1) * 4096;
+      std::filesystem::resize_file(ring_path, durable_length + kept);
+      CAPTURE(kept);
+
+      std::unique_ptr<io_engine> after = make_io_engine(io_method::sync);
+      relation_files files{*after, dir.path(), page_size, 64 * page_size};
+      repair_report report = repair_from_ring(*after, ring_path, files);
+      CHECK(report.bounded);
+      CHECK(report.records_read >= durable.size());
+      CHECK(report.records_read <= durable.size() + unsynced.size());
+      std::vector<unsigned char> p(page_size);
+      for (block_id first : durable)
+        for (block_id b = first; b < first + 3; ++b) {
+          files.read_page({1, b}, p.data());
+          CHECK_MESSAGE(p == staged_image({1, b}, 100), "block " << b << " of a durable record");
+        }
+      for (block_id first : unsynced) { // each whole or not at all
+        std::size_t restored = 0;
+        for (block_id b = first; b < first + 3; ++b) {
+          files.read_page({1, b}, p.data());
+          if (!page_is_all_zero(p.data(), page_size)) {
+            CHECK(p == staged_image({1, b}, 100));
+            ++restored;
+          }
+        }
+        CHECK((restored == 0 || restored == 3));
+      }
+      CHECK(report.pages_repaired == report.records_read * 3);
+    }
+  }
 }
 
 TEST_CASE("doublewrite repair: a live part that wraps around the end of the ring is followed to its newest record") {
