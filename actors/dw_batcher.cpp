@@ -9,6 +9,8 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <string>
 
 namespace tidemark::actors {
 
@@ -24,6 +26,7 @@ struct dw_batcher_state {
   // files whose fsync retires each.
   std::map<std::uint32_t, std::vector<file_ref>> awaiting_fsync;
   std::set<std::uint32_t> hurried;           // of those, the ones sync_now was asked for
+  bool asked_synced = false;                 // a synced_chunks_request is outstanding
   // Batches handed over and not yet written to the ring, in order: those that arrived
   // since the last drain, and those waiting for ring space.
   std::deque<std::pair<std::uint32_t, actor_role>> queued;
@@ -68,18 +71,44 @@ std::vector<file_ref> refs_of(const std::vector<storage::file_write>& written) {
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting);
 void write_queued(dw_batcher_pointer self);
 
-void on_files_synced(dw_batcher_pointer self, std::uint32_t chunk) {
+void ask_synced(dw_batcher_pointer self);
+void fail_queued_batches(dw_batcher_pointer self);
+
+// D2: the sync worker saw every file of these chunks fsynced after their in-place writes.
+// All of them are freed before the queue is written again: one fsync that covers the
+// chunks of half a ring costs one message and one pass, not one of each per chunk.
+void on_chunks_synced(dw_batcher_pointer self, const std::vector<std::uint32_t>& chunks) {
   auto& st = self->state;
   context& e = *st.ctx;
-  e.ring->advance(chunk, dw_state::data_fsynced);
-  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
-  // Traced before the release: a writer may take the chunk the moment it is free.
-  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_free", chunk);
-  e.ring->release(chunk);
-  st.awaiting_fsync.erase(chunk);
-  st.hurried.erase(chunk);
-  write_queued(self); // its ring space is free again
+  st.asked_synced = false;
+  for (std::uint32_t chunk : chunks) {
+    if (st.awaiting_fsync.erase(chunk) != 1)
+      throw std::logic_error("doublewrite chunk " + std::to_string(chunk) +
+                             " reported synced while not awaiting its fsync");
+    e.ring->advance(chunk, dw_state::data_fsynced);
+    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
+    // Traced before the release: a writer may take the chunk the moment it is free.
+    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_free", chunk);
+    e.ring->release(chunk);
+    st.hurried.erase(chunk);
+  }
+  ask_synced(self);
+  write_queued(self); // their ring space is free again
   hurry_retirement(self, false);
+}
+
+// Keeps one synced_chunks_request outstanding while any chunk awaits its files' fsync.
+void ask_synced(dw_batcher_pointer self) {
+  auto& st = self->state;
+  if (st.asked_synced || st.awaiting_fsync.empty())
+    return;
+  st.asked_synced = true;
+  self->request(st.sync_worker, caf::infinite, synced_chunks_request{})
+    .then([=](const chunks_synced& done) { on_chunks_synced(self, done.chunks); },
+          [=](const caf::error&) {
+            self->state.ctx->ring->fail();
+            fail_queued_batches(self);
+          });
 }
 
 // When the ring is half full — the span from the durable horizon to the write position,
@@ -206,12 +235,8 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
   ring.advance(chunk, dw_state::data_written);
   trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_written", chunk);
   st.awaiting_fsync.emplace(chunk, files);
-  self->request(st.sync_worker, caf::infinite, sync_notify_request{std::move(files), chunk})
-    .then([=](const files_synced& done) { on_files_synced(self, done.chunk); },
-          [=](const caf::error&) {
-            self->state.ctx->ring->fail();
-            fail_queued_batches(self);
-          });
+  self->send(st.sync_worker, sync_notify{std::move(files), chunk});
+  ask_synced(self); // behind the notify: the sync worker knows the chunk when it answers
 }
 
 // Fails the batches written to the ring but not yet in place, and everything queued.

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace tidemark::actors {
 
@@ -106,11 +109,6 @@ struct sync_phase {
   sync_phase_done result;
 };
 
-// A doublewrite chunk waiting for fsyncs of its files that begin after its request (D2).
-struct notification {
-  std::size_t files_left = 0;
-  caf::typed_response_promise<files_synced> promise;
-};
 
 struct sync_worker_state {
   context* ctx = nullptr;
@@ -118,8 +116,12 @@ struct sync_worker_state {
   std::optional<sync_phase> phase;
   file_walk sweep; // the write-back sweep (settings::write_back_sweep): one pass over the
                    // files pending at its start
-  std::map<storage::file_tag, std::vector<std::uint32_t>> waiting; // file -> chunks
-  std::map<std::uint32_t, notification> notifications;             // chunk -> what is left
+  // Doublewrite chunks waiting for fsyncs of their files that begin after their
+  // sync_notify (D2): per file the chunks, per chunk how many files are left.
+  std::map<storage::file_tag, std::vector<std::uint32_t>> waiting;
+  std::map<std::uint32_t, std::size_t> files_left;
+  std::vector<std::uint32_t> synced_chunks; // covered, not yet told
+  std::optional<caf::typed_response_promise<chunks_synced>> synced_waiter; // the batcher's
   std::uint64_t step_generation = 0; // of the phase's one live step message; older ones are
                                      // stale (a re-plan or hurry sent a newer one)
   static inline const char* name = "sync_worker";
@@ -133,30 +135,44 @@ void trace(context& e, role from, role to, const char* type, std::uint64_t a = 0
     e.trace->record(from, to, type, a, b, c);
 }
 
-// Every notification registered for `tag` was registered before this fsync began: one
-// fewer file to wait for.
+// Answers the batcher's outstanding synced_chunks_request with every chunk covered since
+// the last answer, if it asked and there is one.
+void tell_synced(sync_worker_pointer self) {
+  auto& st = self->state;
+  if (!st.synced_waiter || st.synced_chunks.empty())
+    return;
+  st.synced_waiter->deliver(chunks_synced{std::move(st.synced_chunks)});
+  st.synced_waiter.reset();
+  st.synced_chunks.clear();
+}
+
+// Every chunk registered for `tag` was registered before this fsync began: one fewer file
+// to wait for.
 void notify_synced(sync_worker_pointer self, const storage::file_tag& tag) {
   auto& st = self->state;
   auto found = st.waiting.find(tag);
   if (found == st.waiting.end())
     return;
   for (std::uint32_t chunk : found->second) {
-    notification& n = st.notifications[chunk];
-    if (--n.files_left == 0) {
+    auto left = st.files_left.find(chunk);
+    if (--left->second == 0) {
       trace(*st.ctx, role::sync_worker, role::dw_batcher, "files_synced", chunk);
-      n.promise.deliver(files_synced{chunk});
-      st.notifications.erase(chunk);
+      st.synced_chunks.push_back(chunk);
+      st.files_left.erase(left);
     }
   }
   st.waiting.erase(found);
+  tell_synced(self);
 }
 
 void fail_notifications(sync_worker_pointer self) {
   auto& st = self->state;
-  auto error = caf::make_error(caf::sec::runtime_error, "fsync failed: " + st.ctx->failure());
-  for (auto& [chunk, n] : st.notifications)
-    n.promise.deliver(error);
-  st.notifications.clear();
+  if (st.synced_waiter)
+    st.synced_waiter->deliver(
+      caf::make_error(caf::sec::runtime_error, "fsync failed: " + st.ctx->failure()));
+  st.synced_waiter.reset();
+  st.synced_chunks.clear();
+  st.files_left.clear();
   st.waiting.clear();
 }
 
@@ -367,21 +383,31 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
       st.phase->hurried = true;
       sync_step(self); // the step waiting on the plan is stale
     },
-    [=](const sync_notify_request& request) -> caf::result<files_synced> {
+    [=](const sync_notify& request) {
       auto& st = self->state;
       if (st.ctx->failed())
-        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
-      trace(*st.ctx, role::dw_batcher, role::sync_worker, "sync_notify_request", request.chunk,
+        return; // the batcher's synced_chunks_request gets the error
+      trace(*st.ctx, role::dw_batcher, role::sync_worker, "sync_notify", request.chunk,
             request.files.size());
-      notification& n = st.notifications[request.chunk];
-      n.promise = self->make_response_promise<files_synced>();
-      n.files_left = request.files.size();
+      if (request.files.empty() || !st.files_left.emplace(request.chunk, request.files.size()).second)
+        throw std::logic_error("doublewrite chunk " + std::to_string(request.chunk) +
+                               " registered for no file, or twice");
       for (const file_ref& f : request.files) {
         st.waiting[to_tag(f)].push_back(request.chunk);
         trace(*st.ctx, role::dw_batcher, role::sync_worker, "notify_file", request.chunk, f.rel,
               f.segno);
       }
-      return n.promise;
+    },
+    [=](const synced_chunks_request&) -> caf::result<chunks_synced> {
+      auto& st = self->state;
+      if (st.ctx->failed())
+        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
+      if (st.synced_waiter)
+        throw std::logic_error("a second synced_chunks_request while one is outstanding");
+      st.synced_waiter = self->make_response_promise<chunks_synced>();
+      auto promise = *st.synced_waiter;
+      tell_synced(self);
+      return promise;
     },
     [=](const sync_now& request) {
       auto& st = self->state;

@@ -30,7 +30,8 @@ using wal_syncer_actor = caf::typed_actor<caf::replies_to<wal_sync_request>::wit
 using sync_worker_actor =
   caf::typed_actor<caf::reacts_to<sync_register>, caf::reacts_to<sync_forget>,
                    caf::replies_to<sync_phase_request>::with<sync_phase_done>,
-                   caf::replies_to<sync_notify_request>::with<files_synced>,
+                   caf::reacts_to<sync_notify>,
+                   caf::replies_to<synced_chunks_request>::with<chunks_synced>,
                    caf::reacts_to<sync_now>, caf::reacts_to<sync_deadline>,
                    caf::reacts_to<step_atom, std::uint64_t>, caf::reacts_to<tick_atom>,
                    caf::reacts_to<hurry_atom>>;

@@ -114,14 +114,19 @@ struct sync_phase_done {
 };
 
 /// The doublewrite batcher asks to be told when every listed file has had an fsync that
-/// began after this request (D2); answered with files_synced for the same chunk.
-struct sync_notify_request {
+/// began after this message arrived (D2): the chunk is then among the next chunks_synced.
+struct sync_notify {
   std::vector<file_ref> files;
   std::uint32_t chunk = 0;
 };
 
-struct files_synced {
-  std::uint32_t chunk = 0;
+/// The batcher's one outstanding question: which chunks of its sync_notify messages are
+/// covered now? Answered with chunks_synced once at least one is, so one fsync that covers
+/// thousands of chunks costs one message, not one each.
+struct synced_chunks_request {};
+
+struct chunks_synced {
+  std::vector<std::uint32_t> chunks;
 };
 
 /// Fsync these files now, outside a checkpoint (the batcher retiring its oldest batches).
@@ -217,12 +222,16 @@ typename Inspector::result_type inspect(Inspector& f, sync_phase_done& x) {
   return f(caf::meta::type_name("sync_phase_done"), x.files, x.longest_us, x.total_us);
 }
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, sync_notify_request& x) {
-  return f(caf::meta::type_name("sync_notify_request"), x.files, x.chunk);
+typename Inspector::result_type inspect(Inspector& f, sync_notify& x) {
+  return f(caf::meta::type_name("sync_notify"), x.files, x.chunk);
 }
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, files_synced& x) {
-  return f(caf::meta::type_name("files_synced"), x.chunk);
+typename Inspector::result_type inspect(Inspector& f, synced_chunks_request&) {
+  return f(caf::meta::type_name("synced_chunks_request"));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, chunks_synced& x) {
+  return f(caf::meta::type_name("chunks_synced"), x.chunks);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sync_now& x) {

@@ -49,7 +49,7 @@ using test::is;
 std::int64_t chunk_of(const messages::trace_event& e) {
   for (const char* type : {"dw_acquire", "dw_give_back", "dw_batch_ready", "dw_written",
                            "dw_fsynced", "dw_inplace_write", "dw_data_written",
-                           "sync_notify_request", "files_synced", "dw_data_fsynced", "dw_free"})
+                           "sync_notify", "files_synced", "dw_data_fsynced", "dw_free"})
     if (is(e, type))
       return static_cast<std::int64_t>(e.a);
   return -1;
@@ -60,7 +60,7 @@ TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load
   const auto& events = run.events;
   const std::vector<std::string> cycle = {"dw_acquire",      "dw_batch_ready",      "dw_written",
                                           "dw_fsynced",      "dw_inplace_write",    "dw_data_written",
-                                          "sync_notify_request", "files_synced", "dw_data_fsynced",
+                                          "sync_notify", "files_synced", "dw_data_fsynced",
                                           "dw_free"};
   std::map<std::int64_t, std::size_t> position;       // chunk -> index in `cycle` of its last event
   std::map<std::int64_t, std::size_t> notified_at;    // chunk -> event index of its notify request
@@ -83,7 +83,7 @@ TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load
     CHECK_MESSAGE(cycle[expected] == events[i].type, "chunk " << chunk << " at event " << i << ": "
                                                      << std::string(events[i].type) << ", expected " << cycle[expected]);
     position[chunk] = expected;
-    if (is(events[i], "sync_notify_request"))
+    if (is(events[i], "sync_notify"))
       notified_at[chunk] = i;
     if (is(events[i], "files_synced")) {
       // D2: each file of the batch had an fsync that began after the notify request.
