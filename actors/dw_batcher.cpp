@@ -93,8 +93,7 @@ void on_chunks_synced(dw_batcher_pointer self, const std::vector<std::uint32_t>&
     st.hurried.erase(chunk);
   }
   ask_synced(self);
-  write_queued(self); // their ring space is free again
-  hurry_retirement(self, false);
+  write_queued(self); // their ring space is free again; it hurries retirement if needed
 }
 
 // Keeps one synced_chunks_request outstanding while any chunk awaits its files' fsync.

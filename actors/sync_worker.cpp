@@ -109,7 +109,6 @@ struct sync_phase {
   sync_phase_done result;
 };
 
-
 struct sync_worker_state {
   context* ctx = nullptr;
   storage::sync_table table;
