@@ -68,6 +68,7 @@ recovery_report public_report(const runtime::recovery_report& r) {
   p.pages_read = r.pages_read;
   p.pages_prefetched = r.pages_prefetched;
   p.prefetch_hits = r.prefetch_hits;
+  p.pages_advised = r.pages_advised;
   p.prefetch_error = r.prefetch_error;
   p.pages_written_by_redo = r.pages_written_by_redo;
   p.pages_written_by_bgwriter = r.pages_written_by_bgwriter;

@@ -278,7 +278,7 @@ void database::log_recovery() const {
   std::snprintf(
     line, sizeof line,
     "LOG:  recovery complete (%s): %llu WAL records (%.1f MB) replayed in %.3f s (%.0f "
-    "records/s); pages read by redo %llu, prefetched %llu (used %llu); pages written by redo "
+    "records/s); pages read by redo %llu, prefetched %llu (used %llu), advised to the kernel %llu; pages written by redo "
     "%llu, by the bgwriter %llu, by the end-of-recovery checkpoint %llu (%.3f s); %llu blocks "
     "changed, %llu page images restored; doublewrite repair read %llu images (%.1f MB of "
     "the ring, %s) and repaired %llu pages in %.3f s; startup sync %.3f s; redo stopped at %s",
@@ -287,6 +287,7 @@ void database::log_recovery() const {
     static_cast<unsigned long long>(r.pages_read),
     static_cast<unsigned long long>(r.pages_prefetched),
     static_cast<unsigned long long>(r.prefetch_hits),
+    static_cast<unsigned long long>(r.pages_advised),
     static_cast<unsigned long long>(r.pages_written_by_redo),
     static_cast<unsigned long long>(r.pages_written_by_bgwriter),
     static_cast<unsigned long long>(r.pages_written_by_checkpoint), r.checkpoint_seconds,

@@ -258,6 +258,7 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
   if (prefetcher) {
     prefetcher->stop();
     report.prefetch_error = prefetcher->report().error;
+    report.pages_advised = prefetcher->report().advised;
   }
   report.end_lsn = reader.end_lsn();
   report.end_reason = reader.end_description();

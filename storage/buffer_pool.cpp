@@ -237,14 +237,18 @@ void buffer_pool::note_prefetch_use(buffer_id buffer) {
     counters_.prefetch_hits.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool buffer_pool::start_prefetch(page_id id, buffer_id* buffer) {
+bool buffer_pool::holds(page_id id) {
   std::size_t bucket = bucket_of(id);
   partition_lock& partition = partition_of_bucket(bucket);
+  partition.lock.lock();
+  bool cached = lookup_locked(id, bucket) != ~buffer_id{0};
+  partition.lock.unlock();
+  return cached;
+}
+
+bool buffer_pool::start_prefetch(page_id id, buffer_id* buffer) {
   for (;;) {
-    partition.lock.lock();
-    bool cached = lookup_locked(id, bucket) != ~buffer_id{0};
-    partition.lock.unlock();
-    if (cached)
+    if (holds(id))
       return false;
     buffer_id victim = clock_sweep_victim();
     buffer_id existing = ~buffer_id{0};

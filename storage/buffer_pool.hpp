@@ -115,6 +115,8 @@ public:
   /// *buffer is tagged `id` and pinned once by the caller, who fills page(*buffer) and then
   /// calls finish_prefetch(); a pin of `id` meanwhile waits as for any read.
   bool start_prefetch(page_id id, buffer_id* buffer);
+  /// Whether `id` is cached or being read, at the moment of the look.
+  bool holds(page_id id);
   /// Ends a prefetch and drops the caller's pin. A page that was read (`read_ok`) and
   /// verifies becomes readable; otherwise it stays invalid, so the pin that needs it reads
   /// it again and reports the failure itself.

@@ -321,6 +321,12 @@ void fault_engine::write_back(int, std::uint64_t, std::uint64_t, bool) {
   throw_if_crashed("write_back"); // the data stays unsynced: it may still be lost
 }
 
+void fault_engine::will_need(int fd, std::uint64_t offset, std::uint64_t length) {
+  std::lock_guard lock(mutex_);
+  if (!crashed_)
+    inner_->will_need(fd, offset, length); // reads come from the inner files: warm their cache
+}
+
 std::uint64_t fault_engine::file_size(int fd) {
   std::lock_guard lock(mutex_);
   throw_if_crashed("file_size");

@@ -79,6 +79,7 @@ public:
   void write_batch(const io_write* writes, std::size_t count) override;
   void sync(int fd, sync_kind kind) override;
   void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) override;
+  void will_need(int fd, std::uint64_t offset, std::uint64_t length) override;
   std::uint64_t file_size(int fd) override;
   void truncate(int fd, std::uint64_t length) override;
   void rename(const std::string& from, const std::string& to) override;

@@ -69,6 +69,10 @@ public:
   /// later sync() has less to do). A failure is fatal like a failed sync (fsync_failed,
   /// W3): the kernel may have dropped the pages.
   virtual void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) = 0;
+  /// A hint that the range will be read soon (posix_fadvise WILLNEED): the kernel starts
+  /// reading it into its page cache and this returns without waiting for it. It changes no
+  /// data and no durability, and an engine may ignore it (this default does).
+  virtual void will_need(int /*fd*/, std::uint64_t /*offset*/, std::uint64_t /*length*/) {}
 
   /// Current size of the file in bytes.
   virtual std::uint64_t file_size(int fd) = 0;

@@ -117,6 +117,12 @@ void posix_engine::write_back(int fd, std::uint64_t offset, std::uint64_t length
   }
 }
 
+void posix_engine::will_need(int fd, std::uint64_t offset, std::uint64_t length) {
+  // Only a hint: a failure leaves the later read to do the work, so it is not reported.
+  (void)::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(length),
+                        POSIX_FADV_WILLNEED);
+}
+
 // ---- metadata ----
 
 int posix_engine::open_file(const std::string& path, bool create) {

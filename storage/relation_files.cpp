@@ -107,6 +107,15 @@ void relation_files::read_pages(const page_read* pages, std::size_t count) {
     io_.read_batch(reads, pending);
 }
 
+bool relation_files::will_need(page_id id) {
+  check_ids(id);
+  int fd = fd_for(segment_of(id), false);
+  if (fd < 0)
+    return false;
+  io_.will_need(fd, offset_in_segment(id), page_size_);
+  return true;
+}
+
 void relation_files::write_page(page_id id, const void* page) {
   page_write one{id, page};
   write_pages(&one, 1);

@@ -46,6 +46,9 @@ public:
   /// Reads many pages in one engine batch (read_batch); blocks past a file's end, or of a
   /// segment without a file, read as zeros.
   void read_pages(const page_read* pages, std::size_t count);
+  /// Tells the kernel the page will be read soon (io_engine::will_need). False, doing
+  /// nothing, for a segment without a file (the page reads as zeros).
+  bool will_need(page_id id);
   void write_page(page_id id, const void* page);
   /// Writes many pages in one engine batch.
   void write_pages(const page_write* pages, std::size_t count);

@@ -20,6 +20,14 @@ std::size_t wal_prefetcher::batch_pages(std::size_t buffers) {
   return std::clamp<std::size_t>(buffers / 4, 1, 32);
 }
 
+// Measured (bench/README, "WAL prefetch into a pool too small to hold it"): reading into a
+// 16-buffer pool made redo 1.4 x slower than not prefetching (the pages read ahead were
+// evicted before redo reached them, and took victims redo would have used); from 128
+// buffers up, reading into the pool was as fast as or faster than advising the kernel.
+bool wal_prefetcher::reads_into_pool(std::size_t buffers) {
+  return buffers >= 128;
+}
+
 std::size_t wal_prefetcher::ahead_pages(std::size_t buffers) {
   return std::max<std::size_t>(buffers / 2, batch_pages(buffers));
 }
@@ -27,9 +35,10 @@ std::size_t wal_prefetcher::ahead_pages(std::size_t buffers) {
 wal_prefetcher::wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
                                std::size_t page_size, lsn_t start, lsn_t end, buffer_pool& pool,
                                relation_files& files, std::uint64_t distance_bytes,
-                               wal_arrival* arrival)
+                               wal_arrival* arrival, target where)
   : io_(io), wal_dir_(std::move(wal_dir)), segment_size_(segment_size), page_size_(page_size),
     start_(start), end_(end), arrival_(arrival), pool_(pool), files_(files), distance_(distance_bytes),
+    into_pool_(where == target::by_pool_size ? reads_into_pool(pool.size()) : where == target::pool),
     redo_lsn_(start) {
   thread_ = std::thread([this] { run(); });
 }
@@ -97,7 +106,7 @@ void wal_prefetcher::run() {
   };
   std::vector<seen_block> recent(recent_slots);
   std::uint64_t references = 0;
-  const std::uint64_t recent_window = ahead_limit;
+  const std::uint64_t recent_window = into_pool_ ? ahead_limit : recent_slots;
   // True when `block` needs no look in the pool; remembers it either way.
   auto skip_block = [&](const block_ref_view& block, lsn_t record_end, lsn_t redo) {
     const page_id id = block.id;
@@ -137,7 +146,8 @@ void wal_prefetcher::run() {
     reads.clear();
   };
 
-  pool_.reserve_pins(static_cast<std::uint32_t>(batch));
+  if (into_pool_)
+    pool_.reserve_pins(static_cast<std::uint32_t>(batch));
   try {
     wal_reader reader(io_, wal_dir_, segment_size_, page_size_, start_);
     // Following arriving WAL: what was claimed is read before waiting for more, since
@@ -189,6 +199,13 @@ void wal_prefetcher::run() {
           ++report_.blocks_cached;
           continue;
         }
+        if (!into_pool_) { // the kernel reads it; redo's own read then finds it cached
+          if (pool_.holds(block.id))
+            ++report_.blocks_cached;
+          else if (files_.will_need(block.id))
+            ++report_.advised;
+          continue;
+        }
         buffer_id buffer;
         if (!pool_.start_prefetch(block.id, &buffer)) {
           ++report_.blocks_cached;
@@ -211,7 +228,8 @@ void wal_prefetcher::run() {
     for (buffer_id b : claimed) // claimed, not read yet (read_claimed finished its own)
       pool_.finish_prefetch(b, false);
   }
-  pool_.release_pins(static_cast<std::uint32_t>(batch));
+  if (into_pool_)
+    pool_.release_pins(static_cast<std::uint32_t>(batch));
   went_idle();
 }
 

@@ -1,7 +1,9 @@
 // WAL-driven prefetch for redo (recovery_prefetch): a thread of its own decodes the WAL
 // ahead of the redo loop and reads the blocks those records will need into the buffer
 // pool, a batch at a time through io_engine::read_batch (one io_uring submission), while
-// redo applies the records before them.
+// redo applies the records before them. A pool too small to hold what it reads ahead
+// (reads_into_pool) gets none of it: the prefetcher asks the kernel to read those blocks
+// into its page cache instead (io_engine::will_need), so redo's own read finds them there.
 //
 // What it skips: blocks the record restores from a full-page image (redo zero-fills
 // those), and later references to them while redo has not reached that image yet;
@@ -12,12 +14,13 @@
 // Rules it keeps:
 //  - Redo never waits for a read it did not need: a prefetched buffer is an ordinary pool
 //    buffer whose read is in progress, and only a pin of that very page waits for it.
-//  - It stays within recovery_prefetch_distance bytes of WAL ahead of redo, and within
-//    half the pool's buffers read ahead and not yet reached by redo, so a small pool is
-//    not churned by pages redo will not use before they are evicted.
-//  - It pins at most one batch of buffers (reserved with reserve_pins, so the pool never
-//    runs out of unpinned buffers), and every buffer it claims is finished before its
-//    batch ends, also on errors: no pin ever waits for a read nobody will complete.
+//  - It stays within recovery_prefetch_distance bytes of WAL ahead of redo and, reading
+//    into the pool, within half the pool's buffers read ahead and not yet reached by redo,
+//    so a small pool is not churned by pages redo will not use before they are evicted.
+//  - Reading into the pool, it pins at most one batch of buffers (reserved with
+//    reserve_pins, so the pool never runs out of unpinned buffers), and every buffer it
+//    claims is finished before its batch ends, also on errors: no pin ever waits for a
+//    read nobody will complete. Advising the kernel, it pins nothing.
 //  - A page that fails verification is left unread; the redo pin that needs it reads it
 //    again and reports the error. Any other failure ends prefetching (redo goes on, reading
 //    for itself) and is kept for the report.
@@ -42,20 +45,25 @@ struct prefetch_report {
   std::uint64_t records = 0;       // decoded ahead of redo
   std::uint64_t blocks_cached = 0; // referenced, already in the pool or looked at lately
   std::uint64_t images = 0;        // referenced with a full-page image (not read)
-  std::uint64_t reads = 0;         // pages it read
+  std::uint64_t reads = 0;         // pages it read into the pool
+  std::uint64_t advised = 0;       // pages it asked the kernel to read (a small pool)
   std::uint64_t batches = 0;       // read_batch calls
   std::string error;               // why it stopped early, if it did
 };
 
 class wal_prefetcher {
 public:
+  /// Where read-ahead goes: into the pool, to the kernel's page cache (will_need advice),
+  /// or whichever reads_into_pool() picks for the pool's size.
+  enum class target { by_pool_size, pool, kernel };
+
   /// Starts the thread: it reads WAL from `start` up to `end` (where redo will stop).
   /// With `arrival` (a standby's redo, which follows WAL as it arrives), it follows it too,
   /// and reads the pages it claimed before it waits for more WAL.
   wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
                  std::size_t page_size, lsn_t start, lsn_t end, buffer_pool& pool,
                  relation_files& files, std::uint64_t distance_bytes,
-                 wal_arrival* arrival = nullptr);
+                 wal_arrival* arrival = nullptr, target where = target::by_pool_size);
   ~wal_prefetcher();
   wal_prefetcher(const wal_prefetcher&) = delete;
   wal_prefetcher& operator=(const wal_prefetcher&) = delete;
@@ -84,6 +92,9 @@ public:
   /// Prefetch batch and read-ahead limits for a pool of `buffers`.
   static std::size_t batch_pages(std::size_t buffers);
   static std::size_t ahead_pages(std::size_t buffers);
+  /// Whether a pool of `buffers` holds what the prefetcher reads ahead long enough for redo
+  /// to use it; if not, the prefetcher asks the kernel to read the pages instead.
+  static bool reads_into_pool(std::size_t buffers);
 
 private:
   static constexpr lsn_t never = std::numeric_limits<lsn_t>::max();
@@ -104,6 +115,7 @@ private:
   buffer_pool& pool_;
   relation_files& files_;
   std::uint64_t distance_;
+  bool into_pool_;
 
   std::uint32_t unpublished_ = 0; // redo's thread only
   std::atomic<lsn_t> redo_lsn_;

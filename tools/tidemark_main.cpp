@@ -158,6 +158,7 @@ void fill_recovery(json_object& r, const recovery_report& rec) {
   r.set("recovery.pages_read", rec.pages_read);
   r.set("recovery.pages_prefetched", rec.pages_prefetched);
   r.set("recovery.prefetch_hits", rec.prefetch_hits);
+  r.set("recovery.pages_advised", rec.pages_advised);
   r.set("recovery.prefetch_error", rec.prefetch_error);
   r.set("recovery.pages_written_by_redo", rec.pages_written_by_redo);
   r.set("recovery.pages_written_by_bgwriter", rec.pages_written_by_bgwriter);

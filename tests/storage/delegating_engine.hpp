@@ -30,6 +30,9 @@ public:
   void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) override {
     inner_->write_back(fd, offset, length, wait);
   }
+  void will_need(int fd, std::uint64_t offset, std::uint64_t length) override {
+    inner_->will_need(fd, offset, length);
+  }
   std::uint64_t file_size(int fd) override { return inner_->file_size(fd); }
   void truncate(int fd, std::uint64_t length) override { inner_->truncate(fd, length); }
   void rename(const std::string& from, const std::string& to) override { inner_->rename(from, to); }

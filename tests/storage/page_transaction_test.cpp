@@ -1,5 +1,5 @@
 // Atomic multi-page transactions and redo: what sessions do to pages is exactly what redo
-// rebuilds from the WAL (also with WAL prefetch reading ahead into a small pool), full-page
+// rebuilds from the WAL (also with WAL prefetch reading ahead into a small pool, or asking the kernel to), full-page
 // images appear once per page per redo point, appends from concurrent sessions never
 // collide, and a long redo reports its progress.
 #include "storage/page_transaction.hpp"
@@ -7,6 +7,7 @@
 #include "storage/redo.hpp"
 #include "storage/wal_prefetcher.hpp"
 #include "storage/wal_reader.hpp"
+#include "delegating_engine.hpp"
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -201,8 +202,10 @@ TEST_CASE("redo: WAL prefetch reads ahead into a small pool, and redo ends in th
   buffer_pool recovered(16, f.files, true); // a third of the pages: evictions all along
   recording_victims victims(f.files);
   recovered.set_victim_writer(&victims);
+  // Into the pool, although by its size alone the kernel would get the read-ahead.
   wal_prefetcher prefetcher(*f.io, f.dir.path(), wal_segment, page_size, redo_point,
-                            f.wal.inserted_lsn(), recovered, f.files, 64 << 10);
+                            f.wal.inserted_lsn(), recovered, f.files, 64 << 10, nullptr,
+                            wal_prefetcher::target::pool);
   prefetcher.wait_until_ahead(); // deterministic: redo starts behind a full read-ahead
   wal_reader reader(*f.io, f.dir.path(), wal_segment, page_size, redo_point);
   redo_options options;
@@ -218,6 +221,54 @@ TEST_CASE("redo: WAL prefetch reads ahead into a small pool, and redo ends in th
   for (block_id b = 0; b < 30; ++b)
     CHECK_MESSAGE(contents(f.pool, {1, b}) == contents(recovered, {1, b}),
                   "page 1/" << b << " differs after redo with prefetch");
+  CHECK(contents(f.pool, {2, 0}) == contents(recovered, {2, 0}));
+}
+
+// Counts the kernel read-ahead advice given for pages of relation files.
+struct advice_counting_engine final : test::delegating_engine {
+  advice_counting_engine() : delegating_engine(make_io_engine(io_method::sync)) {}
+  void will_need(int fd, std::uint64_t offset, std::uint64_t length) override {
+    ++advised;
+    if (length != page_size || offset % page_size != 0)
+      ++misplaced;
+    delegating_engine::will_need(fd, offset, length);
+  }
+  std::atomic<std::uint64_t> advised{0}, misplaced{0};
+};
+
+TEST_CASE("redo: WAL prefetch in a pool too small to hold its read-ahead asks the kernel "
+          "instead, and redo ends in the same pages") {
+  engine_fixture f;
+  run_transfers(f, 1, 200, false);
+  write_all_pages(f);
+  lsn_t redo_point = f.wal.inserted_lsn();
+  run_transfers(f, 4, 300, false);
+  f.wal.flush(f.wal.inserted_lsn());
+  advice_counting_engine counting;
+  relation_files files(counting, f.dir.path(), page_size, 16 * page_size);
+  REQUIRE_FALSE(wal_prefetcher::reads_into_pool(16));
+  REQUIRE(wal_prefetcher::reads_into_pool(128));
+  buffer_pool recovered(16, files, true);
+  recording_victims victims(files);
+  recovered.set_victim_writer(&victims);
+  wal_prefetcher prefetcher(*f.io, f.dir.path(), wal_segment, page_size, redo_point,
+                            f.wal.inserted_lsn(), recovered, files, 64 << 10);
+  prefetcher.wait_until_ahead();
+  wal_reader reader(*f.io, f.dir.path(), wal_segment, page_size, redo_point);
+  redo_options options;
+  options.prefetcher = &prefetcher;
+  replay(reader, recovered, 1, nullptr, options);
+  prefetcher.stop();
+  CHECK(prefetcher.report().error.empty());
+  CHECK(prefetcher.report().advised > 0);
+  CHECK(counting.advised.load() == prefetcher.report().advised);
+  CHECK(counting.misplaced.load() == 0);
+  CHECK(prefetcher.report().reads == 0); // nothing read into the pool
+  CHECK(recovered.counters().prefetched.load() == 0);
+  CHECK(recovered.counters().reads.load() > 0); // redo read every page itself
+  for (block_id b = 0; b < 30; ++b)
+    CHECK_MESSAGE(contents(f.pool, {1, b}) == contents(recovered, {1, b}),
+                  "page 1/" << b << " differs after redo with kernel read-ahead");
   CHECK(contents(f.pool, {2, 0}) == contents(recovered, {2, 0}));
 }
 
