@@ -32,6 +32,9 @@ struct dw_batcher_state {
   std::deque<std::pair<std::uint32_t, actor_role>> queued;
   bool waiting_for_ring_space = false;       // the front of `queued` found the ring full
   bool drain_sent = false;                   // a step_atom to ourselves is in the mailbox
+  std::size_t queued_pages = 0;              // pages of the batches in `queued`
+  bool gathering = false;                    // a timed (step_atom, generation) will drain
+  std::uint64_t gather_generation = 0;       // of that timer; a drain before it makes it stale
   std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until queued is empty
   std::vector<std::pair<std::uint32_t, actor_role>> group; // written, awaiting the ring fsync
   std::vector<std::uint32_t> group_chunks;   // reused
@@ -160,21 +163,55 @@ void fail_queued_batches(dw_batcher_pointer self) {
   for (const auto& [chunk, source] : st.queued)
     fail_batch(*st.ctx, chunk, st.ctx->failure());
   st.queued.clear();
+  st.queued_pages = 0;
   st.waiting_for_ring_space = false;
   answer_flush_waiters(self);
 }
 
+// Drains the queue behind what is already in the mailbox (a gathering timer is then stale).
+void drain_soon(dw_batcher_pointer self) {
+  auto& st = self->state;
+  if (st.gathering) {
+    st.gathering = false;
+    ++st.gather_generation;
+  }
+  if (!st.drain_sent) {
+    st.drain_sent = true;
+    self->send(self, step_atom::value);
+  }
+}
+
+// Whether the queued batches may wait up to doublewrite_flush_delay for more to share
+// their ring fdatasync: only while no one waits for them. Not a session's victims (the
+// session needs a buffer), not during recovery (redo waits, and no commit shares the
+// device), not once a full batch of pages is queued, not while a flush request waits, and
+// not when the victim supply runs nearly dry (sessions would sweep for victims of their
+// own). Each ring fdatasync sits between the WAL's on the same device: the bgwriter's
+// rounds, sounded by the supply alarm, are small, and syncing each alone cost hundreds of
+// ring fdatasyncs a second.
+bool may_gather(const dw_batcher_state& st, actor_role source) {
+  const context& e = *st.ctx;
+  return e.config.doublewrite_flush_delay.count() > 0 && source != actor_role::backend &&
+         !e.recovering.load(std::memory_order_relaxed) &&
+         st.queued_pages < e.ring->batch_pages() && st.flush_waiters.empty() &&
+         e.pool->supply_size() >= e.pool->supply_low_water() / 4;
+}
+
 // A batch handed over: queued, and written at the next drain together with every batch
 // that arrives before it (the drain message is behind them in the mailbox), so batches
-// that pile up share one ring fsync.
+// that pile up share one ring fsync. A small background batch may wait for company.
 void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   trace(*st.ctx, source, actor_role::dw_batcher, "dw_batch_ready", chunk,
         st.ctx->ring->entries(chunk).size());
   st.queued.emplace_back(chunk, source);
-  if (!st.drain_sent) {
-    st.drain_sent = true;
-    self->send(self, step_atom::value);
+  st.queued_pages += st.ctx->ring->entries(chunk).size();
+  if (!may_gather(st, source)) {
+    drain_soon(self);
+  } else if (!st.gathering && !st.drain_sent) {
+    st.gathering = true;
+    self->delayed_send(self, st.ctx->config.doublewrite_flush_delay, step_atom::value,
+                       ++st.gather_generation);
   }
 }
 
@@ -265,6 +302,7 @@ void write_queued(dw_batcher_pointer self) {
         st.waiting_for_ring_space = true;
         break;
       }
+      st.queued_pages -= e.ring->entries(chunk).size();
       st.queued.pop_front();
     }
     if (e.failed()) {
@@ -332,12 +370,21 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx
       self->state.drain_sent = false;
       write_queued(self);
     },
+    [=](step_atom, std::uint64_t generation) { // the gathering delay is over
+      auto& st = self->state;
+      if (!st.gathering || generation != st.gather_generation)
+        return; // drained meanwhile
+      st.gathering = false;
+      write_queued(self);
+    },
     [=](const dw_flush_request&) -> caf::result<dw_flushed> {
       // Every batch handed over before this request is queued here (mailbox order); it
       // is answered once they are all written. Also the hook of a writer that found no free
       // chunk: hurry retirement.
       auto& st = self->state;
       hurry_retirement(self, true);
+      if (!st.queued.empty())
+        drain_soon(self); // not after a gathering delay: someone waits
       if (st.queued.empty())
         return dw_flushed{st.ctx->ring->counters().batches.load()};
       st.flush_waiters.push_back(self->make_response_promise<dw_flushed>());

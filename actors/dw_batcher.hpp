@@ -6,7 +6,10 @@
 // it: makes WAL durable up to the batch's highest LSN (W1); writes the chunk to the ring
 // with one sequential write of its compressed record; fdatasyncs the ring once for all the
 // batches that arrived together (D3: WRITTEN, DWB_FSYNCED; a drain message to itself,
-// behind them in the mailbox, marks the group); only then writes the pages in place (D1:
+// behind them in the mailbox, marks the group; a small batch of the bgwriter's or the
+// checkpointer's that no one waits for — sessions still find victims in the supply — waits
+// up to doublewrite_flush_delay for company, so the bgwriter's small rounds do not each
+// put a ring fdatasync between the WAL's); only then writes the pages in place (D1:
 // DATA_WRITTEN; the staging memory is free again), registers their files with the
 // sync_worker and finishes the buffers' writes (W2); and asks the sync_worker (sync_notify)
 // to tell it when each file has had an fsync that began after those writes completed. It

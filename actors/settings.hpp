@@ -75,6 +75,9 @@ struct settings {
   enum class standby_wait { off, remote_write, remote_flush, remote_apply };
   standby_wait synchronous_standby = standby_wait::off;
   std::uint32_t doublewrite_batch_pages = 64;
+  // How long the batcher may hold a small batch of the bgwriter's or the checkpointer's so
+  // that later ones share its ring fdatasync (0: every group is synced at once).
+  std::chrono::milliseconds doublewrite_flush_delay{5};
   std::uint32_t doublewrite_ring_pages = 0; // 0: derived
   bool log_checkpoints = true;
   // CAF's scheduler for the actors that run on shared threads (sessions, stats). The

@@ -42,7 +42,8 @@ using sync_worker_actor =
 using dw_batcher_actor =
   caf::typed_actor<caf::reacts_to<dw_batch_ready>,
                    caf::replies_to<dw_flush_request>::with<dw_flushed>,
-                   caf::reacts_to<flush_atom, std::uint32_t>, caf::reacts_to<step_atom>>;
+                   caf::reacts_to<flush_atom, std::uint32_t>, caf::reacts_to<step_atom>,
+                   caf::reacts_to<step_atom, std::uint64_t>>;
 
 /// Anyone who wants to watch checkpoints: receives a checkpoint_event per phase change and
 /// write step.

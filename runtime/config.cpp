@@ -400,6 +400,14 @@ const std::vector<setting_entry>& setting_table() {
      },
      [](const settings& s) { return std::to_string(s.doublewrite_batch_pages); },
      "pages per doublewrite batch"},
+    {"doublewrite_flush_delay", false,
+     [](settings& s, const std::string& v) {
+       s.doublewrite_flush_delay = parse_time("doublewrite_flush_delay", v, milliseconds(1));
+       check_time("doublewrite_flush_delay", s.doublewrite_flush_delay, milliseconds(0),
+                  milliseconds(100));
+     },
+     [](const settings& s) { return show_ms(s.doublewrite_flush_delay); },
+     "how long a small background batch may wait to share a doublewrite ring fdatasync"},
     {"doublewrite_ring_pages", false,
      [](settings& s, const std::string& v) {
        s.doublewrite_ring_pages = parse_count("doublewrite_ring_pages", v, 0, 1048576);

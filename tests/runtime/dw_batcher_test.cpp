@@ -4,7 +4,10 @@
 // the retirement of the batch in the ring, and is written into the space that retirement
 // frees (never before: D2), once a header past it is durable; the checkpointer's flush
 // request sent meanwhile is answered only after the waiting batch is written. A writer's flush request while batches merely
-// wait for the next drain (the ring has room) hurries no retirement fsync.
+// wait for the next drain (the ring has room) hurries no retirement fsync. Small batches of
+// the bgwriter wait doublewrite_flush_delay for company while sessions have victims, and go
+// at once when a session's victims, a flush request or a full batch's pages arrive, or when
+// the victim supply runs nearly dry.
 #include "actors/dw_batcher.hpp"
 #include "actors/sync_worker.hpp"
 
@@ -30,9 +33,11 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   messages::sync_worker_actor worker;
   messages::dw_batcher_actor batcher;
 
-  explicit batcher_fixture(const char* ring_pages = "16")
-    : engine_fixture({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
-                      std::string("doublewrite_ring_pages=") + ring_pages, "write_back_sweep=0"}) {
+  explicit batcher_fixture(const char* ring_pages = "16", std::vector<std::string> more = {})
+    : engine_fixture(with(std::move(more),
+                          {"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
+                           std::string("doublewrite_ring_pages=") + ring_pages,
+                           "write_back_sweep=0"})) {
     worker = actors::spawn_sync_worker(system, engine, false);
     batcher = actors::spawn_dw_batcher(system, engine, worker, false);
   }
@@ -42,15 +47,21 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
     run();
   }
 
-  // Commits a change to each of `batch` pages from `first` (for a real LSN), fills each
+  static std::vector<std::string> with(std::vector<std::string> more, std::vector<std::string> base) {
+    base.insert(base.end(), more.begin(), more.end());
+    return base;
+  }
+
+  // Commits a change to each of `pages` pages from `first` (for a real LSN), fills each
   // page past its header with random bytes unless `compressible` (so the batch does not
   // compress, and two records do not fit a 16-page ring), and stages them into a chunk as
   // a writer would.
-  std::uint32_t stage(storage::block_id first, unsigned seed, bool compressible = false) {
+  std::uint32_t stage(storage::block_id first, unsigned seed, bool compressible = false,
+                      std::uint32_t pages = batch) {
     storage::buffer_pool& pool = *engine.pool;
     const std::size_t page_size = pool.page_size();
     std::uint32_t chunk = engine.ring->acquire({});
-    for (std::uint32_t i = 0; i < batch; ++i) {
+    for (std::uint32_t i = 0; i < pages; ++i) {
       storage::page_id id{rel, first + i};
       touch(rel, id.block);
       if (compressible) {
@@ -80,9 +91,22 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
     engine.ring->entries(chunk).push_back(entry);
   }
 
-  void hand_over(std::uint32_t chunk) {
-    caf::anon_send(batcher, messages::dw_batch_ready{
-                              chunk, batch, static_cast<std::uint8_t>(messages::actor_role::bgwriter)});
+  void hand_over(std::uint32_t chunk,
+                 messages::actor_role source = messages::actor_role::bgwriter) {
+    auto pages = static_cast<std::uint32_t>(engine.ring->entries(chunk).size());
+    caf::anon_send(batcher, messages::dw_batch_ready{chunk, pages, static_cast<std::uint8_t>(source)});
+  }
+
+  // Puts clean, unpinned buffers nobody used lately into the victim supply, as the
+  // bgwriter does: sessions have victims, so no one waits for a batch being written.
+  void fill_supply(storage::rel_id other) {
+    storage::buffer_pool& pool = *engine.pool;
+    for (storage::block_id b = 0; b < 3 * pool.size(); ++b) // sweeps age buffers to usage 0
+      pool.unpin(pool.pin({other, b}));
+    for (storage::buffer_id b = 0; b < pool.size(); ++b)
+      if (pool.is_reusable(b))
+        pool.offer_victim(b);
+    REQUIRE(pool.supply_size() >= pool.supply_low_water() / 4);
   }
 
   // Trace events of `type`.
@@ -177,6 +201,69 @@ TEST_CASE("dw_batcher: a writer waiting for staging while batches are queued hur
   CHECK(f.events("sync_now") == 0);
   CHECK(f.engine.syncs.fsyncs.load() == 0);
   CHECK(f.engine.ring->state(written) == storage::dw_state::data_written);
+  CHECK_FALSE(f.engine.failed());
+}
+
+TEST_CASE("dw_batcher: small background batches wait doublewrite_flush_delay to share one ring "
+          "fsync, unless someone waits for them") {
+  batcher_fixture f("64", {"doublewrite_flush_delay=5ms", "shared_buffers=256"});
+  f.create_file(rel);
+  const auto& counters = f.engine.ring->counters();
+  std::vector<std::uint32_t> chunks;
+  for (unsigned i = 0; i < 6; ++i) // two pages each; the last, a full batch
+    chunks.push_back(f.stage(i * batch, i, true, i == 5 ? batch : 2));
+  f.fill_supply(rel + 1);
+  const std::uint64_t fsyncs = counters.fsyncs.load();
+
+  f.hand_over(chunks[0]);
+  f.run();
+  f.hand_over(chunks[1]);
+  f.run();
+  CHECK(f.events("dw_written") == 0); // held: sessions have victims, no one waits
+  f.scheduler.advance_time(std::chrono::milliseconds(4));
+  f.run();
+  CHECK(f.events("dw_written") == 0);
+  f.scheduler.advance_time(std::chrono::milliseconds(1)); // the first batch's delay is over
+  f.run();
+  CHECK(counters.batches.load() == 2);
+  CHECK(counters.fsyncs.load() == fsyncs + 1); // one fdatasync for both (D3)
+  CHECK(f.first_event("dw_written", chunks[1]) < f.first_event("dw_fsynced", chunks[0]));
+
+  // A session's victims are not held, and take a held batch along.
+  f.hand_over(chunks[2]);
+  f.run();
+  CHECK(counters.batches.load() == 2);
+  f.hand_over(chunks[3], messages::actor_role::backend);
+  f.run();
+  CHECK(counters.batches.load() == 4);
+  CHECK(counters.fsyncs.load() == fsyncs + 2);
+
+  // A flush request (the checkpointer before its sync phase, a writer finding no chunk)
+  // drains at once; so does a full batch's worth of pages.
+  f.hand_over(chunks[4]);
+  f.run();
+  CHECK(counters.batches.load() == 4);
+  caf::anon_send(f.batcher, messages::dw_flush_request{});
+  f.run();
+  CHECK(counters.batches.load() == 5);
+  f.hand_over(chunks[5]);
+  f.run();
+  CHECK(counters.batches.load() == 6);
+  CHECK(counters.fsyncs.load() == fsyncs + 4);
+  f.scheduler.advance_time(std::chrono::milliseconds(10)); // stale timers change nothing
+  f.run();
+  CHECK(counters.fsyncs.load() == fsyncs + 4);
+  CHECK_FALSE(f.engine.failed());
+}
+
+TEST_CASE("dw_batcher: with the victim supply nearly empty, a small background batch is "
+          "synced at once") {
+  batcher_fixture f("64", {"doublewrite_flush_delay=5ms", "shared_buffers=256"});
+  f.create_file(rel);
+  REQUIRE(f.engine.pool->supply_size() < f.engine.pool->supply_low_water() / 4);
+  f.hand_over(f.stage(0, 1, true, 2));
+  f.run();
+  CHECK(f.engine.ring->counters().batches.load() == 1);
   CHECK_FALSE(f.engine.failed());
 }
 
