@@ -11,9 +11,10 @@
 # process crash leaves it) and the directory synced. Each recovery runs on a fresh copy of
 # that crashed directory; with --cold (the default when run as root) the page cache is
 # dropped before each, so redo's reads come from the device. The table gives redo's time
-# and rate, pages redo read and pages prefetch read (and used), pages written by redo and
-# by the bgwriter, the doublewrite repair's and the end-of-recovery checkpoint's time, and
-# the process's wall time; then, per mode and pool, the ratio of "both off" to "both on".
+# and rate, pages redo read, pages prefetch read (and how many redo used) or asked the
+# kernel to read (in a pool under 128 buffers), pages written by redo and by the bgwriter,
+# the doublewrite repair's and the end-of-recovery checkpoint's time, and the process's
+# wall time; then, per mode and pool, the ratio of "both off" to "both on".
 # PostgreSQL: initdb --data-checksums, pgbench -i, the same load (pgbench -M prepared),
 # stop -m immediate, drop caches, time `pg_ctl start -w`; records replayed from
 # pg_waldump --stats between the log's "redo starts at" and "redo done at".
@@ -221,14 +222,14 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 json.dump(rows, open(sys.argv[2], "w"), indent=1)
 print("| system | mode | pool | prefetch | bgwriter | redo s | records/s | pages read by redo |"
-      " prefetched (used) | written by redo / bgwriter | repair s | checkpoint s | wall s |")
+      " prefetched (used) / advised | written by redo / bgwriter | repair s | checkpoint s | wall s |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     if r["system"] == "tidemark":
         c, p = r["recovery"], r["repair"]
         print(f"| Tidemark | {r['mode']} | {r['pool']} | {r['prefetch']} | {r['bgwriter']} "
               f"| {c['seconds']:.2f} | {c['records_per_second']:,.0f} | {c['pages_read']:,} "
-              f"| {c['pages_prefetched']:,} ({c['prefetch_hits']:,}) "
+              f"| {c['pages_prefetched']:,} ({c['prefetch_hits']:,}) / {c.get('pages_advised', 0):,} "
               f"| {c['pages_written_by_redo']:,} / {c['pages_written_by_bgwriter']:,} "
               f"| {p['seconds']:.2f} | {c['checkpoint_seconds']:.2f} | {r['wall_s']:.2f} |")
     else:

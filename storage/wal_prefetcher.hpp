@@ -8,8 +8,11 @@
 // What it skips: blocks the record restores from a full-page image (redo zero-fills
 // those), and later references to them while redo has not reached that image yet;
 // blocks already in the pool or being read; blocks it looked at within the last few
-// hundred references (hot pages are not looked up on every record); and everything redo
-// has already passed (if redo overtakes it, it jumps to where redo is).
+// hundred references (hot pages are not looked up on every record); after a thousand
+// look-ups in a row that found their page cached, all but one block in eight until a
+// look-up finds one that is not (a cached redo does not pay for look-ups that find
+// nothing to read); and everything redo has already passed (if redo overtakes it, it
+// jumps to where redo is).
 //
 // Rules it keeps:
 //  - Redo never waits for a read it did not need: a prefetched buffer is an ordinary pool
@@ -44,11 +47,29 @@ namespace tidemark::storage {
 struct prefetch_report {
   std::uint64_t records = 0;       // decoded ahead of redo
   std::uint64_t blocks_cached = 0; // referenced, already in the pool or looked at lately
+  std::uint64_t passed_over = 0;   // not looked up: every page looked up lately was cached
   std::uint64_t images = 0;        // referenced with a full-page image (not read)
   std::uint64_t reads = 0;         // pages it read into the pool
   std::uint64_t advised = 0;       // pages it asked the kernel to read (a small pool)
   std::uint64_t batches = 0;       // read_batch calls
   std::string error;               // why it stopped early, if it did
+};
+
+/// Which blocks the prefetcher looks up in the pool: every one, until `streak` look-ups in
+/// a row found their page cached; then one in `stride`, until a look-up finds a page that
+/// is not cached.
+class lookup_sampler {
+public:
+  lookup_sampler(std::uint32_t streak, std::uint32_t stride) : streak_(streak), stride_(stride) {}
+  /// Whether to look up the next block.
+  bool look();
+  /// What that look-up found.
+  void found(bool cached);
+
+private:
+  std::uint32_t streak_, stride_;
+  std::uint32_t cached_streak_ = 0; // look-ups in a row that found their page cached
+  std::uint32_t passed_ = 0;        // blocks passed over since the last look-up
 };
 
 class wal_prefetcher {

@@ -1,7 +1,8 @@
 // Atomic multi-page transactions and redo: what sessions do to pages is exactly what redo
-// rebuilds from the WAL (also with WAL prefetch reading ahead into a small pool, or asking the kernel to), full-page
-// images appear once per page per redo point, appends from concurrent sessions never
-// collide, and a long redo reports its progress.
+// rebuilds from the WAL (also with WAL prefetch reading ahead into a small pool, or asking
+// the kernel to read ahead in a tiny one), full-page images appear once per page per redo
+// point, appends from concurrent sessions never collide, prefetch samples its look-ups
+// after a long run of cached pages, and a long redo reports its progress.
 #include "storage/page_transaction.hpp"
 
 #include "storage/redo.hpp"
@@ -270,6 +271,35 @@ TEST_CASE("redo: WAL prefetch in a pool too small to hold its read-ahead asks th
     CHECK_MESSAGE(contents(f.pool, {1, b}) == contents(recovered, {1, b}),
                   "page 1/" << b << " differs after redo with kernel read-ahead");
   CHECK(contents(f.pool, {2, 0}) == contents(recovered, {2, 0}));
+}
+
+TEST_CASE("redo: WAL prefetch looks up one block in eight after a long run of cached ones, "
+          "and every block again once one was not cached") {
+  lookup_sampler sampler(4, 8);
+  for (int i = 0; i < 4; ++i) { // below the streak: every block is looked up
+    REQUIRE(sampler.look());
+    sampler.found(true);
+  }
+  auto looks_in = [&](int blocks) {
+    int looked = 0;
+    for (int i = 0; i < blocks; ++i)
+      if (sampler.look()) {
+        ++looked;
+        sampler.found(true);
+      }
+    return looked;
+  };
+  CHECK(looks_in(80) == 10); // one in eight
+  CHECK_FALSE(sampler.look());
+  for (int i = 0; i < 6; ++i)
+    REQUIRE_FALSE(sampler.look());
+  REQUIRE(sampler.look()); // the eighth
+  sampler.found(false);    // not cached: every block again
+  for (int i = 0; i < 3; ++i) {
+    CHECK(sampler.look());
+    sampler.found(true);
+  }
+  CHECK(sampler.look()); // the streak is only three long
 }
 
 TEST_CASE("redo: WAL prefetch reads no block redo will restore from an image") {
