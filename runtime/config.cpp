@@ -171,6 +171,8 @@ struct setting_entry {
 };
 
 std::string show_ms(milliseconds ms) {
+  if (ms.count() == 0)
+    return "0ms";
   if (ms.count() % 60'000 == 0)
     return std::to_string(ms.count() / 60'000) + "min";
   if (ms.count() % 1000 == 0)

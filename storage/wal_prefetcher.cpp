@@ -59,7 +59,7 @@ wal_prefetcher::wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t
                                wal_arrival* arrival, target where)
   : io_(io), wal_dir_(std::move(wal_dir)), segment_size_(segment_size), page_size_(page_size),
     start_(start), end_(end), arrival_(arrival), pool_(pool), files_(files), distance_(distance_bytes),
-    into_pool_(where == target::by_pool_size ? reads_into_pool(pool.size()) : where == target::pool),
+    into_pool_(where == target::pool || reads_into_pool(pool.size())),
     redo_lsn_(start) {
   thread_ = std::thread([this] { run(); });
 }

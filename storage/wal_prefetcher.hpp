@@ -74,9 +74,10 @@ private:
 
 class wal_prefetcher {
 public:
-  /// Where read-ahead goes: into the pool, to the kernel's page cache (will_need advice),
-  /// or whichever reads_into_pool() picks for the pool's size.
-  enum class target { by_pool_size, pool, kernel };
+  /// Where read-ahead goes: where reads_into_pool() says for the pool's size (into the
+  /// pool, or to the kernel's page cache as will_need advice), or into the pool whatever
+  /// its size.
+  enum class target { by_pool_size, pool };
 
   /// Starts the thread: it reads WAL from `start` up to `end` (where redo will stop).
   /// With `arrival` (a standby's redo, which follows WAL as it arrives), it follows it too,

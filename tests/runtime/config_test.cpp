@@ -173,6 +173,7 @@ TEST_CASE("config: the file init writes reads back to the same settings") {
   apply_assignment(s, "shared_buffers=64MB");
   apply_assignment(s, "checkpoint_timeout=45s");
   apply_assignment(s, "bgwriter_lru_multiplier=3.5");
+  apply_assignment(s, "doublewrite_flush_delay=0");
   char path[] = "/tmp/tidemark-conf-XXXXXX";
   int fd = mkstemp(path);
   REQUIRE(fd >= 0);
@@ -183,6 +184,8 @@ TEST_CASE("config: the file init writes reads back to the same settings") {
   CHECK(back.shared_buffers == s.shared_buffers);
   CHECK(back.checkpoint_timeout == s.checkpoint_timeout);
   CHECK(back.bgwriter_lru_multiplier == s.bgwriter_lru_multiplier);
+  CHECK(back.doublewrite_flush_delay.count() == 0);
+  CHECK(render_config_file(s).find("doublewrite_flush_delay = 0ms") != std::string::npos);
   CHECK(render_config_file(back) == render_config_file(s));
 }
 
