@@ -111,8 +111,13 @@ public:
     if (!has_chunk_)
       return;
     std::uint32_t count = static_cast<std::uint32_t>(context_.ring->entries(chunk_).size());
-    if (count == 0)
-      return; // keep the empty chunk for the next page
+    if (count == 0) {
+      // Given back, not kept for the next round: the ring may have only two staging
+      // areas, and an idle bgwriter and checkpointer each keeping an empty one left redo
+      // waiting for a chunk forever (seen in a standby's promotion with a 16-page ring).
+      give_back_empty();
+      return;
+    }
     has_chunk_ = false;
     caf::anon_send(context_.batcher, messages::dw_batch_ready{
                                       chunk_, count, static_cast<std::uint8_t>(role_of(source_))});

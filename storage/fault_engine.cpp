@@ -322,9 +322,15 @@ void fault_engine::write_back(int, std::uint64_t, std::uint64_t, bool) {
 }
 
 void fault_engine::will_need(int fd, std::uint64_t offset, std::uint64_t length) {
-  std::lock_guard lock(mutex_);
-  if (!crashed_)
-    inner_->will_need(fd, offset, length); // reads come from the inner files: warm their cache
+  {
+    std::lock_guard lock(mutex_);
+    if (crashed_)
+      return;
+  }
+  // Reads come from the inner files: warm their cache. Outside the lock: the kernel may
+  // block while it submits the read-ahead, and every other call here would wait for it.
+  // A hint for an fd closed meanwhile changes nothing that matters.
+  inner_->will_need(fd, offset, length);
 }
 
 std::uint64_t fault_engine::file_size(int fd) {

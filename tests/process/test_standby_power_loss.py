@@ -24,7 +24,7 @@ import subprocess
 import time
 
 from harness import (PROTECTED_MODES, SMALL, Tidemark, ack_count, check, failures, finish, parse_args,
-                     remove, run_settings, scratch, sets, status, verified_clean)
+                     print_stacks, remove, run_settings, scratch, sets, status, verified_clean)
 
 SIMULATED_CRASH = 3
 MODES = list(PROTECTED_MODES.items())  # full_page_writes, doublewrite
@@ -63,9 +63,16 @@ class Process:
         return self.process.wait()
 
     def stop(self):
+        """SIGTERM, and the exit code; one that outlives 60 s is a hang: its threads' stacks
+        are printed before it is killed (exit code None)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=60)
+        try:
+            return self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            print_stacks(self.process.pid, " ".join(self.process.args))
+            self.kill()
+            return None
 
     def text(self):
         with open(self.log) as f:

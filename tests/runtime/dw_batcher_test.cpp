@@ -7,8 +7,9 @@
 // wait for the next drain (the ring has room) hurries no retirement fsync. Small batches of
 // the bgwriter wait doublewrite_flush_delay for company while sessions have victims, and go
 // at once when a session's victims, a flush request or a full batch's pages arrive, or when
-// the victim supply runs nearly dry.
+// the victim supply runs nearly dry. A writer's sink that staged nothing keeps no chunk.
 #include "actors/dw_batcher.hpp"
+#include "actors/page_sinks.hpp"
 #include "actors/sync_worker.hpp"
 
 #include "deterministic_fixture.hpp"
@@ -264,6 +265,28 @@ TEST_CASE("dw_batcher: with the victim supply nearly empty, a small background b
   f.hand_over(f.stage(0, 1, true, 2));
   f.run();
   CHECK(f.engine.ring->counters().batches.load() == 1);
+  CHECK_FALSE(f.engine.failed());
+}
+
+TEST_CASE("dw_batcher: a writer's sink that staged nothing holds no ring chunk after its flush") {
+  // A 16-page ring of 8-page batches has two staging areas. An idle bgwriter and an idle
+  // checkpointer each keeping an empty chunk once left redo waiting for one forever.
+  batcher_fixture f;
+  f.create_file(rel);
+  auto bgwriter = actors::make_buffer_sink(f.engine, storage::write_source::bgwriter);
+  auto checkpointer = actors::make_buffer_sink(f.engine, storage::write_source::checkpointer);
+  storage::buffer_pool& pool = *f.engine.pool;
+  storage::buffer_id clean = pool.pin({rel, 100}); // never written: nothing to write
+  pool.unpin(clean);
+  CHECK_FALSE(bgwriter->add(clean, true));
+  CHECK_FALSE(checkpointer->add(clean, false));
+  bgwriter->flush();
+  checkpointer->flush();
+  std::uint32_t first = 0, second = 0;
+  CHECK(f.engine.ring->try_acquire(&first));
+  CHECK(f.engine.ring->try_acquire(&second));
+  f.engine.ring->give_back(first);
+  f.engine.ring->give_back(second);
   CHECK_FALSE(f.engine.failed());
 }
 
