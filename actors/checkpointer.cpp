@@ -165,14 +165,14 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
 // Stages `buffer` in the sink. Someone else's write of a buffer dirty at BEGIN must
 // complete (and register its file) before the sync phase: wait for it rather than skip it
 // (storage rule 6). Returns whether this checkpoint wrote the buffer. Before it waits, the
-// sink lets go of its staged pages and its ring chunk: the writer waited for (redo or a
+// sink's flush lets go of its staged pages and its ring chunk: the writer waited for (redo or a
 // session writing a victim) may itself be waiting for a chunk, and in doublewrite mode
 // there are only a few chunks of staging memory.
 bool write_or_await(context& e, buffer_sink& sink, storage::buffer_id buffer) {
   while (!sink.add(buffer, false)) {
     if (!e.pool->write_in_progress(buffer))
       return false;
-    sink.release();
+    sink.flush();
     trace(e, actor_role::checkpointer, "checkpoint_awaits_write", buffer);
     e.pool->wait_for_write(buffer);
   }

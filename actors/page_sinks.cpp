@@ -52,7 +52,6 @@ public:
       context_.pool->finish_write(buffers_[i], true, offer);
   }
 
-  void release() override { flush(); } // the batch memory is the sink's own
 
 private:
   context& context_;
@@ -121,11 +120,6 @@ public:
     has_chunk_ = false;
     caf::anon_send(context_.batcher, messages::dw_batch_ready{
                                       chunk_, count, static_cast<std::uint8_t>(role_of(source_))});
-  }
-
-  void release() override {
-    flush();
-    give_back_empty();
   }
 
 private:

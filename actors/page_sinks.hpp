@@ -19,14 +19,12 @@ public:
   /// Starts writing `buffer` into the sink. False if it was not dirty, is being written,
   /// or (only_reusable) is pinned or recently used.
   virtual bool add(storage::buffer_id buffer, bool only_reusable) = 0;
-  /// Writes (or hands over) everything staged, and holds nothing for later pages (a ring
-  /// chunk with nothing staged goes back). Throws io_error; buffers of a failed write stay
-  /// dirty.
+  /// Writes (or hands over) everything staged, and then holds nothing for later pages: a
+  /// ring chunk with nothing staged goes back with its staging memory, which other writers
+  /// may need (the ring can have as few as two staging areas). So an idle owner holds none,
+  /// and an owner about to wait for another thread's write flushes first. Throws io_error;
+  /// buffers of a failed write stay dirty.
   virtual void flush() = 0;
-  /// Flushes, and gives back what the sink holds for later pages (a ring chunk and its
-  /// staging memory). Its owner calls it before waiting for another thread's write: that
-  /// writer may need what the sink holds (the ring has only a few chunks of staging).
-  virtual void release() = 0;
 };
 
 std::unique_ptr<buffer_sink> make_buffer_sink(context& e, storage::write_source source);
