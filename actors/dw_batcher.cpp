@@ -32,7 +32,6 @@ struct dw_batcher_state {
   std::deque<std::pair<std::uint32_t, actor_role>> queued;
   bool waiting_for_ring_space = false;       // the front of `queued` found the ring full
   bool drain_sent = false;                   // a step_atom to ourselves is in the mailbox
-  std::size_t queued_pages = 0;              // pages of the batches in `queued`
   bool gathering = false;                    // a timed (step_atom, generation) will drain
   std::uint64_t gather_generation = 0;       // of that timer; a drain before it makes it stale
   std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until queued is empty
@@ -163,7 +162,6 @@ void fail_queued_batches(dw_batcher_pointer self) {
   for (const auto& [chunk, source] : st.queued)
     fail_batch(*st.ctx, chunk, st.ctx->failure());
   st.queued.clear();
-  st.queued_pages = 0;
   st.waiting_for_ring_space = false;
   answer_flush_waiters(self);
 }
@@ -191,10 +189,15 @@ void drain_soon(dw_batcher_pointer self) {
 // ring fdatasyncs a second.
 bool may_gather(const dw_batcher_state& st, actor_role source) {
   const context& e = *st.ctx;
-  return e.config.doublewrite_flush_delay.count() > 0 && source != actor_role::backend &&
-         !e.recovering.load(std::memory_order_relaxed) &&
-         st.queued_pages < e.ring->batch_pages() && st.flush_waiters.empty() &&
-         e.pool->supply_size() >= e.pool->supply_low_water() / 4;
+  if (e.config.doublewrite_flush_delay.count() == 0 || source == actor_role::backend ||
+      e.recovering.load(std::memory_order_relaxed) || !st.flush_waiters.empty() ||
+      e.pool->supply_size() < e.pool->supply_low_water() / 4 ||
+      st.queued.size() >= e.ring->batch_pages()) // each batch holds a page at least
+    return false;
+  std::size_t pages = 0;
+  for (const auto& [chunk, queued_source] : st.queued)
+    pages += e.ring->entries(chunk).size();
+  return pages < e.ring->batch_pages();
 }
 
 // A batch handed over: queued, and written at the next drain together with every batch
@@ -205,7 +208,6 @@ void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) 
   trace(*st.ctx, source, actor_role::dw_batcher, "dw_batch_ready", chunk,
         st.ctx->ring->entries(chunk).size());
   st.queued.emplace_back(chunk, source);
-  st.queued_pages += st.ctx->ring->entries(chunk).size();
   if (!may_gather(st, source)) {
     drain_soon(self);
   } else if (!st.gathering && !st.drain_sent) {
@@ -302,7 +304,6 @@ void write_queued(dw_batcher_pointer self) {
         st.waiting_for_ring_space = true;
         break;
       }
-      st.queued_pages -= e.ring->entries(chunk).size();
       st.queued.pop_front();
     }
     if (e.failed()) {

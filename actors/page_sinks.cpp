@@ -52,7 +52,6 @@ public:
       context_.pool->finish_write(buffers_[i], true, offer);
   }
 
-
 private:
   context& context_;
   storage::write_source source_;

@@ -221,10 +221,8 @@ void wal_prefetcher::run() {
           ++report_.blocks_cached;
           continue;
         }
-        if (!sampler.look()) {
-          ++report_.passed_over;
-          continue;
-        }
+        if (!sampler.look())
+          continue; // every page looked up lately was cached
         if (!into_pool_) { // the kernel reads it; redo's own read then finds it cached
           bool cached = pool_.holds(block.id);
           sampler.found(cached);

@@ -47,7 +47,6 @@ namespace tidemark::storage {
 struct prefetch_report {
   std::uint64_t records = 0;       // decoded ahead of redo
   std::uint64_t blocks_cached = 0; // referenced, already in the pool or looked at lately
-  std::uint64_t passed_over = 0;   // not looked up: every page looked up lately was cached
   std::uint64_t images = 0;        // referenced with a full-page image (not read)
   std::uint64_t reads = 0;         // pages it read into the pool
   std::uint64_t advised = 0;       // pages it asked the kernel to read (a small pool)
