@@ -17,9 +17,11 @@
 # memtables). PostgreSQL runs three ways: full_page_writes on, on with
 # wal_compression=lz4 (Tidemark always compresses its full-page images, so this is the
 # like-for-like row), and off. Runs alternate systems: tidemark fpw, postgres fpw=on,
-# postgres fpw=on lz4, tidemark dw, tidemark off, postgres fpw=off, sqlite, rocksdb (dw
-# and off back to back, so that the
-# two are measured close together). `sync` runs right before every timed run, so that no
+# postgres fpw=on lz4, tidemark dw, tidemark off, postgres fpw=off, tidemark off #2,
+# tidemark dw #2, sqlite, rocksdb. Doublewrite and off run as pairs in ABBA order (dw off,
+# off dw, ...; --dw-off-pairs, default 2): one run each moves with the disk, whose fsync
+# latency drifts by tens of percent within minutes here, so the dw / off ratio is judged on
+# the runs of all pairs together (each pair's ratio is printed too). `sync` runs right before every timed run, so that no
 # run pays for the writeback of the previous run's dirty page cache. Each system's balance
 # invariant is checked after its run. Prints one table (Tidemark-to-peer ratios, the
 # doublewrite / off tps ratio, each Tidemark mode's share of buffer writes made by
@@ -30,10 +32,10 @@
 #   usage: bench/compare.sh [-s SCALE] [-c CLIENTS] [-T SECONDS] [--checkpoint-timeout 30s]
 #            [--shared-buffers 128MB] [--max-wal-size 1GB] [--completion-target 0.9]
 #            [--quick] [--json FILE] [--tidemark PATH] [--port 54329]
-#            [--only tidemark,postgres,sqlite,rocksdb] [--keep]
+#            [--only tidemark,postgres,sqlite,rocksdb] [--dw-off-pairs 2] [--keep]
 #   defaults: -s 50 -c 8 -T 60 (about 12 minutes on 2 cores): with checkpoint_timeout 30s
 #   (PostgreSQL's minimum) every configuration completes at least one timed checkpoint
-#   within its run; --quick: -s 2 -T 5.
+#   within its run; --quick: -s 2 -T 5 --dw-off-pairs 1.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,6 +53,7 @@ port=54329
 only=tidemark,postgres,sqlite,rocksdb
 quick=0
 keep=0
+dw_off_pairs=
 
 usage() { sed -n '/^#   usage:/,/^#   defaults:/s/^#//p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -66,6 +69,7 @@ while [ $# -gt 0 ]; do
     --tidemark) tidemark_bin=$2; shift ;;
     --port) port=$2; shift ;;
     --only) only=$2; shift ;;
+    --dw-off-pairs) dw_off_pairs=$2; shift ;;
     --quick) quick=1 ;;
     --keep) keep=1 ;;
     -h|--help) usage ;;
@@ -74,11 +78,11 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ "$quick" = 1 ]; then
-  scale=${scale:-2} seconds=${seconds:-5}
+  scale=${scale:-2} seconds=${seconds:-5} dw_off_pairs=${dw_off_pairs:-1}
 fi
-scale=${scale:-50} seconds=${seconds:-60}
-for v in "$scale" "$clients" "$seconds"; do
-  [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "scale, clients and seconds must be positive integers" >&2; exit 2; }
+scale=${scale:-50} seconds=${seconds:-60} dw_off_pairs=${dw_off_pairs:-2}
+for v in "$scale" "$clients" "$seconds" "$dw_off_pairs"; do
+  [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "scale, clients, seconds and --dw-off-pairs must be positive integers" >&2; exit 2; }
 done
 # The peers take their cache size in MB.
 case ${shared_buffers^^} in
@@ -232,20 +236,24 @@ sync
 manifest=$work/res/manifest.tsv
 : > "$manifest"
 
-run_tidemark() {  # fpw | dw | off
-  local mode=$1 protection
+run_tidemark() {  # fpw | dw | off, then the run's number within its mode (1 when absent)
+  local mode=$1 run=${2:-1} protection
   case $mode in
     fpw) protection=full_page_writes ;;
     dw) protection=doublewrite ;;
     off) protection=off ;;
   esac
-  log "run: tidemark $protection"
+  # Run 1 keeps the plain names (res/tm-MODE.json, .csv); later runs of a mode continue on
+  # the same data directory and are named tm-MODE-N and "tidemark MODE #N".
+  local tag=tm-$mode name="tidemark $protection"
+  if [ "$run" -gt 1 ]; then tag=tm-$mode-$run name="tidemark $protection #$run"; fi
+  log "run: $name"
   sync  # the previous run's dirty page cache is written back before this run, not during it
-  "$work/tidemark" bench -D "$work/tm-$mode" -c "$clients" -T "$seconds" --json "$work/res/tm-$mode.json" \
-    --timeline "$work/res/tm-$mode.csv" "${tm_settings[@]}" --set torn_page_protection=$protection > "$work/logs/tm-$mode.log" 2>&1
-  "$work/tidemark" verify -D "$work/tm-$mode" --json "$work/res/tm-$mode.verify.json" \
-    >> "$work/logs/tm-$mode.log" 2>&1 || true
-  printf 'tidemark %s\ttidemark\t%s\t%s\n' "$protection" "$work/res/tm-$mode.json" "$work/res/tm-$mode.verify.json" >> "$manifest"
+  "$work/tidemark" bench -D "$work/tm-$mode" -c "$clients" -T "$seconds" --json "$work/res/$tag.json" \
+    --timeline "$work/res/$tag.csv" "${tm_settings[@]}" --set torn_page_protection=$protection > "$work/logs/$tag.log" 2>&1
+  "$work/tidemark" verify -D "$work/tm-$mode" --json "$work/res/$tag.verify.json" \
+    >> "$work/logs/$tag.log" 2>&1 || true
+  printf '%s\ttidemark\t%s\t%s\n' "$name" "$work/res/$tag.json" "$work/res/$tag.verify.json" >> "$manifest"
 }
 
 run_postgres() {  # on | off | lz4 (full_page_writes=on with wal_compression=lz4)
@@ -305,6 +313,12 @@ wants postgres && run_postgres lz4
 wants tidemark && run_tidemark dw
 wants tidemark && run_tidemark off
 wants postgres && run_postgres off
+if wants tidemark; then  # the further dw / off pairs, each in the order opposite the one before
+  for ((pair = 2; pair <= dw_off_pairs; pair++)); do
+    if ((pair % 2 == 0)); then run_tidemark off "$pair"; run_tidemark dw "$pair"
+    else run_tidemark dw "$pair"; run_tidemark off "$pair"; fi
+  done
+fi
 wants sqlite && run_peer sqlite
 wants rocksdb && run_peer rocksdb
 

@@ -39,7 +39,7 @@ for scale in $scales; do
   for mb in $sizes; do
     printf '[%s] scale %s, shared_buffers %s MB\n' "$(date +%T)" "$scale" "$mb" >&2
     "$here/compare.sh" -s "$scale" -c "$clients" -T "$seconds" --shared-buffers "${mb}MB" \
-      --only tidemark,postgres "${tidemark_args[@]}" --json "$work/s$scale-$mb.json" \
+      --only tidemark,postgres --dw-off-pairs 1 "${tidemark_args[@]}" --json "$work/s$scale-$mb.json" \
       > "$work/s$scale-$mb.out" 2>&1 || { echo "compare.sh failed at scale $scale, ${mb} MB:" >&2; tail -20 "$work/s$scale-$mb.out" >&2; exit 1; }
   done
 done
