@@ -19,10 +19,11 @@
 # like-for-like row), and off. Runs alternate systems: tidemark fpw, postgres fpw=on,
 # postgres fpw=on lz4, tidemark dw, tidemark off, postgres fpw=off, tidemark off #2,
 # tidemark dw #2, sqlite, rocksdb. Doublewrite and off run as pairs in ABBA order (dw off,
-# off dw, ...; --dw-off-pairs, default 2): one run each moves with the disk, whose fsync
-# latency drifts by tens of percent within minutes here, so the dw / off ratio is judged on
-# the runs of all pairs together (each pair's ratio is printed too). `sync` runs right before every timed run, so that no
-# run pays for the writeback of the previous run's dirty page cache. Each system's balance
+# off dw, ...; --dw-off-pairs, default 2): a single run of each moves with the disk, whose
+# fsync latency drifts by tens of percent within minutes here, so the dw / off ratio is
+# judged on the means over all pairs (each pair's ratio is printed too). `sync` runs right
+# before every timed run, so that no run pays for the writeback of the previous run's
+# dirty page cache. Each system's balance
 # invariant is checked after its run. Prints one table (Tidemark-to-peer ratios, the
 # doublewrite / off tps ratio, each Tidemark mode's share of buffer writes made by
 # sessions) and writes it as JSON. Each Tidemark run also writes its per-second timeline
@@ -33,7 +34,7 @@
 #            [--shared-buffers 128MB] [--max-wal-size 1GB] [--completion-target 0.9]
 #            [--quick] [--json FILE] [--tidemark PATH] [--port 54329]
 #            [--only tidemark,postgres,sqlite,rocksdb] [--dw-off-pairs 2] [--keep]
-#   defaults: -s 50 -c 8 -T 60 (about 12 minutes on 2 cores): with checkpoint_timeout 30s
+#   defaults: -s 50 -c 8 -T 60 (about 11 minutes on 2 cores): with checkpoint_timeout 30s
 #   (PostgreSQL's minimum) every configuration completes at least one timed checkpoint
 #   within its run; --quick: -s 2 -T 5 --dw-off-pairs 1.
 set -euo pipefail

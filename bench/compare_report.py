@@ -5,7 +5,8 @@ Reads the manifest compare.sh writes (one line per configuration, tab-separated:
 name, system, result path, extra path), normalizes each system's raw results into the same
 fields, prints one table plus the ratios of each Tidemark mode to each peer, the ratio of
 Tidemark's doublewrite mode to its unprotected mode (torn_page_protection=off; target
-tps >= 0.95 x off) and the share of buffer writes made by sessions (backends), and writes
+tps >= 0.95 x off, judged on the means over every doublewrite / off pair in the manifest,
+each pair's ratio printed as well) and the share of buffer writes made by sessions (backends), and writes
 it all as JSON. Configurations may be missing (compare.sh --only): what needs them is left
 out of the table and null in the JSON.
 
