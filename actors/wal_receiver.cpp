@@ -86,6 +86,21 @@ void refused(receiver_pointer self, const std::string& why) {
   st.ctx->log("ERROR:  the primary at " + primary_text(st) + " refused this standby: " + why);
 }
 
+// The standby failed (redo stopped, or WAL could not be stored): streaming stops for good,
+// and no flush is confirmed again. True when it did.
+bool stopped_by_failure(receiver_pointer self) {
+  auto& st = self->state;
+  if (!st.ctx->failed())
+    return false;
+  if (!st.refused) {
+    st.refused = true;
+    st.sender = nullptr;
+    ++st.connection;
+    st.ctx->standby.connected.store(false);
+  }
+  return true;
+}
+
 // A refusal is an error our sender made (runtime_error with its words); anything else
 // (timeout, connection lost, actor gone) is the network's.
 void on_error(receiver_pointer self, std::uint64_t connection, const caf::error& error) {
@@ -102,6 +117,8 @@ void on_error(receiver_pointer self, std::uint64_t connection, const caf::error&
 void store_chunk(receiver_pointer self, const wal_chunk& chunk) {
   auto& st = self->state;
   context& e = *st.ctx;
+  if (stopped_by_failure(self))
+    return;
   try {
     e.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
     lsn_t written = e.wal->write_out();
@@ -111,6 +128,8 @@ void store_chunk(receiver_pointer self, const wal_chunk& chunk) {
     lsn_t flushed = e.wal->sync_through(written);
     e.standby.flushed.store(flushed);
     st.arrival->flushed_to(flushed);
+    if (stopped_by_failure(self)) // redo stopped meanwhile: this flush is not confirmed
+      return;
   } catch (const std::exception& error) {
     e.fail(std::string("the standby could not store the WAL it received: ") + error.what());
     refused(self, e.failure());
@@ -128,7 +147,7 @@ void fetch_next(receiver_pointer self) {
     .then(
       [self, connection](wal_chunk& chunk) {
         auto& st = self->state;
-        if (connection != st.connection)
+        if (connection != st.connection || stopped_by_failure(self))
           return;
         note_primary(*st.ctx, chunk.primary);
         if (chunk.bytes.empty()) { // the primary's heartbeat: nothing new
@@ -227,6 +246,8 @@ wal_receiver_actor::behavior_type wal_receiver(receiver_pointer self, context* c
   return {
     [=](tick_atom) { connect(self); },
     [=](wake_atom) {
+      if (stopped_by_failure(self))
+        return;
       if (self->state.sender && self->state.ctx->standby.connected.load())
         self->send(self->state.sender, standby_feedback{where_standby_is(self->state)});
     },

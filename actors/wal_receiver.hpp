@@ -16,6 +16,9 @@
 //    acknowledged as soon as the standby applied them.
 //  - A refusal (another system, another generation, WAL no longer on the primary) stops
 //    streaming for good and is kept in context::standby.error for the status views.
+//  - Once the engine failed (redo stopped on WAL it cannot read back, or storing WAL
+//    failed) it stores no more WAL and confirms no further flush: a stopped standby does
+//    not let its primary acknowledge commits it could not promote with.
 //
 // It writes and fsyncs WAL (blocking), so the runtime
 // spawns it detached. It never blocks in a network call: connections are requested from

@@ -32,6 +32,13 @@ storage::fault_config internal(const fault_injection& f) {
   c.fail_sync_after = f.fail_fsync_after;
   c.fail_sync_match = f.fail_fsync_match;
   c.journal_path = f.journal_path;
+  c.bad_reads.kind = f.bad_read == read_fault::zeros        ? storage::read_fault::zeros
+                     : f.bad_read == read_fault::short_read ? storage::read_fault::short_read
+                     : f.bad_read == read_fault::error      ? storage::read_fault::error
+                                                            : storage::read_fault::none;
+  c.bad_reads.after = f.bad_read_after;
+  c.bad_reads.match = f.bad_read_match;
+  c.bad_reads.repeats = f.bad_read_repeats;
   return c;
 }
 
@@ -269,26 +276,7 @@ void database::promote() {
 
 bool database::is_standby() const { return impl_->db->is_standby(); }
 
-standby_status database::standby() const {
-  runtime::standby_status r = impl_->db->standby();
-  standby_status s;
-  s.connected = r.connected;
-  s.primary = r.primary;
-  s.error = r.error;
-  s.primary_flushed = r.primary_flushed;
-  s.received = r.received;
-  s.flushed = r.flushed;
-  s.replayed = r.replayed;
-  s.backup_end = r.backup_end;
-  s.records = r.records;
-  s.restartpoints = r.restartpoints;
-  s.restart_redo = r.restart_redo;
-  s.seconds_behind = r.seconds_behind;
-  s.pages_read = r.pages_read;
-  s.prefetched = r.prefetched;
-  s.prefetch_hits = r.prefetch_hits;
-  return s;
-}
+standby_status database::standby() const { return impl_->db->standby(); }
 
 std::vector<standby_info> database::standbys() const {
   impl_->check_open("standbys");

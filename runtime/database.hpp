@@ -13,6 +13,8 @@
 // (the batcher and sync worker still retire chunks they may wait for) → the rest exit.
 #pragma once
 
+#include <tidemark/database.hpp>
+
 #include "messages/interfaces.hpp"
 #include "runtime/config.hpp"
 #include "runtime/engine.hpp"
@@ -45,19 +47,8 @@ struct open_options {
   std::string primary; // standby: HOST:PORT instead of standby.conf's
 };
 
-/// A standby's stream, as it stands (runtime/standby.cpp).
-struct standby_status {
-  bool connected = false;
-  std::string primary;
-  std::string error; // why it is not streaming, if it is not
-  storage::lsn_t primary_flushed = 0, received = 0, flushed = 0, replayed = 0;
-  storage::lsn_t backup_end = 0; // consistent (and promotable) once replayed past
-  std::uint64_t records = 0;     // replayed since the start
-  std::uint64_t restartpoints = 0;  // made since the start
-  storage::lsn_t restart_redo = 0;  // a restart replays from here (the last restartpoint's)
-  double seconds_behind = 0;     // the primary's clock when it last answered, to now
-  std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0;
-};
+/// A standby's stream, as it stands (runtime/standby.cpp): the public report itself.
+using standby_status = tidemark::standby_status;
 
 /// Copies a running primary's data directory into `new_dir` (which must not exist or be
 /// empty) for a standby (runtime/standby.cpp). `progress` sees lines as it goes.
@@ -82,6 +73,9 @@ struct recovery_report {
   storage::lsn_t end_lsn = 0;
   storage::lsn_t last_record_lsn = 0; // the start of the last record replayed
   std::string end_reason;
+  /// A standby's redo ended where its stream ended (the record at end_lsn was cut off
+  /// there), not at a record that failed to read.
+  bool ended_at_stream_end = false;
   std::uint64_t records = 0;
   std::uint64_t blocks_applied = 0;
   std::uint64_t images_restored = 0;
@@ -176,6 +170,7 @@ private:
   void start_replication(); // publishes the WAL sender on replication_listen
   void start_standby(const open_options& options);
   void end_standby_stream(); // ends the stream and redo; rethrows redo's failure
+  void stop_standby(const std::string& why); // redo cannot go on: fail the standby, loudly
 
   std::unique_ptr<engine> engine_;
   std::unique_ptr<caf::actor_system_config> system_config_;

@@ -6,10 +6,16 @@
 // Rules it keeps:
 //  - A standby's redo runs in a thread of its own, following the WAL the receiver has
 //    fsynced (storage::received_wal); it ends only when the stream is ended (promotion or
-//    close), after the receiver stopped writing.
+//    close), after the receiver stopped writing. If it ends any other way (WAL fsynced here
+//    that cannot be read back, a page that fails verification), the standby stops: the
+//    engine fails, the status and log say where redo stopped, no flush is confirmed again.
 //  - Promotion needs a consistent copy: WAL through the base backup's end has arrived.
-//    The log then continues after the last complete record replayed, the end-of-recovery
-//    checkpoint records the next generation, and only then is standby.conf removed.
+//    It also needs redo to have replayed all the WAL fsynced here (up to a record cut off
+//    where the stream ended): the primary acknowledged commits on that fsync, so a shorter
+//    end would throw them away; promote() refuses instead and the directory stays a
+//    standby. The log then continues after the last complete record replayed, the
+//    end-of-recovery checkpoint records the next generation, and only then is standby.conf
+//    removed.
 //  - A base backup writes the control file last: until then the new directory is not a
 //    data directory (open refuses it), so an interrupted copy is never mistaken for one.
 #include "runtime/database.hpp"
@@ -72,13 +78,31 @@ void database::start_standby(const open_options& options) {
   standby_redo_report_ = recovery_; // redo fills its own copy; recovery_ after the join
   standby_redo_ = std::thread([this] {
     actors::name_this_thread("tm-standby-redo");
+    engine& e = *engine_;
     try {
-      replay(*engine_, standby_redo_report_, arrival_.get());
-    } catch (...) {
+      replay(e, standby_redo_report_, arrival_.get());
+      if (!arrival_->ended()) // only promotion or close ends the stream, and with it redo
+        throw std::logic_error("redo ended at " + storage::format_lsn(standby_redo_report_.end_lsn) +
+                               " while WAL was still arriving: " + standby_redo_report_.end_reason);
+    } catch (const std::exception& error) {
       standby_redo_error_ = std::current_exception();
-      engine_->fail("standby redo failed");
+      stop_standby("standby redo stopped at " + storage::format_lsn(e.standby.replayed.load()) +
+                   ": " + error.what());
     }
   });
+}
+
+// Redo cannot go on: the standby stops, loudly. The receiver sees the failure and confirms
+// no further flush; promote() refuses; status and log name where redo stopped.
+void database::stop_standby(const std::string& why) {
+  engine& e = *engine_;
+  {
+    std::lock_guard<std::mutex> lock(e.standby.mutex);
+    e.standby.error = why;
+  }
+  e.log("ERROR:  " + why + "; the standby stopped (it confirms no more WAL to its primary; "
+        "open it again to read its WAL afresh)");
+  e.fail(why);
 }
 
 void database::end_standby_stream() {
@@ -110,7 +134,23 @@ void database::promote() {
       "promote: the standby is not consistent yet: it has WAL up to " +
       storage::format_lsn(flushed) + " and its base backup is consistent from " +
       storage::format_lsn(standby_->backup_end_lsn) + "; let it stream further first");
-  end_standby_stream();
+  try {
+    end_standby_stream();
+  } catch (const std::exception& error) {
+    throw tidemark::data_error(std::string("promote: refused, the standby stays a standby: ") +
+                               error.what());
+  }
+  // Every commit a primary acknowledged under remote_flush is in the WAL fsynced here: the
+  // new history starts after all of it, or nowhere.
+  const storage::lsn_t fsynced = arrival_->flushed();
+  if (recovery_.end_lsn < fsynced && !recovery_.ended_at_stream_end) {
+    const std::string why = "promote: refused, the standby stays a standby: redo ended at " +
+                            storage::format_lsn(recovery_.end_lsn) + " (" + recovery_.end_reason +
+                            ") but WAL through " + storage::format_lsn(fsynced) +
+                            " was fsynced here";
+    stop_standby(why);
+    throw tidemark::data_error(why);
+  }
   e.restartpoints.store(false);
   e.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
   e.promoting.store(true); // the end-of-recovery checkpoint records the next generation
@@ -154,6 +194,10 @@ standby_status database::standby() const {
   s.records = e.standby.records.load();
   s.restartpoints = e.checkpoints.restartpoints.load();
   s.restart_redo = e.standby.restart_redo.load();
+  s.wal_rereads = e.standby.wal_rereads.load();
+  s.failed = e.failed();
+  if (s.failed && s.error.empty())
+    s.error = e.failure();
   std::int64_t then = e.standby.primary_unix_micros.load();
   if (then != 0 && s.replayed < s.primary_flushed) {
     std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(

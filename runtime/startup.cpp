@@ -227,7 +227,7 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
   storage::wal_reader reader(*e.io, wal_dir(e.data_dir), e.control.wal_segment_size,
                              e.control.page_size, e.control.redo_lsn);
   if (arrival != nullptr)
-    reader.follow(arrival);
+    reader.follow(arrival, &e.standby.wal_rereads);
   const storage::buffer_pool_counters& pool = e.pool->counters();
   const std::uint64_t reads_before = pool.reads.load(), prefetched_before = pool.prefetched.load(),
                       hits_before = pool.prefetch_hits.load();
@@ -262,6 +262,7 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
   }
   report.end_lsn = reader.end_lsn();
   report.end_reason = reader.end_description();
+  report.ended_at_stream_end = reader.ended_at_stream_end();
   report.last_record_lsn = reader.last_record_lsn();
   report.wal_bytes = report.end_lsn - e.control.redo_lsn;
   report.pages_read = pool.reads.load() - reads_before;

@@ -160,7 +160,7 @@ bool get_bytes(std::FILE* in, void* data, std::size_t length) {
 
 fault_engine::fault_engine(std::unique_ptr<io_engine> inner, fault_config config)
   : inner_(std::move(inner)), config_(config), random_(config.seed),
-    crash_handler_(exit_after_simulated_crash) {
+    bad_reads_(config.bad_reads), crash_handler_(exit_after_simulated_crash) {
   if (!config_.journal_path.empty())
     load_journal();
 }
@@ -261,6 +261,26 @@ std::size_t fault_engine::read(int fd, void* data, std::size_t length, std::uint
   throw_if_crashed("read");
   std::size_t done = inner_->read(fd, data, length, offset);
   sync_failure_.check_readable([&] { return inner_->path_of(fd); });
+  const std::optional<bad_read> bad = bad_reads_.on_read(tracked_path(fd), offset, length);
+  if (!bad)
+    return done;
+  auto* bytes = static_cast<unsigned char*>(data);
+  switch (bad->kind) {
+    case read_fault::zeros: // a stale cached page: the caller cannot tell
+      std::fill(bytes + (bad->begin - offset), bytes + (bad->end - offset), 0);
+      return done;
+    case read_fault::short_read:
+      std::fill(bytes + (bad->begin - offset), bytes + length, 0);
+      return std::min<std::size_t>(done, bad->begin - offset);
+    case read_fault::error:
+      throw io_error("pread of " + std::to_string(length) + " bytes at offset " +
+                       std::to_string(offset) + " in '" + inner_->path_of(fd) +
+                       "' failed: injected EIO (bad read " +
+                       std::to_string(bad_reads_.faulted()) + ")",
+                     EIO);
+    case read_fault::none:
+      break;
+  }
   return done;
 }
 
@@ -313,7 +333,12 @@ void fault_engine::sync(int fd, sync_kind) {
     sync_failure_.record(error.what());
     throw error;
   }
-  if (!path.empty()) forget_path(path);
+  if (!path.empty()) {
+    for (const unsynced_write& w : unsynced_)
+      if (w.path == path)
+        bad_reads_.synced(path, w.offset, w.offset + w.after.size());
+    forget_path(path);
+  }
 }
 
 void fault_engine::write_back(int, std::uint64_t, std::uint64_t, bool) {
@@ -331,6 +356,15 @@ void fault_engine::will_need(int fd, std::uint64_t offset, std::uint64_t length)
   // block while it submits the read-ahead, and every other call here would wait for it.
   // A hint for an fd closed meanwhile changes nothing that matters.
   inner_->will_need(fd, offset, length);
+}
+
+void fault_engine::forget_cached(int fd, std::uint64_t offset, std::uint64_t length) {
+  {
+    std::lock_guard lock(mutex_);
+    if (crashed_)
+      return;
+  }
+  inner_->forget_cached(fd, offset, length); // a hint, like will_need: outside the lock
 }
 
 std::uint64_t fault_engine::file_size(int fd) {
@@ -358,6 +392,8 @@ void fault_engine::rename(const std::string& from, const std::string& to) {
   throw_if_crashed("rename");
   inner_->rename(from, to);
   if (from == to) return;
+  bad_reads_.forget(from);
+  bad_reads_.forget(to);
   forget_path(to); // the file `to` named is gone
   for (auto& [fd, path] : paths_)
     if (path == to) path.clear();
@@ -372,6 +408,7 @@ void fault_engine::unlink(const std::string& path) {
   throw_if_crashed("unlink");
   inner_->unlink(path);
   forget_path(path);
+  bad_reads_.forget(path);
   for (auto& [fd, fd_path] : paths_)
     if (fd_path == path) fd_path.clear();
 }
@@ -479,6 +516,11 @@ void fault_engine::drop_unsynced_locked(const std::string& path) {
   }
   if (fd >= 0) inner_->close_file(fd);
   forget_path(path);
+}
+
+std::uint64_t fault_engine::reads_faulted() const {
+  std::lock_guard lock(mutex_);
+  return bad_reads_.faulted();
 }
 
 void fault_engine::fail_syncs_from_now() {

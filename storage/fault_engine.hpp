@@ -29,9 +29,13 @@
 //    failed to write back (fsyncgate): the W3 test double. From then on every read
 //    throws (sync_failure_latch.hpp), as it does in the real engines; the drop and the
 //    latch happen under one lock, so no read sees the dropped state.
+//  - With bad_reads, reads of bytes just written and synced go bad as read_fault_plan.hpp
+//    describes (stale zeros, a short read, EIO) — a file system whose cache returns old
+//    bytes. Writes and durability are unaffected: the file holds the right bytes.
 #pragma once
 
 #include "storage/io_engine.hpp"
+#include "storage/read_fault_plan.hpp"
 #include "storage/sync_failure_latch.hpp"
 
 #include <functional>
@@ -53,6 +57,7 @@ struct fault_config {
   std::string fail_sync_match;       // if set, only syncs of paths containing it count and fail
   bool tear_every_write = false;     // torn mode: every unsynced write that can tear does
   std::string journal_path;          // if set, unsynced writes are kept there across runs
+  read_fault_config bad_reads;       // reads of freshly synced bytes that go bad
 };
 
 /// What a simulated power loss did, for tests and the crash report.
@@ -80,6 +85,7 @@ public:
   void sync(int fd, sync_kind kind) override;
   void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) override;
   void will_need(int fd, std::uint64_t offset, std::uint64_t length) override;
+  void forget_cached(int fd, std::uint64_t offset, std::uint64_t length) override;
   std::uint64_t file_size(int fd) override;
   void truncate(int fd, std::uint64_t length) override;
   void rename(const std::string& from, const std::string& to) override;
@@ -96,6 +102,8 @@ public:
   void on_crash(std::function<void(const power_loss_report&)> handler);
 
   std::uint64_t writes_issued() const;
+  /// Reads that config.bad_reads made go bad so far.
+  std::uint64_t reads_faulted() const;
 
   /// From now on every sync fails with EIO (as fail_sync_after would from the next one).
   void fail_syncs_from_now();
@@ -130,6 +138,7 @@ private:
   std::uint64_t syncs_issued_ = 0;
   bool crashed_ = false;
   sync_failure_latch sync_failure_;
+  read_fault_plan bad_reads_;
   std::function<void(const power_loss_report&)> crash_handler_;
 };
 

@@ -73,6 +73,10 @@ public:
   /// reading it into its page cache and this returns without waiting for it. It changes no
   /// data and no durability, and an engine may ignore it (this default does).
   virtual void will_need(int /*fd*/, std::uint64_t /*offset*/, std::uint64_t /*length*/) {}
+  /// Drops the kernel's cached copy of the range (posix_fadvise DONTNEED), so that the
+  /// next read asks the file system again — for a re-read of bytes that read back wrong.
+  /// Like will_need a hint: it changes no data and no durability (dirty pages stay).
+  virtual void forget_cached(int /*fd*/, std::uint64_t /*offset*/, std::uint64_t /*length*/) {}
 
   /// Current size of the file in bytes.
   virtual std::uint64_t file_size(int fd) = 0;

@@ -123,6 +123,12 @@ void posix_engine::will_need(int fd, std::uint64_t offset, std::uint64_t length)
                         POSIX_FADV_WILLNEED);
 }
 
+void posix_engine::forget_cached(int fd, std::uint64_t offset, std::uint64_t length) {
+  // A hint too: a failure leaves the cached copy, and the re-read shows whether it was right.
+  (void)::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(length),
+                        POSIX_FADV_DONTNEED);
+}
+
 // ---- metadata ----
 
 int posix_engine::open_file(const std::string& path, bool create) {

@@ -31,6 +31,7 @@ public:
   void sync(int fd, sync_kind kind) override;
   void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) override;
   void will_need(int fd, std::uint64_t offset, std::uint64_t length) override;
+  void forget_cached(int fd, std::uint64_t offset, std::uint64_t length) override;
   int open_file(const std::string& path, bool create) override;
   void close_file(int fd) override;
   std::uint64_t file_size(int fd) override;

@@ -9,6 +9,9 @@
 //  - Reads go through a read-ahead window (one large read serves many records, which are
 //    decoded in place); bytes past the end of a short file read as zeros, a missing segment
 //    ends the readable WAL.
+//  - Following, a record that fails while all its bytes are below the arrived end is read
+//    again from the file system (max_rereads times) and then is a data_error: such WAL
+//    was fsynced on arrival, so a following reader ends only where the stream ended.
 //  - find_corruption() reports only a record that is valid in itself, sits beyond end_lsn,
 //    and proves (durable_lsn > end_lsn) that the bytes at end_lsn had been fsynced.
 #include "storage/wal_reader.hpp"
@@ -43,9 +46,10 @@ wal_reader::wal_reader(io_engine& io, std::string wal_dir, std::uint64_t segment
 
 wal_reader::~wal_reader() = default;
 
-void wal_reader::follow(wal_arrival* arrival) {
+void wal_reader::follow(wal_arrival* arrival, std::atomic<std::uint64_t>* rereads) {
   arrival_ = arrival;
   arrived_ = position_;
+  rereads_ = rereads;
 }
 
 // ---- sequential reading -------------------------------------------------------------------
@@ -54,7 +58,10 @@ const record_view* wal_reader::next() {
   if (ended_)
     return nullptr;
   std::string why;
-  if (!try_record_at(position_, have_previous_ ? last_record_lsn_ : no_prev_check, &why)) {
+  const bool read = arrival_ != nullptr
+                      ? read_record_following(&why)
+                      : try_record_at(position_, have_previous_ ? last_record_lsn_ : no_prev_check, &why);
+  if (!read) {
     ended_ = true;
     end_description_ = "record at " + format_lsn(position_) + ": " + why;
     return nullptr;
@@ -64,6 +71,41 @@ const record_view* wal_reader::next() {
   position_ += aligned_record_size(view_.header.total_length);
   end_lsn_ = position_;
   return &view_;
+}
+
+// A record that failed where WAL had arrived (and so had been fsynced) is read again with
+// nothing of the earlier read kept; only a record cut off by the stream's end ends it.
+bool wal_reader::read_record_following(std::string* why) {
+  const lsn_t expected_prev = have_previous_ ? last_record_lsn_ : no_prev_check;
+  for (int rereads = 0;; ++rereads) {
+    beyond_arrival_ = false;
+    try {
+      if (try_record_at(position_, expected_prev, why))
+        return true;
+    } catch (const io_error& error) {
+      if (error.fsync_failed())
+        throw; // W3: what the file holds may be older than what was written
+      *why = error.what();
+    }
+    if (beyond_arrival_)
+      return false; // the stream ended inside this record: it never wholly arrived
+    if (rereads == max_rereads)
+      throw data_error("the WAL record at " + format_lsn(position_) + " in " +
+                       segment_path(segment_start(position_)) + " cannot be read back (" +
+                       *why + ", " + std::to_string(max_rereads + 1) +
+                       " reads) though WAL through " + format_lsn(arrived_) +
+                       " was fsynced here; redo stops at " + format_lsn(position_));
+    forget_read_bytes();
+    if (rereads_ != nullptr)
+      rereads_->fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// The next read of the bytes from position_ to the arrived end goes to the file system.
+void wal_reader::forget_read_bytes() {
+  window_length_ = 0;
+  const std::uint64_t length = std::min<std::uint64_t>(window_.size(), arrived_ - position_);
+  segments_.forget_cached(position_, static_cast<std::size_t>(length));
 }
 
 const record_view* wal_reader::read_at(lsn_t lsn) {
@@ -166,8 +208,10 @@ void wal_reader::fill_window(lsn_t lsn) {
 // Following: waits until WAL below `end` has arrived; false once the stream ended short.
 bool wal_reader::arrived(lsn_t end) {
   while (end > arrived_) {
-    if (stream_ended_)
+    if (stream_ended_) {
+      beyond_arrival_ = true;
       return false;
+    }
     lsn_t now = arrival_->wait_beyond(arrived_);
     if (now <= arrived_)
       stream_ended_ = true;

@@ -8,7 +8,12 @@
 //
 // Following WAL that is still arriving (a standby): with follow(), a read that reaches
 // past what has arrived waits for more instead of ending; the reader ends only where the
-// stream ended (the standby is promoted or stops), at the last complete record.
+// stream ended (the standby is promoted or stops), at the last complete record. WAL that
+// arrived was fsynced there, so a record below that point that fails to read (zeros, a
+// short read, a bad checksum, a read error) is never its end: the reader reads it again
+// from the file system (a fresh descriptor, the kernel's cached copy dropped), up to
+// max_rereads times, and then throws data_error naming the record's LSN — it never ends
+// silently short of WAL that arrived.
 //
 // A torn or lost tail is normal after a crash. Corruption of WAL that had been durable is
 // not: find_corruption() scans on from the end for records that are valid in themselves
@@ -21,6 +26,7 @@
 #include "storage/wal_record.hpp"
 #include "storage/wal_segment_reader.hpp"
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,8 +66,16 @@ public:
   const std::string& end_description() const { return end_description_; }
 
   /// Reads only WAL that `arrival` says has arrived, waiting for more at its end (set
-  /// before the first next()).
-  void follow(wal_arrival* arrival);
+  /// before the first next()). Each re-read of a record that failed below the arrived
+  /// end is counted in `rereads` when given.
+  void follow(wal_arrival* arrival, std::atomic<std::uint64_t>* rereads = nullptr);
+  /// How often a following reader reads a failed record again before it gives up.
+  static constexpr int max_rereads = 3;
+
+  /// After next() returned nullptr: whether the reader ended because the record at
+  /// end_lsn() runs past the end of a followed stream (a record cut off where WAL stopped
+  /// arriving), rather than at a record that failed to read.
+  bool ended_at_stream_end() const { return ended_ && beyond_arrival_; }
 
   /// Call after next() returned nullptr.
   std::optional<wal_corruption> find_corruption();
@@ -74,6 +88,8 @@ private:
   static constexpr lsn_t no_prev_check = ~lsn_t{0};
 
   bool try_record_at(lsn_t lsn, lsn_t expected_prev, std::string* why);
+  bool read_record_following(std::string* why);
+  void forget_read_bytes();
   const unsigned char* bytes_at(lsn_t lsn, std::size_t length);
   bool in_window(lsn_t lsn, std::size_t length) const;
   void fill_window(lsn_t lsn);
@@ -89,6 +105,8 @@ private:
   wal_arrival* arrival_ = nullptr;
   lsn_t arrived_ = ~lsn_t{0}; // WAL below this may be read
   bool stream_ended_ = false;
+  bool beyond_arrival_ = false; // the last record tried needed bytes past the stream's end
+  std::atomic<std::uint64_t>* rereads_ = nullptr;
   std::size_t page_size_;
   lsn_t position_;
   lsn_t end_lsn_ = 0;

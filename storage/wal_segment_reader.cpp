@@ -20,6 +20,19 @@ void wal_segment_reader::forget() {
   segment_ = cached_segment{};
 }
 
+void wal_segment_reader::forget_cached(lsn_t lsn, std::size_t length) {
+  for (lsn_t at = lsn; at < lsn + length;) {
+    lsn_t start = segment_start(at);
+    std::uint64_t piece = std::min<std::uint64_t>(lsn + length - at, start + segment_size_ - at);
+    int fd = segment_fd(start);
+    if (fd < 0)
+      break;
+    io_.forget_cached(fd, at - start, piece);
+    at += piece;
+  }
+  forget();
+}
+
 std::size_t wal_segment_reader::read(lsn_t lsn, unsigned char* out, std::size_t length) {
   if (!cache_)
     forget();

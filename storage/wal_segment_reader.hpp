@@ -31,6 +31,9 @@ public:
   std::size_t read(lsn_t lsn, unsigned char* out, std::size_t length);
   /// Closes the cached descriptor (the next read re-opens its segment).
   void forget();
+  /// Drops the kernel's cached copy of the WAL bytes [lsn, lsn + length) and the cached
+  /// descriptor: the next read of them asks the file system afresh.
+  void forget_cached(lsn_t lsn, std::size_t length);
 
   std::string segment_path(lsn_t segment_start) const;
   lsn_t segment_start(lsn_t lsn) const { return lsn - lsn % segment_size_; }

@@ -5,7 +5,8 @@ namespace tidemark::tools {
 
 const std::set<std::string> fault_flags = {"--crash-after-writes", "--crash-mode", "--seed",
                                            "--fail-fsync-after", "--fail-fsync-match",
-                                           "--fault-journal"};
+                                           "--fault-journal", "--bad-read-after", "--bad-read",
+                                           "--bad-read-match", "--bad-read-repeats"};
 
 std::set<std::string> with_fault_flags(std::set<std::string> flags) {
   flags.insert(fault_flags.begin(), fault_flags.end());
@@ -17,8 +18,11 @@ std::optional<fault_injection> faults_of(const cli_args& args) {
     throw config_error("--crash-mode goes with --crash-after-writes");
   if (args.has("--fail-fsync-match") && !args.has("--fail-fsync-after"))
     throw config_error("--fail-fsync-match goes with --fail-fsync-after");
+  for (const char* flag : {"--bad-read", "--bad-read-match", "--bad-read-repeats"})
+    if (args.has(flag) && !args.has("--bad-read-after"))
+      throw config_error(std::string(flag) + " goes with --bad-read-after");
   if (!args.has("--crash-after-writes") && !args.has("--fail-fsync-after") &&
-      !args.has("--fault-journal"))
+      !args.has("--fault-journal") && !args.has("--bad-read-after"))
     return std::nullopt;
   fault_injection faults;
   faults.crash_after_writes = args.count("--crash-after-writes", 0, 1, 1ull << 50);
@@ -35,6 +39,19 @@ std::optional<fault_injection> faults_of(const cli_args& args) {
     throw config_error("--crash-mode must be lose-unsynced, torn or process, got \"" + mode + "\"");
   faults.seed = args.count("--seed", 1, 0, ~0ull >> 12);
   faults.journal_path = args.text("--fault-journal");
+  faults.bad_read_after = args.count("--bad-read-after", 0, 1, 1ull << 50);
+  std::string bad = args.text("--bad-read", "zeros");
+  if (bad == "zeros")
+    faults.bad_read = read_fault::zeros;
+  else if (bad == "short")
+    faults.bad_read = read_fault::short_read;
+  else if (bad == "error")
+    faults.bad_read = read_fault::error;
+  else
+    throw config_error("--bad-read must be zeros, short or error, got \"" + bad + "\"");
+  faults.bad_read_match = args.text("--bad-read-match", "/wal/");
+  faults.bad_read_repeats =
+    static_cast<std::uint32_t>(args.count("--bad-read-repeats", 1, 0, 1ull << 31));
   return faults;
 }
 

@@ -7,6 +7,8 @@
 
 #include <tidemark/database.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <poll.h>
@@ -43,6 +45,7 @@ workload::json_object status_json(const standby_status& s, double records_per_se
   r.set("connected", s.connected);
   r.set("primary", s.primary);
   r.set("error", s.error);
+  r.set("failed", s.failed);
   r.set("primary_flushed", s.primary_flushed);
   r.set("received", s.received);
   r.set("flushed", s.flushed);
@@ -60,7 +63,18 @@ workload::json_object status_json(const standby_status& s, double records_per_se
   r.set("pages_read", s.pages_read);
   r.set("pages_prefetched", s.prefetched);
   r.set("prefetch_hits", s.prefetch_hits);
+  r.set("wal_rereads", s.wal_rereads);
   return r;
+}
+
+// Whether a process holds the data directory (its exclusive lock on tidemark.lock).
+bool directory_locked(const std::string& dir) {
+  int fd = ::open((dir + "/tidemark.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+  ::close(fd);
+  return held;
 }
 
 // SIGINT/SIGTERM end the standby's wait through this pipe.
@@ -160,7 +174,7 @@ int cmd_standby(int argc, char** argv) {
   auto last = std::chrono::steady_clock::now();
   std::uint64_t last_records = 0;
   workload::json_object r;
-  bool promote = false;
+  bool promote = false, failed = false;
   for (;;) {
     int event = watch.wait(promote_signal, interval);
     if (event < 0)
@@ -173,6 +187,9 @@ int cmd_standby(int argc, char** argv) {
       } catch (const usage_error& e) { // not consistent yet: stay a standby
         ::unlink((dir + "/" + promote_signal).c_str());
         std::fprintf(stderr, "standby: cannot promote yet: %s\n", e.what());
+      } catch (const data_error& e) { // redo did not replay all it fsynced: it stopped
+        ::unlink((dir + "/" + promote_signal).c_str());
+        std::fprintf(stderr, "standby: %s\n", e.what());
       }
     }
     auto now = std::chrono::steady_clock::now();
@@ -195,6 +212,19 @@ int cmd_standby(int argc, char** argv) {
                  s.error.c_str());
     if (args.has("--json"))
       r.write_file(args.text("--json"));
+    if (s.failed) { // redo stopped: nothing more is replayed or confirmed; say so and stop
+      std::fprintf(stderr, "standby: stopped: %s\n", s.error.c_str());
+      failed = true;
+      break;
+    }
+  }
+  if (failed) {
+    try {
+      db->close();
+    } catch (const std::exception&) { // the same failure, already reported
+    }
+    std::printf("%s\n", r.render().c_str());
+    return exit_failure;
   }
   if (promote) {
     ::unlink((dir + "/" + promote_signal).c_str());
@@ -236,13 +266,23 @@ int cmd_promote(int argc, char** argv) {
     return exit_ok;
   }
   directory_watch watch(dir, true);
-  std::string signal_path = dir + "/" + promote_signal;
+  const std::string signal_path = dir + "/" + promote_signal;
   FILE* f = std::fopen(signal_path.c_str(), "w");
   if (f == nullptr)
     throw io_error("cannot create " + signal_path + ": " + std::strerror(errno), errno);
   std::fclose(f);
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (exists(dir + "/" + standby_conf)) {
+  for (;;) {
+    const bool running = directory_locked(dir); // first: a promotion removes standby.conf
+    if (!exists(dir + "/" + standby_conf))      // before its process lets the lock go
+      break;
+    if (!running) {
+      ::unlink(signal_path.c_str());
+      std::fprintf(stderr, "promote: the standby running in %s stopped without promoting (its "
+                   "log says why); with no standby running, promote -D %s promotes the "
+                   "directory itself, reading its WAL afresh\n", dir.c_str(), dir.c_str());
+      return exit_failure;
+    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       std::fprintf(stderr, "promote: the standby running in %s did not promote within %.0f s "

@@ -50,9 +50,14 @@ const char* usage_text =
   "FAULTS (run on the fault-injecting I/O engine, for crash tests):\n"
   "  [--crash-after-writes N [--crash-mode lose-unsynced|torn|process] [--seed N]]\n"
   "  [--fail-fsync-after N [--fail-fsync-match PATH-PART]] [--fault-journal FILE]\n"
+  "  [--bad-read-after N [--bad-read zeros|short|error] [--bad-read-repeats N]\n"
+  "   [--bad-read-match PATH-PART]]\n"
   "  process: the N-th write ends the process with every write in place (as kill -9);\n"
   "  --fault-journal keeps the writes not yet fsynced across runs, so that a later\n"
-  "  simulated power loss loses or tears them too.\n";
+  "  simulated power loss loses or tears them too.\n"
+  "  --bad-read-after: the N-th read of bytes this run wrote and fsynced, in files whose\n"
+  "  path contains PATH-PART (default /wal/), and the next N-1 reads of them (0: every\n"
+  "  later one; default 1) read zeros, end short or fail with EIO (a stale cache).\n";
 
 constexpr const char* workload_file_name = "workload.conf";
 

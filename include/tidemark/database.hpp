@@ -84,7 +84,12 @@ struct power_loss_report {
 struct standby_status {
   bool connected = false;     // streaming from its primary now
   std::string primary;        // HOST:PORT
-  std::string error;          // why it is not streaming, when it is not
+  std::string error;          // why it is not streaming, when it is not; why it stopped
+  /// The standby stopped after a failure (error says why and where redo stopped, e.g. WAL
+  /// fsynced here that could not be read back): it neither replays nor confirms WAL to its
+  /// primary, and promote() refuses. Close it and open it again (or promote it offline):
+  /// redo then reads its WAL afresh.
+  bool failed = false;
   std::uint64_t primary_flushed = 0; // durable on the primary, as it last said
   std::uint64_t received = 0;        // written here
   std::uint64_t flushed = 0;         // ... and fsynced here
@@ -93,6 +98,7 @@ struct standby_status {
   std::uint64_t records = 0;         // replayed since this open
   std::uint64_t restartpoints = 0;   // made since this open
   std::uint64_t restart_redo = 0;    // a restart replays from here (its last restartpoint)
+  std::uint64_t wal_rereads = 0;     // records redo read again after a bad read of its WAL
   double seconds_behind = 0;  // since the primary last answered, while replay is behind it
   std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0; // by replay
 };

@@ -28,6 +28,14 @@ enum class crash_mode {
   process,       // the process ends with every write in place (as kill -9)
 };
 
+/// Test hook: how a bad read of freshly fsynced bytes looks (fault_injection::bad_read).
+enum class read_fault {
+  none,
+  zeros,      // the bytes read as zeros and the read looks complete (a stale cached page)
+  short_read, // the read ends early, the rest zero-filled (as at end of file)
+  error,      // the read fails with EIO
+};
+
 struct fault_injection {
   std::uint64_t crash_after_writes = 0; // the N-th write crashes (0: never); the process
                                         // exits with status 3 after the simulated loss
@@ -37,6 +45,15 @@ struct fault_injection {
   std::uint64_t fail_fsync_after = 0;   // the N-th fsync fails with EIO (0: never)
   std::string fail_fsync_match;         // ... counting only files whose path contains this
   std::string journal_path;             // keep unsynced writes across runs in this file
+  /// Bad reads of bytes this run wrote and fsynced (a standby's received WAL, when
+  /// bad_read_match is "/wal/"): counting only reads of such bytes in files whose path
+  /// contains bad_read_match, the bad_read_after-th one (0: none) and the next
+  /// bad_read_repeats - 1 reads of the same bytes (0: every later one) go bad as bad_read
+  /// says; later reads return the file's bytes. The files themselves are not changed.
+  read_fault bad_read = read_fault::none;
+  std::uint64_t bad_read_after = 0;
+  std::string bad_read_match;
+  std::uint32_t bad_read_repeats = 1;
 };
 
 /// The checkpointer's progress, as it goes.

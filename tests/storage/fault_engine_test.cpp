@@ -479,3 +479,105 @@ TEST_CASE("fault_engine: a malformed journal is refused, naming it") {
   CHECK_THROWS_WITH_AS(make_fault_engine(restart_with(journal, 1)),
                        doctest::Contains("journal"), io_error);
 }
+
+// ---- bad reads of freshly synced bytes (read_fault_plan.hpp) ------------------------------
+
+namespace {
+
+struct synced_file {
+  std::unique_ptr<fault_engine> io;
+  int fd = -1;
+  byte_vector bytes; // what the file holds: two synced pages, then one unsynced
+};
+
+synced_file file_with_fresh_bytes(const test::temp_dir& dir, read_fault kind,
+                                  std::uint64_t after, std::uint32_t repeats,
+                                  std::string match = "") {
+  fault_config config = config_for(crash_mode::lose_unsynced, 1);
+  config.bad_reads = {kind, after, std::move(match), repeats};
+  synced_file f{make_fault_engine(config), -1, test::random_bytes(3 * page, 70)};
+  f.fd = f.io->open_file(dir.file("wal"), true);
+  f.io->write(f.fd, f.bytes.data(), 2 * page, 0);
+  f.io->sync(f.fd, sync_kind::data);
+  f.io->write(f.fd, f.bytes.data() + 2 * page, page, 2 * page);
+  return f;
+}
+
+bool reads_back(synced_file& f, std::uint64_t offset, std::size_t length) {
+  byte_vector out(length);
+  return f.io->read(f.fd, out.data(), length, offset) == length &&
+         same_range(out, byte_vector(f.bytes.begin() + offset, f.bytes.begin() + offset + length),
+                    0, length);
+}
+
+} // namespace
+
+TEST_CASE("fault_engine: only reads of bytes written and synced count towards a bad read") {
+  test::temp_dir dir;
+  synced_file f = file_with_fresh_bytes(dir, read_fault::zeros, 2, 1);
+  CHECK(reads_back(f, 2 * page, page)); // unsynced bytes: not counted
+  CHECK(reads_back(f, 0, page));        // the first counted read
+  byte_vector out(page);
+  CHECK(f.io->read(f.fd, out.data(), page, page / 2) == page); // the second: it goes bad
+  CHECK(std::all_of(out.begin(), out.end(), [](unsigned char b) { return b == 0; }));
+  CHECK(f.io->reads_faulted() == 1);
+  CHECK(reads_back(f, page / 2, page)); // repeats = 1: the next read of those bytes heals
+  CHECK(disk_contents(dir.file("wal")) == f.bytes); // the file itself is untouched
+  f.io->close_file(f.fd);
+}
+
+TEST_CASE("fault_engine: a bad read repeats on the bad range only, as often as configured") {
+  test::temp_dir dir;
+  synced_file f = file_with_fresh_bytes(dir, read_fault::zeros, 1, 3);
+  byte_vector out(page);
+  f.io->read(f.fd, out.data(), page / 2, 0); // bad range [0, page / 2)
+  CHECK(reads_back(f, page, page));          // outside it: untouched, not counted
+  f.io->read(f.fd, out.data(), page, 0);     // overlaps: only the bad range reads zeros
+  CHECK(std::all_of(out.begin(), out.begin() + page / 2, [](unsigned char b) { return b == 0; }));
+  CHECK(same_range(out, byte_vector(f.bytes.begin(), f.bytes.begin() + page), page / 2, page));
+  f.io->read(f.fd, out.data(), page, 0);
+  CHECK(f.io->reads_faulted() == 3);
+  CHECK(reads_back(f, 0, page));
+  f.io->close_file(f.fd);
+
+  synced_file forever = file_with_fresh_bytes(dir, read_fault::zeros, 1, 0);
+  for (int i = 0; i < 10; ++i)
+    CHECK_FALSE(reads_back(forever, 0, page));
+  CHECK(forever.io->reads_faulted() == 10);
+  forever.io->close_file(forever.fd);
+}
+
+TEST_CASE("fault_engine: a short bad read ends where the bad range begins, an error read fails") {
+  test::temp_dir dir;
+  synced_file f = file_with_fresh_bytes(dir, read_fault::short_read, 1, 1);
+  byte_vector out(2 * page, 0xAB);
+  CHECK(f.io->read(f.fd, out.data(), 2 * page, 0) == 0); // the bad range is the whole read
+  CHECK(std::all_of(out.begin(), out.end(), [](unsigned char b) { return b == 0; }));
+  CHECK(reads_back(f, 0, 2 * page));
+  f.io->close_file(f.fd);
+
+  synced_file e = file_with_fresh_bytes(dir, read_fault::error, 1, 1);
+  try {
+    e.io->read(e.fd, out.data(), page, 0);
+    FAIL("the read did not fail");
+  } catch (const io_error& error) {
+    CHECK(error.error_number() == EIO);
+    CHECK_FALSE(error.fsync_failed());
+  }
+  CHECK(reads_back(e, 0, page));
+  e.io->close_file(e.fd);
+}
+
+TEST_CASE("fault_engine: bad reads count only matching paths and forget renamed files") {
+  test::temp_dir dir;
+  synced_file f = file_with_fresh_bytes(dir, read_fault::zeros, 1, 0, "/elsewhere/");
+  CHECK(reads_back(f, 0, page));
+  CHECK(f.io->reads_faulted() == 0);
+  f.io->close_file(f.fd);
+
+  synced_file renamed = file_with_fresh_bytes(dir, read_fault::zeros, 1, 0);
+  renamed.io->rename(dir.file("wal"), dir.file("recycled"));
+  CHECK(reads_back(renamed, 0, page)); // no longer the bytes just written and synced
+  CHECK(renamed.io->reads_faulted() == 0);
+  renamed.io->close_file(renamed.fd);
+}

@@ -2,6 +2,8 @@
 //  - received_wal: the standby's durable-arrival position (flushed_to, end, wait_beyond);
 //  - wal_reader::follow(): reading WAL only as far as it arrived, waiting at its end
 //    (also when the limit falls inside a record), and ending where the stream ended;
+//    reading again WAL that arrived but read back wrong (zeros, short, EIO), and throwing
+//    rather than ending short of it when it stays wrong;
 //  - wal_log::append_received() and restart_at(): a byte-exact copy of a primary's WAL
 //    received in odd-sized chunks, the gap check, and continuing the copy after its last
 //    complete record (promotion) without stale bytes of a partly received record;
@@ -17,6 +19,7 @@
 
 #include "storage/control_file.hpp"
 #include "storage/crc32c.hpp"
+#include "storage/fault_engine.hpp"
 #include "storage/position_waiters.hpp"
 #include "storage/received_wal.hpp"
 #include "storage/wal_segment_reader.hpp"
@@ -346,6 +349,7 @@ TEST_CASE("replication storage: a following reader returns what arrived, waits, 
   CHECK(run.end_description.find("end of the WAL that arrived") != std::string::npos);
   CHECK(reader.next() == nullptr); // stays ended
   CHECK(reader.end_lsn() == records.end());
+  CHECK(reader.ended_at_stream_end());
 }
 
 TEST_CASE("replication storage: a following reader does not return a record that arrived only in part") {
@@ -397,6 +401,83 @@ TEST_CASE("replication storage: a following reader does not return a record that
   CHECK(short_reader.end_lsn() == records.starts[k]);
   CHECK(short_reader.end_description() ==
         "record at " + format_lsn(records.starts[k]) + ": end of the WAL that arrived");
+  CHECK(short_reader.ended_at_stream_end());
+}
+
+// WAL written and fsynced through a fault engine whose first read of those bytes goes bad
+// `repeats` times (0: for good), read back by a following reader whose stream has ended.
+struct bad_read_run {
+  std::size_t records_read = 0, records_written = 0;
+  lsn_t end_lsn = 0, start = 0;
+  bool ended_at_stream_end = false;
+  std::uint64_t rereads = 0;
+  std::string error; // the data_error the reader threw
+};
+
+bad_read_run follow_through_bad_reads(read_fault kind, std::uint32_t repeats) {
+  temp_dir dir;
+  fault_config config;
+  config.bad_reads = {kind, 1, "", repeats};
+  fault_engine io(make_io_engine(io_method::sync), config);
+  wal_log wal(io, small_options(dir.path()), primary_start, 0);
+  primary_records records = write_primary(wal, 40);
+  received_wal arrival(records.end());
+  arrival.end();
+  std::atomic<std::uint64_t> rereads{0};
+  wal_reader reader(io, dir.path(), small_segment, page_size, primary_start);
+  reader.follow(&arrival, &rereads);
+  bad_read_run run;
+  run.records_written = records.starts.size();
+  run.start = primary_start;
+  try {
+    while (const record_view* record = reader.next()) {
+      CHECK(main_data_matches(*record));
+      ++run.records_read;
+    }
+    run.end_lsn = reader.end_lsn();
+    run.ended_at_stream_end = reader.ended_at_stream_end();
+    CHECK(run.end_lsn == records.end());
+  } catch (const tidemark::data_error& error) {
+    run.error = error.what();
+  }
+  run.rereads = rereads.load();
+  CHECK(io.reads_faulted() >= 1);
+  return run;
+}
+
+TEST_CASE("replication storage: a following reader reads again WAL that arrived and read back wrong") {
+  for (read_fault kind : {read_fault::zeros, read_fault::short_read, read_fault::error}) {
+    CAPTURE(static_cast<int>(kind));
+    bad_read_run run = follow_through_bad_reads(kind, wal_reader::max_rereads);
+    CHECK(run.error.empty());
+    CHECK(run.records_read == run.records_written);
+    CHECK(run.ended_at_stream_end);
+    CHECK(run.rereads == wal_reader::max_rereads);
+  }
+}
+
+TEST_CASE("replication storage: a following reader never ends silently short of WAL that arrived") {
+  for (read_fault kind : {read_fault::zeros, read_fault::short_read, read_fault::error}) {
+    CAPTURE(static_cast<int>(kind));
+    bad_read_run run = follow_through_bad_reads(kind, 0); // every read of those bytes is bad
+    CHECK(run.records_read == 0);
+    CHECK(run.rereads == wal_reader::max_rereads);
+    CHECK(run.error.find("WAL record at " + format_lsn(run.start) + " in ") != std::string::npos);
+    CHECK(run.error.find("cannot be read back") != std::string::npos);
+  }
+
+  // Crash recovery's reader (not following) takes the same zeros for the end of its WAL,
+  // as after a crash it must: there, the end-of-WAL proofs (find_corruption) judge it.
+  temp_dir dir;
+  fault_config config;
+  config.bad_reads = {read_fault::zeros, 1, "", 0};
+  fault_engine io(make_io_engine(io_method::sync), config);
+  wal_log wal(io, small_options(dir.path()), primary_start, 0);
+  write_primary(wal, 10);
+  wal_reader reader(io, dir.path(), small_segment, page_size, primary_start);
+  CHECK(reader.next() == nullptr);
+  CHECK(reader.end_description().find("zero record length") != std::string::npos);
+  CHECK_FALSE(reader.ended_at_stream_end());
 }
 
 TEST_CASE("replication storage: a following reader reads a standby's log as it is received") {
