@@ -142,7 +142,7 @@ struct context {
     std::atomic<storage::lsn_t> replayed{0};         // applied by redo
     std::atomic<std::uint64_t> records{0};           // replayed
     std::atomic<storage::lsn_t> restart_redo{0};     // where a restart would replay from
-    std::atomic<std::uint64_t> wal_rereads{0};       // records redo read again (wal_reader)
+    std::atomic<std::uint64_t> wal_rereads{0};       // WAL redo or its prefetch read again
     mutable std::mutex mutex;
     std::string error; // why streaming stopped or cannot start (guarded by mutex)
   } standby;

@@ -278,6 +278,8 @@ bool database::is_standby() const { return impl_->db->is_standby(); }
 
 standby_status database::standby() const { return impl_->db->standby(); }
 
+std::string database::replication_address() const { return impl_->db->replication_address(); }
+
 std::vector<standby_info> database::standbys() const {
   impl_->check_open("standbys");
   std::vector<standby_info> out;

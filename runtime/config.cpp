@@ -95,7 +95,7 @@ std::chrono::milliseconds parse_time(const std::string& key, const std::string& 
 
 } // namespace
 
-endpoint parse_endpoint(const std::string& what, const std::string& text) {
+endpoint parse_endpoint(const std::string& what, const std::string& text, bool any_port) {
   auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
     throw config_error("invalid value for " + what + ": \"" + text + "\" (expected HOST:PORT)");
@@ -104,9 +104,10 @@ endpoint parse_endpoint(const std::string& what, const std::string& text) {
   std::string port = text.substr(colon + 1);
   char* end = nullptr;
   unsigned long number = std::strtoul(port.c_str(), &end, 10);
-  if (*end != '\0' || number == 0 || number > 65535)
-    throw config_error("invalid value for " + what + ": port \"" + port +
-                       "\" is not a number from 1 to 65535");
+  const unsigned long lowest = any_port ? 0 : 1;
+  if (*end != '\0' || port.empty() || number < lowest || number > 65535)
+    throw config_error("invalid value for " + what + ": port \"" + port + "\" is not a number from " +
+                       std::to_string(lowest) + " to 65535");
   result.port = static_cast<std::uint16_t>(number);
   return result;
 }
@@ -366,11 +367,11 @@ const std::vector<setting_entry>& setting_table() {
     {"replication_listen", false,
      [](settings& s, const std::string& v) {
        if (!v.empty())
-         parse_endpoint("replication_listen", v);
+         parse_endpoint("replication_listen", v, true);
        s.replication_listen = v;
      },
      [](const settings& s) { return s.replication_listen; },
-     "HOST:PORT the WAL sender listens on for standbys and base backups (empty: none)"},
+     "HOST:PORT the WAL sender listens on for standbys and base backups (empty: none; port 0: any free port)"},
     {"max_standby_wal_size", false,
      [](settings& s, const std::string& v) {
        s.max_standby_wal_size = parse_bytes("max_standby_wal_size", v, MiB);

@@ -61,7 +61,8 @@ struct endpoint {
   std::string host;
   std::uint16_t port = 0;
 };
-/// Throws config_error naming `what` when `text` is not HOST:PORT with a port 1..65535.
-endpoint parse_endpoint(const std::string& what, const std::string& text);
+/// Throws config_error naming `what` when `text` is not HOST:PORT with a port 1..65535
+/// (0..65535 with `any_port`: a listener on port 0 gets a free port from the system).
+endpoint parse_endpoint(const std::string& what, const std::string& text, bool any_port = false);
 
 } // namespace tidemark::runtime

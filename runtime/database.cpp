@@ -408,6 +408,7 @@ void database::stop_actors() {
   dw_batcher_ = nullptr;
   checkpoint_watcher_ = nullptr;
   wal_sender_ = nullptr;
+  replication_address_.clear();
 }
 
 void database::close() {

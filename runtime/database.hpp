@@ -149,6 +149,9 @@ public:
   standby_status standby() const;
   /// The primary's view of its standbys (empty without replication_listen).
   std::vector<messages::standby_view> standbys();
+  /// HOST:PORT the WAL sender listens on (the port the system chose for port 0); empty
+  /// when none listens.
+  const std::string& replication_address() const { return replication_address_; }
   bool read_only() const { return read_only_; }
   engine& internals() { return *engine_; }
   caf::actor_system& system() { return *system_; }
@@ -182,6 +185,7 @@ private:
   messages::dw_batcher_actor dw_batcher_;
   messages::checkpoint_observer_actor checkpoint_watcher_;
   messages::wal_sender_actor wal_sender_;
+  std::string replication_address_; // where wal_sender_ is published
   std::vector<storage::standby_slot_record> recorded_slots_; // read at open, for the sender
   // A standby's: its file, the stream redo follows, the receiver, the redo thread.
   std::optional<standby_file> standby_;

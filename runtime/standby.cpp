@@ -45,14 +45,15 @@ void database::start_replication() {
   const std::string& listen = engine_->config.replication_listen;
   if (listen.empty() || wal_sender_)
     return;
-  endpoint where = parse_endpoint("replication_listen", listen);
+  endpoint where = parse_endpoint("replication_listen", listen, true);
   wal_sender_ = actors::spawn_wal_sender(*system_, *engine_, checkpointer_,
                                          std::move(recorded_slots_), detach_io_actors_);
   auto published = system_->middleman().publish(wal_sender_, where.port, where.host.c_str(), true);
   if (!published)
     throw config_error("replication_listen: cannot listen on " + listen + ": " +
                        system_->render(published.error()));
-  engine_->log("LOG:  WAL sender listening on " + listen);
+  replication_address_ = where.host + ":" + std::to_string(*published);
+  engine_->log("LOG:  WAL sender listening on " + replication_address_);
 }
 
 void database::start_standby(const open_options& options) {

@@ -238,7 +238,8 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
     prefetcher = std::make_unique<storage::wal_prefetcher>(
       *e.io, wal_dir(e.data_dir), e.control.wal_segment_size, e.control.page_size,
       e.control.redo_lsn, arrival != nullptr ? ~storage::lsn_t{0} : report.end_lsn, *e.pool,
-      *e.files, e.config.recovery_prefetch_distance, arrival);
+      *e.files, e.config.recovery_prefetch_distance, arrival,
+      storage::wal_prefetcher::target::by_pool_size, &e.standby.wal_rereads);
   storage::redo_options options;
   options.prefetcher = prefetcher.get();
   if (arrival != nullptr) { // a standby shows its own status; redo tells it where it is

@@ -56,9 +56,10 @@ std::size_t wal_prefetcher::ahead_pages(std::size_t buffers) {
 wal_prefetcher::wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
                                std::size_t page_size, lsn_t start, lsn_t end, buffer_pool& pool,
                                relation_files& files, std::uint64_t distance_bytes,
-                               wal_arrival* arrival, target where)
+                               wal_arrival* arrival, target where,
+                               std::atomic<std::uint64_t>* rereads)
   : io_(io), wal_dir_(std::move(wal_dir)), segment_size_(segment_size), page_size_(page_size),
-    start_(start), end_(end), arrival_(arrival), pool_(pool), files_(files), distance_(distance_bytes),
+    start_(start), end_(end), arrival_(arrival), rereads_(rereads), pool_(pool), files_(files), distance_(distance_bytes),
     into_pool_(where == target::pool || reads_into_pool(pool.size())),
     redo_lsn_(start) {
   thread_ = std::thread([this] { run(); });
@@ -185,7 +186,7 @@ void wal_prefetcher::run() {
     if (arrival_ != nullptr) {
       follower.inner = arrival_;
       follower.before = read_claimed;
-      reader.follow(&follower);
+      reader.follow(&follower, rereads_);
     }
     lsn_t position = start_;
     while (!stopping_.load(std::memory_order_relaxed) && position < end_) {

@@ -80,11 +80,13 @@ public:
 
   /// Starts the thread: it reads WAL from `start` up to `end` (where redo will stop).
   /// With `arrival` (a standby's redo, which follows WAL as it arrives), it follows it too,
-  /// and reads the pages it claimed before it waits for more WAL.
+  /// and reads the pages it claimed before it waits for more WAL; its re-reads of WAL
+  /// that arrived but read back wrong are counted in `rereads` (wal_reader::follow).
   wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
                  std::size_t page_size, lsn_t start, lsn_t end, buffer_pool& pool,
                  relation_files& files, std::uint64_t distance_bytes,
-                 wal_arrival* arrival = nullptr, target where = target::by_pool_size);
+                 wal_arrival* arrival = nullptr, target where = target::by_pool_size,
+                 std::atomic<std::uint64_t>* rereads = nullptr);
   ~wal_prefetcher();
   wal_prefetcher(const wal_prefetcher&) = delete;
   wal_prefetcher& operator=(const wal_prefetcher&) = delete;
@@ -133,6 +135,7 @@ private:
   std::size_t page_size_;
   lsn_t start_, end_;
   wal_arrival* arrival_;
+  std::atomic<std::uint64_t>* rereads_;
   buffer_pool& pool_;
   relation_files& files_;
   std::uint64_t distance_;

@@ -98,7 +98,8 @@ struct standby_status {
   std::uint64_t records = 0;         // replayed since this open
   std::uint64_t restartpoints = 0;   // made since this open
   std::uint64_t restart_redo = 0;    // a restart replays from here (its last restartpoint)
-  std::uint64_t wal_rereads = 0;     // records redo read again after a bad read of its WAL
+  std::uint64_t wal_rereads = 0;     // WAL redo (or its prefetch) read again after it read back
+                                     // wrong (zeros, short, an error) where it had been fsynced
   double seconds_behind = 0;  // since the primary last answered, while replay is behind it
   std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0; // by replay
 };
@@ -174,6 +175,9 @@ public:
   standby_status standby() const;
   /// A primary's standbys and base backups (empty without replication_listen).
   std::vector<standby_info> standbys() const;
+  /// HOST:PORT the WAL sender listens on for standbys and base backups: replication_listen,
+  /// with the port the system chose when it said port 0. Empty when nothing listens.
+  std::string replication_address() const;
   statistics stats() const;
   /// The value of a setting for this run, as text ("8kB", "doublewrite", "on").
   std::string setting(const std::string& key) const;
