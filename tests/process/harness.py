@@ -4,10 +4,13 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 # Settings for crash tests: a buffer pool much smaller than the data (scale 1 is ~1,250
 # account pages), checkpoints every second, small segments so several files are in play.
@@ -90,6 +93,59 @@ def print_stacks(pid, what):
     trace = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
                            capture_output=True, text=True, timeout=120)
     print(trace.stdout, trace.stderr, sep="\n", flush=True)
+
+
+def poll_until(condition, limit_s):
+    """True once `condition()` holds, False when `limit_s` passed first."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)  # the observer's pace, not the engine's synchronisation
+    return condition()
+
+
+class Process:
+    """A tidemark process, its stderr kept in a log file."""
+
+    def __init__(self, args, log):
+        self.log = log
+        with open(log, "w") as out:
+            self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=out)
+
+    def exited(self):
+        return self.process.poll() is not None
+
+    def kill(self):
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+        return self.process.wait()
+
+    def stop(self):
+        """SIGTERM, and the exit code; one that outlives 60 s is a hang: its threads' stacks
+        are printed before it is killed (exit code None)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            print_stacks(self.process.pid, " ".join(self.process.args))
+            self.kill()
+            return None
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def tail(self):
+        return self.text()[-3000:]
+
+
+def listening_address(log_text):
+    """HOST:PORT from a primary's "WAL sender listening on HOST:PORT" log line (with
+    replication_listen=HOST:0, the port the system chose), or None before it is logged."""
+    found = re.search(r"WAL sender listening on (\S+)", log_text)
+    return found.group(1) if found else None
 
 
 def verified_clean(result, report):

@@ -18,68 +18,13 @@ primary's log) with deadlines; the polling interval only paces the observer."""
 import os
 import random
 import shutil
-import signal
-import socket
-import subprocess
-import time
 
-from harness import (PROTECTED_MODES, SMALL, Tidemark, ack_count, check, failures, finish, parse_args,
-                     print_stacks, remove, run_settings, scratch, sets, status, verified_clean)
+from harness import (PROTECTED_MODES, SMALL, Process, Tidemark, ack_count, check, failures, finish,
+                     listening_address, parse_args, poll_until, remove, run_settings, scratch,
+                     sets, status, verified_clean)
 
 SIMULATED_CRASH = 3
 MODES = list(PROTECTED_MODES.items())  # full_page_writes, doublewrite
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def poll_until(condition, limit_s):
-    """True once `condition()` holds, False when `limit_s` passed first."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)  # the observer's pace, not the engine's synchronisation
-    return condition()
-
-
-class Process:
-    """A tidemark process, its stderr kept in a log file."""
-
-    def __init__(self, args, log):
-        self.log = log
-        with open(log, "w") as out:
-            self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=out)
-
-    def exited(self):
-        return self.process.poll() is not None
-
-    def kill(self):
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-        return self.process.wait()
-
-    def stop(self):
-        """SIGTERM, and the exit code; one that outlives 60 s is a hang: its threads' stacks
-        are printed before it is killed (exit code None)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            print_stacks(self.process.pid, " ".join(self.process.args))
-            self.kill()
-            return None
-
-    def text(self):
-        with open(self.log) as f:
-            return f.read()
-
-    def tail(self):
-        return self.text()[-3000:]
 
 
 def where_it_crashed(node, status_file):
@@ -136,7 +81,6 @@ def cycle(tm, work, number, mode, extra, chooser, seed):
     primary, standby = os.path.join(directory, "primary"), os.path.join(directory, "standby")
     acks = os.path.join(directory, "acks")
     open(acks, "w").close()
-    port = free_port()
     settings = run_settings() + extra
     standby_settings = settings + ["replication_listen=''"]
     started = []
@@ -155,7 +99,7 @@ def cycle(tm, work, number, mode, extra, chooser, seed):
 
     tm.init(primary, settings=SMALL + extra)
     bench = Process([tm.binary, "bench", "-D", primary, "-c", "4", "-T", "600", "--ack-log", acks,
-                     *sets(settings + [f"replication_listen=127.0.0.1:{port}",
+                     *sets(settings + ["replication_listen=127.0.0.1:0",
                                        "synchronous_standby=remote_flush"])],
                     os.path.join(directory, "primary.log"))
     started.append(bench)
@@ -165,7 +109,7 @@ def cycle(tm, work, number, mode, extra, chooser, seed):
                      and not bench.exited(),
                      f"{label}: the primary's WAL sender did not listen: {bench.tail()}"):
             return False, False
-        backup = tm.run("basebackup", "-D", standby, "--primary", f"127.0.0.1:{port}")
+        backup = tm.run("basebackup", "-D", standby, "--primary", listening_address(bench.text()))
         if not check(backup.returncode == 0, f"{label}: basebackup failed: {backup.stderr}"):
             return False, False
 
