@@ -5,29 +5,37 @@ primary of another system; a standby promoted before it is consistent stays a st
 and after a failover a standby seeded from the promoted copy refuses the old primary
 (generations). On loopback (no namespaces needed)."""
 import os
+import socket
 import subprocess
 import time
 
-from harness import (Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets,
-                     tree_digest)
+from harness import (Tidemark, check, finish, listening_address, parse_args, remove, run_settings,
+                     scratch, sets, tree_digest)
 
 SETTINGS = ["shared_buffers=256", "log_checkpoints=off"]
 
 
-def run_primary(tm, directory, port):
-    return subprocess.Popen(
-        [tm.binary, "bench", "-D", directory, "-c", "2", "-T", "120",
-         *sets(run_settings(SETTINGS) + [f"replication_listen=127.0.0.1:{port}"])],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+class Primary:
+    """A running primary (`tidemark bench`) publishing its WAL sender on a port the system
+    chooses; `address` is read from its log."""
 
+    def __init__(self, tm, directory, log):
+        self.log = log
+        self.process = subprocess.Popen(
+            [tm.binary, "bench", "-D", directory, "-c", "2", "-T", "120",
+             *sets(run_settings(SETTINGS) + ["replication_listen=127.0.0.1:0"])],
+            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+        deadline = time.monotonic() + 60
+        self.address = None
+        while self.address is None and time.monotonic() < deadline and self.process.poll() is None:
+            time.sleep(0.02)  # the observer's pace
+            with open(log) as f:
+                self.address = listening_address(f.read())
+        check(self.address is not None, f"the primary in {directory} did not listen")
 
-def basebackup_when_listening(tm, directory, port):
-    deadline = time.monotonic() + 60
-    while True:  # until the WAL sender listens (the observer's pace)
-        r = tm.run("basebackup", "-D", directory, "--primary", f"127.0.0.1:{port}")
-        if r.returncode == 0 or time.monotonic() > deadline:
-            return r
-        time.sleep(0.05)
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=60)
 
 
 def standby_until_refused(tm, directory, log_path, extra=()):
@@ -51,18 +59,21 @@ def main():
     args = parse_args()
     tm = Tidemark(args.tidemark)
     work = scratch()
-    port = 18000 + os.getpid() % 1000
+    # A port nothing listens on: bound (not listening) by this test for its whole run.
+    nowhere = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    nowhere.bind(("127.0.0.1", 0))
+    unreachable = f"127.0.0.1:{nowhere.getsockname()[1]}"
     try:
         primary = os.path.join(work, "primary")
         other = os.path.join(work, "other")
         tm.init(primary, settings=SETTINGS)
         tm.init(other, settings=SETTINGS)
 
-        r = tm.run("basebackup", "-D", os.path.join(work, "x"), "--primary", f"127.0.0.1:{port}")
+        r = tm.run("basebackup", "-D", os.path.join(work, "x"), "--primary", unreachable)
         check(r.returncode == 1 and "cannot reach the primary" in r.stderr,
               f"basebackup from nowhere: {r.returncode} {r.stderr}")
         check(not os.path.exists(os.path.join(work, "x")), "a failed basebackup left a directory")
-        r = tm.run("basebackup", "-D", primary, "--primary", f"127.0.0.1:{port}")
+        r = tm.run("basebackup", "-D", primary, "--primary", unreachable)
         check(r.returncode == 2 and "not empty" in r.stderr, f"basebackup into a data directory: {r.stderr}")
         r = tm.run("basebackup", "-D", os.path.join(work, "y"), "--primary", "localhost")
         check(r.returncode == 2 and "HOST:PORT" in r.stderr, f"basebackup with a bad address: {r.stderr}")
@@ -78,10 +89,10 @@ def main():
         check(r.returncode == 2 and "replication_listen" in r.stderr, f"bad replication_listen: {r.stderr}")
 
         # A running primary, a consistent standby of it, and a directory it refuses.
-        bench = run_primary(tm, primary, port)
+        bench = Primary(tm, primary, os.path.join(work, "primary.log"))
         try:
             standby = os.path.join(work, "standby")
-            r = basebackup_when_listening(tm, standby, port)
+            r = tm.run("basebackup", "-D", standby, "--primary", bench.address)
             check(r.returncode == 0, f"basebackup: {r.stderr}")
             r = tm.run("bench", "-D", standby, "-t", "1")
             check(r.returncode == 2 and "is a standby" in r.stderr, f"bench on a standby: {r.stderr}")
@@ -111,33 +122,30 @@ def main():
             check("refused this standby" in text and "copy of system" in text,
                   f"a standby of another system was not refused clearly: {text[-2000:]}")
         finally:
-            bench.terminate()
-            bench.wait(timeout=60)
+            bench.stop()
 
         # After a failover: the standby promoted (its primary stopped), a new standby seeded
         # from it, and the old primary back: the new standby refuses the old primary.
         r = tm.run("promote", "-D", standby)
         check(r.returncode == 0, f"offline promote: {r.stderr}")
-        new_port = port + 1
-        promoted = run_primary(tm, standby, new_port)
+        promoted = Primary(tm, standby, os.path.join(work, "promoted.log"))
         try:
             third = os.path.join(work, "third")
-            r = basebackup_when_listening(tm, third, new_port)
+            r = tm.run("basebackup", "-D", third, "--primary", promoted.address)
             check(r.returncode == 0, f"basebackup from the promoted standby: {r.stderr}")
         finally:
-            promoted.terminate()
-            promoted.wait(timeout=60)
-        old = run_primary(tm, primary, port)
+            promoted.stop()
+        old = Primary(tm, primary, os.path.join(work, "old.log"))
         try:
             text = standby_until_refused(tm, third, os.path.join(work, "third.log"),
-                                         ["--primary", f"127.0.0.1:{port}"])
+                                         ["--primary", old.address])
             check("refused this standby" in text and "generation" in text,
                   f"a standby of the promoted copy was not refused by the old primary: "
                   f"{text[-2000:]}")
         finally:
-            old.terminate()
-            old.wait(timeout=60)
+            old.stop()
     finally:
+        nowhere.close()
         remove(work)
     finish("standby bad input")
 

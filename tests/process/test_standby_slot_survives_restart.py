@@ -6,7 +6,8 @@ import os
 import subprocess
 import time
 
-from harness import Tidemark, check, finish, parse_args, remove, run_settings, scratch, sets
+from harness import (Tidemark, check, finish, listening_address, parse_args, remove, run_settings,
+                     scratch, sets)
 
 SETTINGS = ["shared_buffers=256", "checkpoint_timeout=1s", "wal_segment_size=1MB",
             "max_wal_size=4MB", "log_checkpoints=off"]
@@ -26,8 +27,7 @@ def main():
     args = parse_args()
     tm = Tidemark(args.tidemark)
     work = scratch()
-    port = 18500 + os.getpid() % 1000
-    primary_settings = run_settings(SETTINGS) + [f"replication_listen=127.0.0.1:{port}"]
+    primary_settings = run_settings(SETTINGS) + ["replication_listen=127.0.0.1:0"]
     try:
         primary, standby = os.path.join(work, "primary"), os.path.join(work, "standby")
         tm.init(primary, settings=SETTINGS)
@@ -37,17 +37,23 @@ def main():
                                      *sets(primary_settings)],
                                     stdout=subprocess.DEVNULL, stderr=open(log, "w"))
 
-        def run_standby(log):
+        def run_standby(log, primary_address):
             return subprocess.Popen([tm.binary, "standby", "-D", standby, "--status-interval", "0.2",
+                                     "--primary", primary_address,
                                      *sets(run_settings(SETTINGS) + ["replication_listen=''"])],
                                     stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+
+        def address_of(log):
+            with open(log) as f:
+                return listening_address(f.read())
 
         first = load(30, os.path.join(work, "p1.log"))
         check(wait_for_text(os.path.join(work, "p1.log"), "WAL sender listening", first),
               "the primary did not start its WAL sender")
-        r = tm.run("basebackup", "-D", standby, "--primary", f"127.0.0.1:{port}")
+        address = address_of(os.path.join(work, "p1.log"))
+        r = tm.run("basebackup", "-D", standby, "--primary", address)
         check(r.returncode == 0, f"basebackup: {r.stderr}")
-        s = run_standby(os.path.join(work, "s1.log"))
+        s = run_standby(os.path.join(work, "s1.log"), address)
         check(wait_for_text(os.path.join(work, "s1.log"), "streaming from the primary", s),
               "the standby did not stream")
         s.terminate()
@@ -62,7 +68,7 @@ def main():
         last = load(30, os.path.join(work, "p4.log"))
         check(wait_for_text(os.path.join(work, "p4.log"), "WAL sender listening", last),
               "the restarted primary did not start its WAL sender")
-        s = run_standby(os.path.join(work, "s2.log"))
+        s = run_standby(os.path.join(work, "s2.log"), address_of(os.path.join(work, "p4.log")))
         resumed = wait_for_text(os.path.join(work, "s2.log"), "streaming from the primary", s)
         text = open(os.path.join(work, "s2.log")).read()
         check(resumed and "refused" not in text,

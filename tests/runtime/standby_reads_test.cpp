@@ -11,7 +11,6 @@
 
 #include <doctest/doctest.h>
 
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -36,7 +35,6 @@ void transfer(session& s, std::int64_t amount) {
 
 TEST_CASE("standby: read-only transactions see whole transactions of the primary") {
   test::scratch_directory primary_dir("tidemark-primary"), standby_dir("tidemark-standby");
-  const std::string listen = "127.0.0.1:" + std::to_string(19000 + ::getpid() % 1000);
   const std::vector<std::string> settings = {"shared_buffers=1MB", "log_checkpoints=off",
                                              "checkpoint_timeout=1s"};
   create_options create;
@@ -44,8 +42,9 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   database::create(primary_dir.dir, create);
   open_options primary_options;
   primary_options.settings = settings;
-  primary_options.settings.push_back("replication_listen=" + listen);
+  primary_options.settings.push_back("replication_listen=127.0.0.1:0"); // a port the system chooses
   auto primary = database::open(primary_dir.dir, primary_options);
+  const std::string listen = primary->replication_address();
   {
     session s = primary->open_session(); // relation 1 gets blocks 0 and 1
     s.begin();
