@@ -95,11 +95,19 @@ std::string json_object::render_entries(const std::vector<entry>& entries, int i
 
 std::string json_object::render(int indent) const { return render_entries(entries_, indent); }
 
+// Written beside it and renamed over it: a reader polling the file (a status file that
+// is rewritten every interval) sees the old report or the new one, never half of one.
 void json_object::write_file(const std::string& path) const {
-  std::ofstream out(path);
-  out << render() << "\n";
-  if (!out)
-    throw std::runtime_error("cannot write " + path);
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << render() << "\n";
+    out.close();
+    if (!out)
+      throw std::runtime_error("cannot write " + temporary);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + temporary + " to " + path);
 }
 
 } // namespace tidemark::workload

@@ -21,6 +21,7 @@ public:
   void set_list(const std::string& path, const std::vector<std::string>& values);
   std::string render(int indent = 0) const;
   /// Writes the object to `path`; throws std::runtime_error naming the file.
+  /// Replaces `path` atomically (a temporary file beside it, renamed over it).
   void write_file(const std::string& path) const;
 
 private:

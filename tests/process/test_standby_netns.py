@@ -179,7 +179,9 @@ def cycle(tm, link, work, number, primary, port, faults):
                 check(wait_until("commits after the standby restarted",
                                  lambda: ack_count(acks) >= before + 300, 60),
                       "streaming did not resume after the standby was killed and restarted")
-                # It replayed from a restartpoint of its own, not from the base backup.
+                # It replayed from a restartpoint of its own, not from the base backup (its
+                # status file is written every 0.1 s once it streams).
+                wait_until("the restarted standby's status", lambda: status(status_file), 30)
                 restarted = status(status_file) or {}
                 check(restarted.get("restart_redo", 0) > backup_redo,
                       f"the restarted standby replayed from {restarted.get('restart_redo')}, "
