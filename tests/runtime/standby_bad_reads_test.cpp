@@ -92,8 +92,9 @@ struct log_lines {
 
 /// True once `condition()` holds; false when the deadline passed first. The pause only
 /// paces the observer of the standby's status.
-bool poll_until(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + deadline_after;
+bool poll_until(const std::function<bool()>& condition,
+                std::chrono::steady_clock::duration limit = deadline_after) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (condition())
       return true;
@@ -104,16 +105,30 @@ bool poll_until(const std::function<bool()>& condition) {
 
 using counts = std::array<std::int64_t, writers>;
 
-// Writers committing on the primary; each counts its commits begun and acknowledged.
+// Writers committing on the primary; each counts its commits begun and acknowledged. A
+// writer whose commit waits for a standby that stopped ends only once a standby confirms
+// again (or the primary closes): stop() asks them to end, exited() says they did.
 class primary_load {
 public:
-  explicit primary_load(database& db) {
+  explicit primary_load(database& db) : db_(db) {
     for (std::uint32_t t = 0; t < writers; ++t)
-      threads_.emplace_back([this, &db, t] { run(db, t); });
+      threads_.emplace_back([this, t] { run(t); });
   }
-  ~primary_load() { finish(); }
-  void finish() {
-    stop_.store(true);
+  /// After a failed check: writers still waiting for a standby are released by closing
+  /// the primary (which ends those waits with an error).
+  ~primary_load() {
+    stop();
+    if (!poll_until([this] { return exited(); }, std::chrono::seconds(10))) {
+      try {
+        db_.close();
+      } catch (const tidemark::error&) {
+      }
+    }
+    join();
+  }
+  void stop() { stop_.store(true); }
+  bool exited() const { return exited_.load() == writers; }
+  void join() {
     for (std::thread& thread : threads_)
       if (thread.joinable())
         thread.join();
@@ -132,9 +147,9 @@ public:
   }
 
 private:
-  void run(database& db, std::uint32_t t) {
+  void run(std::uint32_t t) {
     try {
-      session s = db.open_session();
+      session s = db_.open_session();
       for (std::int64_t i = 1; !stop_.load(); ++i) {
         begun_[t].store(i);
         s.begin();
@@ -148,6 +163,7 @@ private:
       std::lock_guard<std::mutex> lock(mutex_);
       error_ = e.what();
     }
+    exited_.fetch_add(1);
   }
   static counts snapshot(const std::array<std::atomic<std::int64_t>, writers>& values) {
     counts out{};
@@ -155,7 +171,9 @@ private:
       out[t] = values[t].load();
     return out;
   }
+  database& db_;
   std::atomic<bool> stop_{false};
+  std::atomic<std::uint32_t> exited_{0};
   std::array<std::atomic<std::int64_t>, writers> acked_{}, begun_{};
   std::vector<std::thread> threads_;
   std::mutex mutex_;
@@ -295,9 +313,15 @@ bool bad_read_cycle(const std::string& mode, const fault_plan& plan) {
     CHECK(poll_until(
       [&] { return load.total() >= before + 60 || !load.error().empty() || failed(); }));
   }
-  if (failed())
+  // The writers end; one may wait for a standby that stops only now: it is handled, and
+  // the standby opened again confirms that commit.
+  load.stop();
+  CHECK(poll_until([&] { return load.exited() || failed(); }));
+  if (failed()) {
     handle_stop();
-  load.finish();
+    CHECK(poll_until([&] { return load.exited(); }));
+  }
+  load.join();
   CHECK(load.error().empty());
   auto caught_up = [&] { // replayed is the last record's end; flushed is 8-byte aligned
     standby_status s = standby->standby();
