@@ -75,13 +75,22 @@ void lose_connection(receiver_pointer self, const std::string& why) {
   retry_later(self);
 }
 
-// The primary refused this standby: streaming stops for good.
-void refused(receiver_pointer self, const std::string& why) {
+// Streaming ends for good (refused, or the standby failed): the sender is let go
+// entirely, its monitor included.
+void drop_sender_for_good(receiver_pointer self) {
   auto& st = self->state;
   st.refused = true;
+  if (st.sender)
+    self->demonitor(st.sender.address());
   st.sender = nullptr;
   ++st.connection;
   st.ctx->standby.connected.store(false);
+}
+
+// The primary refused this standby: streaming stops for good.
+void refused(receiver_pointer self, const std::string& why) {
+  auto& st = self->state;
+  drop_sender_for_good(self);
   set_error(*st.ctx, why);
   st.ctx->log("ERROR:  the primary at " + primary_text(st) + " refused this standby: " + why);
 }
@@ -92,12 +101,8 @@ bool stopped_by_failure(receiver_pointer self) {
   auto& st = self->state;
   if (!st.ctx->failed())
     return false;
-  if (!st.refused) {
-    st.refused = true;
-    st.sender = nullptr;
-    ++st.connection;
-    st.ctx->standby.connected.store(false);
-  }
+  if (!st.refused)
+    drop_sender_for_good(self);
   return true;
 }
 
