@@ -262,14 +262,8 @@ wal_receiver_actor::behavior_type wal_receiver(receiver_pointer self, context* c
 } // namespace
 
 wal_receiver_actor spawn_wal_receiver(caf::actor_system& system, context& ctx,
-                                      storage::received_wal& arrival, receiver_options options,
-                                      bool detached) {
-  wal_receiver_actor receiver =
-    detached ? system.spawn<caf::detached>([&ctx, &arrival, options](receiver_pointer self) {
-                 name_this_thread("tm-wal-receiver");
-                 return wal_receiver(self, &ctx, &arrival, options);
-               })
-             : system.spawn(wal_receiver, &ctx, &arrival, options);
+                                      storage::received_wal& arrival, receiver_options options) {
+  wal_receiver_actor receiver = system.spawn(wal_receiver, &ctx, &arrival, options);
   arrival.on_caught_up([receiver] { caf::anon_send(receiver, wake_atom::value); });
   return receiver;
 }

@@ -20,9 +20,12 @@
 //    failed) it stores no more WAL and confirms no further flush: a stopped standby does
 //    not let its primary acknowledge commits it could not promote with.
 //
-// It writes and fsyncs WAL (blocking), so the runtime
-// spawns it detached. It never blocks in a network call: connections are requested from
-// the middleman actor with a timeout.
+// It writes and fsyncs WAL (blocking) on a scheduler thread, not detached: a detached
+// actor's thread lives until the last reference to the actor is gone, and CAF's network
+// layer can keep one past the actor's end, so that the actor system's shutdown waited for
+// it forever (a refused or stopped standby's close hung, about once in a hundred). On a
+// standby the scheduler's threads have little else to run. It never blocks in a network
+// call: connections are requested from the middleman actor with a timeout.
 #pragma once
 
 #include "actors/context.hpp"
@@ -40,7 +43,6 @@ struct receiver_options {
 };
 
 messages::wal_receiver_actor spawn_wal_receiver(caf::actor_system& system, context& ctx,
-                                      storage::received_wal& arrival, receiver_options options,
-                                      bool detached);
+                                      storage::received_wal& arrival, receiver_options options);
 
 } // namespace tidemark::actors

@@ -72,7 +72,7 @@ void database::start_standby(const open_options& options) {
     receiving.identity.name = standby_->name;
     receiving.identity.system_id = e.control.system_id;
     receiving.identity.generation = e.control.generation;
-    wal_receiver_ = actors::spawn_wal_receiver(*system_, e, *arrival_, receiving, detach_io_actors_);
+    wal_receiver_ = actors::spawn_wal_receiver(*system_, e, *arrival_, receiving);
   } else {
     arrival_->end(); // replay what is here, then stop
   }
