@@ -1,14 +1,15 @@
 """A standby whose WAL reads back wrong, through the tidemark program (docs/replication.md,
 "When a standby cannot read its WAL back"). A primary under remote_flush load; a base
 backup; `tidemark standby` on the fault-injecting engine whose reads of the WAL it just
-received and fsynced go bad and stay bad (zeros, short reads or EIO by cycle; no WAL
-prefetch, so redo itself meets them). The standby must stop by itself with exit status 1,
-its status file saying failed, with the error naming where redo stopped, and its log an
-ERROR line. Then the primary is killed, and `tidemark promote -D` (no standby running: a
-fresh read of its WAL) must promote it, and `verify --ack-log` find every commit the
-primary acknowledged. In the other half of the cycles the bad reads heal after a re-read:
-the standby counts them (wal_rereads), goes on streaming, and is promoted while it runs.
-Cycles alternate the protection modes. On loopback, on a port the system chooses.
+received and fsynced go bad (zeros, short reads or EIO, from a random read on, for one to
+three reads or for good; with or without WAL prefetch). Bytes a re-read heals are counted
+(wal_rereads) and the standby goes on; it is promoted while it streams. Bytes that stay
+bad stop it by itself (with prefetch, the prefetcher may have met them first and left redo
+the right bytes): exit status 1, its status file saying failed with the error naming
+where redo stopped, an ERROR line in its log; then `tidemark promote -D` (no standby
+running: a fresh read of its WAL) promotes it. Either way the primary was killed first,
+and `verify --ack-log` must find every commit the primary acknowledged. --loops cycles
+per protection mode, alternating. On loopback, on a port the system chooses.
 
 Waits poll observable state (processes' exit, the ack log, the standby's status file) with
 deadlines; the polling interval only paces the observer."""
@@ -28,10 +29,13 @@ def cycle(tm, work, number, mode, extra, chooser):
     primary, standby = os.path.join(directory, "primary"), os.path.join(directory, "standby")
     acks, status_file = os.path.join(directory, "acks"), os.path.join(directory, "status.json")
     settings = run_settings() + extra
-    kind = KINDS[number % len(KINDS)]
-    stays_bad = number % 2 == 0
-    label = (f"cycle {number} ({mode}, {kind}, " +
-             ("for good" if stays_bad else "healed by a re-read") + ")")
+    kind = chooser.choice(KINDS)
+    repeats = chooser.randrange(0, 4)  # 0: the bytes stay bad; 1-3: a re-read heals them
+    prefetch = chooser.random() < 0.5
+    after = chooser.randrange(1, 200)
+    label = (f"cycle {number} ({mode}, {kind} from the {after}th read, " +
+             ("for good" if repeats == 0 else f"{repeats} time(s)") +
+             (", with prefetch)" if prefetch else ", without prefetch)"))
     started = []
     tm.init(primary, settings=SMALL + extra)
     bench = Process([tm.binary, "bench", "-D", primary, "-c", "4", "-T", "600", "--ack-log", acks,
@@ -39,58 +43,67 @@ def cycle(tm, work, number, mode, extra, chooser):
                                        "synchronous_standby=remote_flush"])],
                     os.path.join(directory, "primary.log"))
     started.append(bench)
+    standby_settings = settings + ["replication_listen=''"]
     try:
         if not check(poll_until(lambda: listening_address(bench.text()) or bench.exited(), 60)
                      and not bench.exited(),
                      f"{label}: the primary's WAL sender did not listen: {bench.tail()}"):
-            return
-        address = listening_address(bench.text())
-        backup = tm.run("basebackup", "-D", standby, "--primary", address)
+            return None
+        backup = tm.run("basebackup", "-D", standby, "--primary", listening_address(bench.text()))
         if not check(backup.returncode == 0, f"{label}: basebackup failed: {backup.stderr}"):
-            return
-        faults = ["--bad-read-after", str(chooser.randrange(1, 200)), "--bad-read", kind,
-                  "--bad-read-repeats", "0" if stays_bad else str(chooser.randrange(1, 4))]
+            return None
         node = Process([tm.binary, "standby", "-D", standby, "--json", status_file,
-                        "--status-interval", "0.1", *faults,
-                        *sets(settings + ["replication_listen=''", "recovery_prefetch=off"])],
+                        "--status-interval", "0.1", "--bad-read-after", str(after),
+                        "--bad-read", kind, "--bad-read-repeats", str(repeats),
+                        *sets(standby_settings +
+                              [f"recovery_prefetch={'on' if prefetch else 'off'}"])],
                        os.path.join(directory, "standby.log"))
         started.append(node)
-        if stays_bad:
-            if not check(poll_until(node.exited, 60),
-                         f"{label}: the standby did not stop: {node.tail()}"):
-                return
-            code = node.process.returncode
+        def rereads():
+            return (status(status_file) or {}).get("wal_rereads", 0)
+
+        if not check(poll_until(lambda: node.exited() or rereads() > 0, 60),
+                     f"{label}: the bad read did not show: {node.tail()}"):
+            return None
+        before = ack_count(acks)
+        poll_until(lambda: node.exited() or ack_count(acks) >= before + 300, 60)
+        bench.kill()
+        how = "promoted while streaming"
+        if not node.exited():
+            promoted = tm.run("promote", "-D", standby)
+            if promoted.returncode != 0:  # redo met the bad bytes only now: it stopped
+                check(poll_until(node.exited, 60), f"{label}: promote failed, the standby runs: "
+                                                   f"{promoted.stderr} {node.tail()}")
+            else:
+                check(node.stop() == 0, f"{label}: the promoted standby failed: {node.tail()}")
+        stopped = node.exited() and node.process.returncode != 0
+        if stopped:
+            # Stopped by itself, visibly: exit status 1, the status file, an ERROR line.
             s = status(status_file) or {}
-            check(code == 1, f"{label}: the stopped standby exited {code}: {node.tail()}")
+            check(node.process.returncode == 1,
+                  f"{label}: the stopped standby exited {node.process.returncode}: {node.tail()}")
             check(s.get("failed") is True and "cannot be read back" in s.get("error", "")
                   and "standby redo stopped at" in s.get("error", ""),
                   f"{label}: the status file does not show the stop: {s}")
             check("ERROR:  standby redo stopped at" in node.text(),
                   f"{label}: no ERROR line in the standby's log: {node.tail()}")
-            bench.kill()
-            promoted = tm.run("promote", "-D", standby, *sets(settings + ["replication_listen=''"]))
-            if not check(promoted.returncode == 0,
-                         f"{label}: offline promotion of the stopped standby failed: "
-                         f"{promoted.stderr[-2000:]}"):
-                return
-        else:
-            before = ack_count(acks)
-            if not check(poll_until(lambda: ((status(status_file) or {}).get("wal_rereads", 0) > 0
-                                             and ack_count(acks) >= before + 300)
-                                    or node.exited(), 60) and not node.exited(),
-                         f"{label}: the standby did not re-read and go on: {node.tail()}"):
-                return
-            bench.kill()
-            promoted = tm.run("promote", "-D", standby)
-            check(promoted.returncode == 0, f"{label}: promote failed: {promoted.stderr}")
-            code = node.stop()
-            check(code == 0, f"{label}: the promoted standby exited {code}: {node.tail()}")
-        result, report = tm.verify(standby, acks, settings=settings + ["replication_listen=''"])
+            # No standby runs: promote reads its WAL afresh.
+            promoted = tm.run("promote", "-D", standby, *sets(standby_settings))
+            if not check(promoted.returncode == 0, f"{label}: offline promotion of the stopped "
+                                                   f"standby failed: {promoted.stderr[-2000:]}"):
+                return None
+            how = "stopped, promoted offline"
+        if repeats > 0:
+            check(not stopped, f"{label}: a standby stopped on bytes a re-read heals")
+        elif not prefetch:
+            check(stopped, f"{label}: the standby went on past bytes that stay bad")
+        result, report = tm.verify(standby, acks, settings=standby_settings)
         if check(verified_clean(result, report),
                  f"{label}: verify of the promoted standby failed: {result.stdout[-3000:]} "
                  f"{result.stderr[-2000:]}"):
-            print(f"{label}: promoted with all {report['acknowledged']} acknowledged commits",
+            print(f"{label}: {how} with all {report['acknowledged']} acknowledged commits",
                   flush=True)
+        return stopped
     finally:
         for process in started:
             process.kill()
@@ -102,15 +115,18 @@ def main():
     tm = Tidemark(args.tidemark)
     work = scratch()
     chooser = random.Random(args.seed)
-    modes = list(PROTECTED_MODES.items())
+    cycles = max(1, args.loops)  # per protection mode
+    stopped = 0
     try:
-        for number in range(4):  # both modes, stopped and healed
-            mode, extra = modes[number // 2 % len(modes)]
-            cycle(tm, work, number, mode, extra, chooser)
+        for number in range(2 * cycles):
+            mode, extra = list(PROTECTED_MODES.items())[number % 2]
+            stopped += bool(cycle(tm, work, number, mode, extra, chooser))
             if failures:
                 break
     finally:
         remove(work)
+    print(f"{2 * cycles} cycles ({cycles} per protection mode): {stopped} standbys stopped on "
+          f"WAL that stayed unreadable and were promoted offline, the others re-read it")
     finish("standby bad read")
 
 
