@@ -557,15 +557,8 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
 
 wal_sender_actor spawn_wal_sender(caf::actor_system& system, context& ctx,
                                   checkpointer_actor checkpointer,
-                                  std::vector<storage::standby_slot_record> slots, bool detached) {
-  wal_sender_actor sender;
-  if (detached)
-    sender = system.spawn<caf::detached>([&ctx, checkpointer, slots](sender_pointer self) {
-      name_this_thread("tm-wal-sender");
-      return wal_sender(self, &ctx, checkpointer, slots);
-    });
-  else
-    sender = system.spawn(wal_sender, &ctx, std::move(checkpointer), std::move(slots));
+                                  std::vector<storage::standby_slot_record> slots) {
+  wal_sender_actor sender = system.spawn(wal_sender, &ctx, std::move(checkpointer), std::move(slots));
   ctx.sender_wakeup = std::make_unique<wake_on_flush>(sender);
   ctx.wal->set_flush_listener(ctx.sender_wakeup.get());
   return sender;

@@ -29,7 +29,12 @@
 //    flushed or replayed WAL, as synchronous_standby says) is published to waiting
 //    commits (context::standby_acknowledged).
 //
-// It reads WAL and data files (blocking pread), so the runtime spawns it detached.
+// It reads WAL and data files (blocking pread) on a scheduler thread, not detached: a
+// detached actor's thread lives until the last reference to the actor is gone, and CAF's
+// network layer can keep one to a published actor past its end, so that the actor
+// system's shutdown waited for it forever (a primary's close hung, about once in fifty
+// with a standby connected). Its reads are short; nothing else on a primary's scheduler
+// waits long behind them.
 #pragma once
 
 #include "actors/context.hpp"
@@ -42,7 +47,6 @@ namespace tidemark::actors {
 
 messages::wal_sender_actor spawn_wal_sender(caf::actor_system& system, context& ctx,
                                             messages::checkpointer_actor checkpointer,
-                                            std::vector<storage::standby_slot_record> slots,
-                                            bool detached);
+                                            std::vector<storage::standby_slot_record> slots);
 
 } // namespace tidemark::actors

@@ -47,7 +47,7 @@ void database::start_replication() {
     return;
   endpoint where = parse_endpoint("replication_listen", listen, true);
   wal_sender_ = actors::spawn_wal_sender(*system_, *engine_, checkpointer_,
-                                         std::move(recorded_slots_), detach_io_actors_);
+                                         std::move(recorded_slots_));
   auto published = system_->middleman().publish(wal_sender_, where.port, where.host.c_str(), true);
   if (!published)
     throw config_error("replication_listen: cannot listen on " + listen + ": " +
