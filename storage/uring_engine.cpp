@@ -18,10 +18,10 @@
 //  - Writes inside one write_batch() may complete in any order: a batch must not contain
 //    overlapping writes.
 //  - No heap allocation per call: each thread reuses its request and ready-list vectors.
+#include "storage/check.hpp"
 #include "storage/posix_engine.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -169,7 +169,8 @@ public:
       if (in_flight_ == 0) break;
       wait_and_reap();
     }
-    assert(failure_ || (unfinished_ == 0 && prepared_ == 0));
+    TIDEMARK_CHECK(failure_ || (unfinished_ == 0 && prepared_ == 0),
+                   "a batch ends with every request completed, unless one failed");
     return failure_;
   }
 
@@ -209,7 +210,8 @@ private:
       submitted = io_uring_submit(&ring_);
     } while (submitted == -EINTR);
     if (submitted > 0) {
-      assert(static_cast<std::size_t>(submitted) <= prepared_);
+      TIDEMARK_CHECK(static_cast<std::size_t>(submitted) <= prepared_,
+                     "the kernel took no more requests than were prepared");
       prepared_ -= static_cast<std::size_t>(submitted);
       in_flight_ += static_cast<std::size_t>(submitted);
       return;
@@ -244,7 +246,7 @@ private:
   }
 
   void complete(std::size_t index, int result) {
-    assert(in_flight_ > 0);
+    TIDEMARK_CHECK(in_flight_ > 0, "a completion belongs to a request in flight");
     --in_flight_;
     request& r = requests_[index];
     if (result < 0) {
@@ -268,7 +270,7 @@ private:
   }
 
   void finish() {
-    assert(unfinished_ > 0);
+    TIDEMARK_CHECK(unfinished_ > 0, "a request finishes once");
     --unfinished_;
   }
 

@@ -12,12 +12,11 @@
 //    allocate (an image is compressed straight into it).
 #include "storage/wal_record.hpp"
 
-#include <cstdio>
-
+#include "storage/check.hpp"
 #include "storage/crc32c.hpp"
 
-#include <cassert>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <lz4.h>
 #include <stdexcept>
@@ -271,7 +270,7 @@ decode_result decode_record(const unsigned char* bytes, std::size_t length, std:
 }
 
 void restore_image(const block_ref_view& block, void* page, std::size_t page_size) {
-  assert(block.image != nullptr);
+  TIDEMARK_CHECK(block.image != nullptr, "only a block with a page image is restored from one");
   if (!block.image_compressed) {
     std::memcpy(page, block.image, page_size);
     return;
@@ -290,7 +289,8 @@ void apply_ops(void* page, std::size_t page_size, const unsigned char* ops, std:
   std::size_t pos = 0;
   while (pos < length) {
     op_header op = load_op(ops + pos);
-    assert(std::size_t{op.offset} + op.length <= page_size);
+    TIDEMARK_CHECK(std::size_t{op.offset} + op.length <= page_size,
+                   "a decoded op lies inside its page (valid_ops checked it)");
     const unsigned char* data = ops + pos + op_header_size;
     if (op.kind == op_kind::add_i64) {
       // Wrapping arithmetic on the unsigned representation: no signed-overflow UB.
