@@ -2,6 +2,7 @@
 #include "actors/checkpointer.hpp"
 
 #include "actors/page_sinks.hpp"
+#include "storage/check.hpp"
 #include "storage/page.hpp"
 
 #include <caf/all.hpp>
@@ -62,6 +63,13 @@ struct checkpointer_state {
 
 using checkpointer_pointer = checkpointer_actor::stateful_pointer<checkpointer_state>;
 
+// The run a write step, the sync phase or the finish works on: one exists from
+// begin_checkpoint until finish_checkpoint or fail_run.
+checkpoint_run& current_run(checkpointer_state& st) {
+  TIDEMARK_CHECK(st.run.has_value(), "a checkpoint step runs only inside a checkpoint run");
+  return *st.run;
+}
+
 void trace(context& e, actor_role to, const char* type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
   if (e.trace)
@@ -115,7 +123,7 @@ void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = f
   e.checkpoints.phase.store(phase);
   if (st.subscribers.empty() || !st.run)
     return;
-  const checkpoint_run& run = *st.run;
+  const checkpoint_run& run = current_run(st);
   checkpoint_event event;
   event.phase = static_cast<std::uint8_t>(phase);
   event.reason = static_cast<std::uint8_t>(run.reason);
@@ -180,7 +188,8 @@ bool write_or_await(context& e, buffer_sink& sink, storage::buffer_id buffer) {
 }
 
 void write_due(checkpointer_state& st, std::size_t due) {
-  checkpoint_run& run = *st.run;
+  checkpoint_run& run = current_run(st);
+  TIDEMARK_CHECK(due <= run.to_write.size(), "a write step stops at the end of the checkpoint's list");
   while (run.next < due)
     run.written += write_or_await(*st.ctx, *st.sink, run.to_write[run.next++].second);
   st.sink->flush();
@@ -193,7 +202,7 @@ void start_sync_phase(checkpointer_pointer self);
 // naps 100 ms if buffers are left: the writes follow the schedule in small steps.
 void write_step(checkpointer_pointer self) {
   auto& st = self->state;
-  checkpoint_run& run = *st.run;
+  checkpoint_run& run = current_run(st);
   context& e = *st.ctx;
   bool hurry = run.immediate || run.hurried || e.failed();
   std::size_t total = run.to_write.size();
@@ -231,6 +240,7 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   record.set_main_data(&payload, sizeof payload);
   record.finish();
   auto position = e.wal->insert(record, e.wal->redo_lsn());
+  TIDEMARK_CHECK(position.has_value(), "only the checkpointer moves the redo point");
   e.wal->flush(position->end);
   storage::control_data control = e.control;
   control.state = static_cast<std::uint32_t>(run.reason == checkpoint_reason::shutdown
@@ -302,7 +312,7 @@ void start_next_if_queued(checkpointer_pointer self) {
 void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   auto& st = self->state;
   context& e = *st.ctx;
-  checkpoint_run& run = *st.run;
+  checkpoint_run& run = current_run(st);
   publish(self, checkpoint_phase::finish);
   storage::lsn_t checkpoint_lsn;
   try {
@@ -357,7 +367,7 @@ void request_sync_phase(checkpointer_pointer self) {
     fail_run(self, std::string("commit-status log write failed: ") + error.what());
     return;
   }
-  sync_phase_request request{sync_pace_ms(e, *st.run)};
+  sync_phase_request request{sync_pace_ms(e, current_run(st))};
   trace(e, actor_role::sync_worker, "sync_phase_request", request.pace_ms);
   self->request(st.sync_worker, caf::infinite, request)
     .then([=](const sync_phase_done& done) { finish_checkpoint(self, done); },
@@ -371,7 +381,7 @@ void fail_run(checkpointer_pointer self, const std::string& why) {
   trace(e, actor_role::checkpointer, "checkpoint_failed");
   publish(self, checkpoint_phase::idle);
   auto error = caf::make_error(caf::sec::runtime_error, e.failure());
-  for (auto& waiter : st.run->waiters)
+  for (auto& waiter : current_run(st).waiters)
     waiter.deliver(error);
   for (auto& waiter : st.queued)
     waiter.deliver(error);

@@ -2,6 +2,7 @@
 #include "actors/dw_batcher.hpp"
 
 #include "actors/page_sinks.hpp"
+#include "storage/check.hpp"
 
 #include <caf/all.hpp>
 
@@ -9,7 +10,6 @@
 #include <deque>
 #include <map>
 #include <set>
-#include <stdexcept>
 #include <string>
 
 namespace tidemark::actors {
@@ -84,9 +84,9 @@ void on_chunks_synced(dw_batcher_pointer self, const std::vector<std::uint32_t>&
   context& e = *st.ctx;
   st.asked_synced = false;
   for (std::uint32_t chunk : chunks) {
-    if (st.awaiting_fsync.erase(chunk) != 1)
-      throw std::logic_error("doublewrite chunk " + std::to_string(chunk) +
-                             " reported synced while not awaiting its fsync");
+    TIDEMARK_CHECK_DETAIL(st.awaiting_fsync.erase(chunk) == 1,
+                          "a chunk reported synced was awaiting its fsync",
+                          "chunk " + std::to_string(chunk));
     e.ring->advance(chunk, dw_state::data_fsynced);
     trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
     // Traced before the release: a writer may take the chunk the moment it is free.
@@ -393,8 +393,9 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx
     },
     [=](flush_atom, std::uint32_t generation) {
       context& e = *self->state.ctx;
-      auto* victims = static_cast<doublewrite_victim_writer*>(e.victims.get());
-      auto [chunk, count] = victims->take(generation);
+      auto& victims = storage::checked_downcast<doublewrite_victim_writer>(
+        e.victims.get(), "doublewrite mode hands sessions' victims to the doublewrite victim writer");
+      auto [chunk, count] = victims.take(generation);
       if (count > 0 && !e.failed())
         hand_over(self, chunk, actor_role::backend);
       else if (count > 0)

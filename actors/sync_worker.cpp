@@ -1,12 +1,12 @@
 // sync_worker: see sync_worker.hpp for its role.
 #include "actors/sync_worker.hpp"
+#include "storage/check.hpp"
 
 #include <caf/all.hpp>
 
 #include <chrono>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -388,9 +388,10 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
         return; // the batcher's synced_chunks_request gets the error
       trace(*st.ctx, role::dw_batcher, role::sync_worker, "sync_notify", request.chunk,
             request.files.size());
-      if (request.files.empty() || !st.files_left.emplace(request.chunk, request.files.size()).second)
-        throw std::logic_error("doublewrite chunk " + std::to_string(request.chunk) +
-                               " registered for no file, or twice");
+      TIDEMARK_CHECK_DETAIL(!request.files.empty() &&
+                              st.files_left.emplace(request.chunk, request.files.size()).second,
+                            "a doublewrite chunk is registered once, for at least one file",
+                            "chunk " + std::to_string(request.chunk));
       for (const file_ref& f : request.files) {
         st.waiting[to_tag(f)].push_back(request.chunk);
         trace(*st.ctx, role::dw_batcher, role::sync_worker, "notify_file", request.chunk, f.rel,
@@ -401,8 +402,7 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
       auto& st = self->state;
       if (st.ctx->failed())
         return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
-      if (st.synced_waiter)
-        throw std::logic_error("a second synced_chunks_request while one is outstanding");
+      TIDEMARK_CHECK(!st.synced_waiter, "one synced_chunks_request outstanding at a time");
       st.synced_waiter = self->make_response_promise<chunks_synced>();
       auto promise = *st.synced_waiter;
       tell_synced(self);

@@ -1,6 +1,7 @@
 // wal_sender: see wal_sender.hpp.
 #include "actors/wal_sender.hpp"
 
+#include "storage/check.hpp"
 #include "storage/page.hpp"
 #include "storage/wal_segment_reader.hpp"
 
@@ -539,7 +540,9 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
     },
     [=](wake_atom) {
       auto& st = self->state;
-      static_cast<wake_on_flush*>(st.ctx->sender_wakeup.get())->rearm();
+      storage::checked_downcast<wake_on_flush>(st.ctx->sender_wakeup.get(),
+                                               "the sender's wake-up is the one it installed")
+        .rearm();
       serve_waiting(st, false);
     },
     [=](tick_atom) {

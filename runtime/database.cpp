@@ -7,6 +7,7 @@
 #include "actors/sync_worker.hpp"
 #include "actors/wal_writer.hpp"
 #include "runtime/startup.hpp"
+#include "storage/check.hpp"
 #include "storage/directory_sync.hpp"
 #include "storage/wal_reader.hpp"
 
@@ -363,8 +364,7 @@ void database::checkpoint() {
 }
 
 void database::observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event) {
-  if (checkpoint_watcher_)
-    throw std::logic_error("checkpoints are already observed");
+  TIDEMARK_CHECK(!checkpoint_watcher_, "observe_checkpoints() once per database");
   checkpoint_watcher_ = system_->spawn(
     [on_event](messages::checkpoint_observer_actor::pointer) -> messages::checkpoint_observer_actor::behavior_type {
       return {[on_event](const messages::checkpoint_event& e) { on_event(e); }};

@@ -83,7 +83,7 @@ void database::start_standby(const open_options& options) {
     try {
       replay(e, standby_redo_report_, arrival_.get());
       if (!arrival_->ended()) // only promotion or close ends the stream, and with it redo
-        throw std::logic_error("redo ended at " + storage::format_lsn(standby_redo_report_.end_lsn) +
+        throw std::runtime_error("redo ended at " + storage::format_lsn(standby_redo_report_.end_lsn) +
                                " while WAL was still arriving: " + standby_redo_report_.end_reason);
     } catch (const std::exception& error) {
       standby_redo_error_ = std::current_exception();

@@ -2,6 +2,7 @@
 #include "runtime/startup.hpp"
 
 #include "actors/page_sinks.hpp"
+#include "storage/check.hpp"
 #include "storage/directory_sync.hpp"
 #include "storage/doublewrite_repair.hpp"
 #include "storage/redo.hpp"
@@ -161,7 +162,7 @@ storage::recorded_protection record_of(torn_page_protection mode) {
     case torn_page_protection::off:
       return storage::recorded_protection::off;
   }
-  throw std::logic_error("record_of: unknown torn_page_protection");
+  TIDEMARK_UNREACHABLE("record_of: every torn_page_protection has a recorded value");
 }
 
 std::optional<torn_page_protection> protection_of(storage::recorded_protection recorded) {

@@ -1,6 +1,7 @@
 // The shared buffer pool: see buffer_pool.hpp for the state word and invariants.
 #include "storage/buffer_pool.hpp"
 
+#include "storage/check.hpp"
 #include "storage/spin.hpp"
 
 #include <algorithm>
@@ -88,9 +89,12 @@ buffer_pool::partition_lock& buffer_pool::partition_of_bucket(std::size_t bucket
 }
 
 buffer_id buffer_pool::lookup_locked(page_id id, std::size_t bucket) const {
-  for (std::int32_t b = bucket_heads_[bucket]; b >= 0; b = descriptors_[b].next_in_bucket)
+  for (std::int32_t b = bucket_heads_[bucket]; b >= 0; b = descriptors_[b].next_in_bucket) {
+    TIDEMARK_DEBUG_CHECK(static_cast<std::size_t>(b) < buffer_count_,
+                         "a bucket chain links buffers of this pool"); // every pin walks here
     if (descriptors_[b].tag == id)
       return static_cast<buffer_id>(b);
+  }
   return ~buffer_id{0};
 }
 
@@ -101,8 +105,10 @@ void buffer_pool::insert_locked(buffer_id buffer, std::size_t bucket) {
 
 void buffer_pool::remove_locked(buffer_id buffer, std::size_t bucket) {
   std::int32_t* link = &bucket_heads_[bucket];
-  while (*link != static_cast<std::int32_t>(buffer))
+  while (*link != static_cast<std::int32_t>(buffer)) {
+    TIDEMARK_CHECK(*link >= 0, "a tagged buffer is in its tag's bucket (retag removes it from there)");
     link = &descriptors_[*link].next_in_bucket;
+  }
   *link = descriptors_[buffer].next_in_bucket;
   descriptors_[buffer].next_in_bucket = -1;
 }
@@ -158,7 +164,9 @@ void buffer_pool::reserve_pins(std::uint32_t count) {
 }
 
 void buffer_pool::release_pins(std::uint32_t count) {
-  pins_available_.fetch_add(count, std::memory_order_acq_rel);
+  std::int64_t before = pins_available_.fetch_add(count, std::memory_order_acq_rel);
+  TIDEMARK_CHECK(before + count <= static_cast<std::int64_t>(buffer_count_),
+                 "release_pins gives back only pins reserve_pins reserved");
   waits_.wake(pins_key());
 }
 
@@ -186,7 +194,10 @@ void buffer_pool::pin_existing(buffer_id buffer) {
 }
 
 void buffer_pool::unpin(buffer_id buffer) {
-  update_state(buffer, [](std::uint32_t old) { return old - 1; });
+  update_state(buffer, [](std::uint32_t old) {
+    TIDEMARK_CHECK(pins(old) > 0, "every unpin pairs with a pin");
+    return old - 1;
+  });
 }
 
 buffer_id buffer_pool::pin(page_id id, read_mode mode) {

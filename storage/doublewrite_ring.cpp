@@ -1,5 +1,6 @@
 // The doublewrite ring: see doublewrite_ring.hpp for the layout, states and invariants.
 #include "storage/doublewrite_ring.hpp"
+#include "storage/check.hpp"
 
 #include <sys/stat.h>
 
@@ -174,10 +175,9 @@ void doublewrite_ring::write_header(std::uint64_t horizon_at, std::uint64_t hori
 }
 
 void doublewrite_ring::move(std::uint32_t c, dw_state from, dw_state to) {
-  if (chunks_[c].state != from)
-    throw std::logic_error(std::string("doublewrite chunk ") + std::to_string(c) + " is " +
-                           to_string(chunks_[c].state) + ", expected " + to_string(from) +
-                           " before " + to_string(to));
+  TIDEMARK_CHECK_DETAIL(chunks_[c].state == from, "a doublewrite chunk moves along its cycle (D1-D3)",
+                        "chunk " + std::to_string(c) + " is " + to_string(chunks_[c].state) +
+                          ", expected " + to_string(from) + " before " + to_string(to));
   chunks_[c].state = to;
 }
 
@@ -204,8 +204,9 @@ void doublewrite_ring::return_staging_locked(chunk& c) {
 }
 
 std::vector<dw_entry>& doublewrite_ring::entries(std::uint32_t c) {
-  if (chunks_[c].staging == no_staging)
-    throw std::logic_error("doublewrite chunk " + std::to_string(c) + " holds no staged pages");
+  TIDEMARK_CHECK_DETAIL(chunks_[c].staging != no_staging,
+                        "staged pages live from acquire() until the ring write",
+                        "chunk " + std::to_string(c) + " holds no staging memory");
   return staging_[chunks_[c].staging].entries;
 }
 
@@ -241,8 +242,8 @@ unsigned char* doublewrite_ring::slot_memory(std::uint32_t chunk, std::uint32_t 
 void doublewrite_ring::give_back(std::uint32_t c) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (!entries(c).empty())
-      throw std::logic_error("doublewrite chunk " + std::to_string(c) + " given back with pages");
+    TIDEMARK_CHECK_DETAIL(entries(c).empty(), "a chunk is given back only without pages",
+                          "chunk " + std::to_string(c));
     move(c, dw_state::allocated, dw_state::free);
     return_staging_locked(chunks_[c]);
     free_list_.push_back(c);
@@ -266,10 +267,10 @@ bool doublewrite_ring::in_span_locked(std::uint64_t at, std::uint64_t bytes) con
 // area when it does not fit before the end; never inside the span from the durable
 // horizon to the write position, which holds every record not FREE yet. mutex_ held.
 bool doublewrite_ring::place_record_locked(std::uint64_t bytes, std::uint64_t* at) const {
-  if (!live_.empty() && live_.begin()->first < durable_sequence_)
-    throw std::logic_error("doublewrite record " + std::to_string(live_.begin()->first) +
-                           " is live behind the durable horizon " +
-                           std::to_string(durable_sequence_));
+  TIDEMARK_CHECK_DETAIL(live_.empty() || live_.begin()->first >= durable_sequence_,
+                        "no live doublewrite record lies behind the durable horizon",
+                        "record " + std::to_string(live_.begin()->first) + ", horizon " +
+                          std::to_string(durable_sequence_));
   std::uint64_t candidate = next_record_at_ + bytes <= end_ ? next_record_at_ : ring_records_start;
   if (in_span_locked(candidate, bytes))
     return false;
@@ -337,9 +338,9 @@ bool doublewrite_ring::write(std::uint32_t c) {
 
 bool doublewrite_ring::sync(const std::uint32_t* chunks, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i)
-    if (state(chunks[i]) != dw_state::written)
-      throw std::logic_error("doublewrite chunk " + std::to_string(chunks[i]) + " synced while " +
-                             to_string(state(chunks[i])));
+    TIDEMARK_CHECK_DETAIL(state(chunks[i]) == dw_state::written,
+                          "a doublewrite chunk is synced only once WRITTEN",
+                          "chunk " + std::to_string(chunks[i]) + " is " + to_string(state(chunks[i])));
   std::uint64_t horizon_at, horizon_sequence;
   bool moved;
   {

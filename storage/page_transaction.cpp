@@ -1,6 +1,7 @@
 // One atomic, validated multi-page change logged as one WAL record: see page_transaction.hpp.
 #include "storage/page_transaction.hpp"
 
+#include "storage/check.hpp"
 #include "storage/page.hpp"
 
 #include <algorithm>
@@ -500,6 +501,7 @@ void page_transaction::check_op_limits() {
 
 void page_transaction::encode(bool apply, lsn_t redo_lsn) {
   builder_.reset(record_type::transaction, xid_);
+  std::size_t ops_encoded = 0, appends_encoded = 0;
   for (const latched_page& p : pages_) {
     void* page = pool_.page(p.buffer);
     bool needs_image = full_page_writes_ && page_lsn(page) <= redo_lsn;
@@ -507,6 +509,7 @@ void page_transaction::encode(bool apply, lsn_t redo_lsn) {
     for (const pending_op& op : ops_) {
       if (op.id != p.id)
         continue;
+      ++ops_encoded;
       if (op.kind == op_kind::add_i64) {
         std::int64_t delta;
         std::memcpy(&delta, &data_[op.data_at], 8);
@@ -519,6 +522,7 @@ void page_transaction::encode(bool apply, lsn_t redo_lsn) {
     for (const pending_append& append : appends_) {
       if (page_id{append.rel, append.block} != p.id)
         continue;
+      ++appends_encoded;
       std::size_t offset = page_header_size + std::size_t(append.slot) * append.row_size;
       builder_.write_bytes(static_cast<std::uint16_t>(offset), &data_[append.data_at],
                            append.row_size);
@@ -531,6 +535,8 @@ void page_transaction::encode(bool apply, lsn_t redo_lsn) {
       apply_ops(page, pool_.page_size(), builder_.block_ops(), builder_.block_ops_length());
     builder_.end_block(needs_image ? page : nullptr, pool_.page_size());
   }
+  TIDEMARK_CHECK(ops_encoded == ops_.size() && appends_encoded == appends_.size(),
+                 "every change of a transaction is on a page it latched");
   builder_.finish();
 }
 

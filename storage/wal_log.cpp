@@ -19,6 +19,7 @@
 //    error on it is seen by the fd that wrote the data (W3).
 //  - After a failed sync (failure_), insert() and flush() throw: the log is unusable (W3).
 #include "storage/wal_log.hpp"
+#include "storage/check.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -153,9 +154,10 @@ void wal_log::append_received(lsn_t lsn, const void* data, std::size_t length) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   std::lock_guard lock(insert_mutex_);
   check_usable();
-  if (lsn != inserted_lsn_.load(std::memory_order_relaxed))
-    throw std::logic_error("wal_log: received WAL at " + std::to_string(lsn) +
-                           " does not continue the log at " + std::to_string(inserted_lsn_.load()));
+  TIDEMARK_CHECK_DETAIL(lsn == inserted_lsn_.load(std::memory_order_relaxed),
+                        "received WAL continues the log (the receiver checks the primary's start)",
+                        "received at " + std::to_string(lsn) + ", the log ends at " +
+                          std::to_string(inserted_lsn_.load()));
   while (length > 0) {
     std::size_t piece = std::min(length, buffer_.size() / 2);
     lsn_t at = inserted_lsn_.load(std::memory_order_relaxed);
@@ -173,12 +175,10 @@ void wal_log::restart_at(lsn_t end, lsn_t prev) {
   std::lock_guard insert_lock(insert_mutex_);
   std::lock_guard flush_lock(flush_mutex_);
   check_usable();
-  if (!syncs_in_flight_.empty())
-    throw std::logic_error("wal_log::restart_at while a sync is running");
-  if (end > flushed_lsn_.load())
-    throw std::logic_error("wal_log::restart_at beyond the flushed WAL");
-  if (end % record_alignment != 0)
-    throw std::logic_error("wal_log::restart_at: the end of a record is 8-byte aligned");
+  TIDEMARK_CHECK(syncs_in_flight_.empty(), "wal_log::restart_at while no sync is running");
+  TIDEMARK_CHECK(end <= flushed_lsn_.load(), "wal_log::restart_at within the flushed WAL");
+  TIDEMARK_CHECK(end % record_alignment == 0,
+                 "wal_log::restart_at: the end of a record is 8-byte aligned");
   for (const open_segment& segment : segments_) // later ones are about to be removed
     io_.close_file(segment.fd);
   segments_.clear();

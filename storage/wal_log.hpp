@@ -86,7 +86,7 @@ public:
 
   /// A standby's receiver: appends WAL bytes as the primary sent them (records sealed
   /// there, possibly ending mid-record) at `lsn`, which must be the inserted LSN. They are
-  /// written and synced like inserted records. Throws std::logic_error on a gap.
+  /// written and synced like inserted records. A gap is a broken invariant (TIDEMARK_CHECK).
   void append_received(lsn_t lsn, const void* data, std::size_t length);
   /// Promotion: the log continues at `end` (the end of the last complete record replayed,
   /// whose start is `prev`), as when it was opened there: WAL that arrived after it is

@@ -144,10 +144,9 @@ void record_builder::reset(record_type type, xid_t xid) {
 }
 
 void record_builder::begin_block(page_id id) {
-  if (block_start_ != 0 || block_count_ >= max_blocks_per_record)
-    throw std::logic_error("record_builder: block already open or too many blocks");
-  if (main_length_ != 0)
-    throw std::logic_error("record_builder: blocks must precede the main data");
+  TIDEMARK_CHECK(block_start_ == 0 && block_count_ < max_blocks_per_record,
+                 "record_builder: one block open at a time, at most max_blocks_per_record");
+  TIDEMARK_CHECK(main_length_ == 0, "record_builder: blocks precede the main data");
   block_start_ = bytes_.size();
   block_ref_header ref{id.rel, id.block, 0, 0};
   bytes_.resize(block_start_ + block_header_size);
@@ -164,8 +163,7 @@ void record_builder::write_bytes(std::uint16_t offset, const void* data, std::ui
 
 void record_builder::write_op(op_kind kind, std::uint16_t offset, const void* data,
                               std::uint16_t length) {
-  if (block_start_ == 0)
-    throw std::logic_error("record_builder: op outside a block");
+  TIDEMARK_CHECK(block_start_ != 0, "record_builder: an op belongs to an open block");
   std::size_t at = bytes_.size();
   bytes_.resize(at + op_header_size + length);
   unsigned char* p = bytes_.data() + at;
@@ -185,8 +183,9 @@ std::size_t record_builder::block_ops_length() const {
 
 void record_builder::end_block(const void* image, std::size_t page_size) {
   std::size_t ops_length = block_ops_length();
-  if (block_start_ == 0 || ops_length > max_block_ops_length)
-    throw std::logic_error("record_builder: no open block, or its ops exceed 64 KiB");
+  TIDEMARK_CHECK(block_start_ != 0, "record_builder: end_block() closes an open block");
+  TIDEMARK_CHECK(ops_length <= max_block_ops_length,
+                 "record_builder: a block's ops fit max_block_ops_length (the transaction checks it)");
   std::uint16_t flags = 0;
   if (image) {
     flags = append_image(image, page_size);
@@ -219,8 +218,8 @@ std::uint16_t record_builder::append_image(const void* image, std::size_t page_s
 }
 
 void record_builder::set_main_data(const void* data, std::size_t length) {
-  if (block_start_ != 0 || main_length_ != 0 || length > max_main_length)
-    throw std::logic_error("record_builder: main data set twice, inside a block or too long");
+  TIDEMARK_CHECK(block_start_ == 0 && main_length_ == 0 && length <= max_main_length,
+                 "record_builder: main data set once, after the blocks, at most max_main_length");
   std::size_t at = bytes_.size();
   bytes_.resize(at + length);
   if (length > 0)
@@ -229,8 +228,7 @@ void record_builder::set_main_data(const void* data, std::size_t length) {
 }
 
 void record_builder::finish() {
-  if (block_start_ != 0)
-    throw std::logic_error("record_builder: finish() with an open block");
+  TIDEMARK_CHECK(block_start_ == 0, "record_builder: finish() with every block closed");
   record_header& h = header();
   h.total_length = static_cast<std::uint32_t>(bytes_.size());
   h.block_count = static_cast<std::uint8_t>(block_count_);

@@ -18,6 +18,7 @@
 #include "storage/fault_engine.hpp"
 
 #include "delegating_engine.hpp"
+#include "invariant_abort.hpp"
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -662,21 +663,22 @@ TEST_CASE("doublewrite ring: default staging holds two bgwriter rounds beside th
   CHECK(default_staging_chunks(1000, 16) == 2 * 63 + others);
 }
 
-TEST_CASE("doublewrite ring: chunks follow the state machine, and illegal transitions are refused") {
+TEST_CASE("doublewrite ring: chunks follow the state machine, and illegal transitions abort") {
   test::temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   doublewrite_ring ring(*io, dir.path(), page_size, 16, 8, 2);
   CHECK(ring.staging_chunks() == 2);
   std::uint32_t c = ring.acquire({});
   CHECK(ring.state(c) == dw_state::allocated);
-  CHECK_THROWS_AS(ring.sync(c), std::logic_error);      // not WRITTEN yet
-  CHECK_THROWS_AS(ring.release(c), std::logic_error);   // not DATA_FSYNCED
+  const char* cycle = "moves along its cycle";
+  CHECK(test::aborts_on_invariant([&] { ring.sync(c); }, "synced only once WRITTEN"));
+  CHECK(test::aborts_on_invariant([&] { ring.release(c); }, cycle)); // not DATA_FSYNCED
   ring.entries(c).push_back({{1, 0}, 1, 0});
   std::memset(ring.slot_memory(c, 0), 0, page_size);
   CHECK(ring.write(c));
-  CHECK_THROWS_AS(ring.write(c), std::logic_error);     // WRITTEN already
+  CHECK(test::aborts_on_invariant([&] { ring.write(c); }, cycle)); // WRITTEN already
   ring.sync(c);
-  CHECK_THROWS_AS(ring.advance(c, dw_state::data_fsynced), std::logic_error);
+  CHECK(test::aborts_on_invariant([&] { ring.advance(c, dw_state::data_fsynced); }, cycle));
   ring.advance(c, dw_state::data_written);
   ring.advance(c, dw_state::data_fsynced);
   ring.release(c);
@@ -757,7 +759,7 @@ TEST_CASE("doublewrite ring: however small the batches, chunks do not run out be
     REQUIRE(ring.write(c));
     ring.sync(c);
     ring.advance(c, dw_state::data_written);
-    CHECK_THROWS_AS(ring.entries(c), std::logic_error); // staged pages live only until here
+    CHECK(test::aborts_on_invariant([&] { ring.entries(c); }, "staged pages live")); // only until here
     waiting.push_back(c);
   }
   CHECK(waiting.size() * ring_record_alignment >= ring.capacity_bytes() / 2);

@@ -15,6 +15,7 @@
 // waiter is started and the test goes on once the kernel reports the thread asleep (its
 // state in /proc), and a probe between a following reader and its received_wal records
 // every wait with how many records the reader had returned by then.
+#include "invariant_abort.hpp"
 #include "wal_test_support.hpp"
 
 #include "storage/control_file.hpp"
@@ -548,7 +549,7 @@ TEST_CASE("replication storage: WAL received in odd chunks reads back as the pri
   CHECK(wal_log::list_segments(copy_dir.path()) == wal_log::list_segments(primary_dir.path()));
 }
 
-TEST_CASE("replication storage: append_received at a wrong lsn throws logic_error") {
+TEST_CASE("replication storage: append_received at a wrong lsn breaks an invariant") {
   temp_dir primary_dir, copy_dir;
   auto io = make_io_engine(io_method::sync);
   wal_log primary(*io, small_options(primary_dir.path()), primary_start, 0);
@@ -557,14 +558,14 @@ TEST_CASE("replication storage: append_received at a wrong lsn throws logic_erro
     read_bytes(*io, primary_dir.path(), primary_start, records.end());
 
   wal_log copy(*io, small_options(copy_dir.path()), primary_start, 0);
-  CHECK_THROWS_AS(copy.append_received(primary_start + 8, bytes.data() + 8, 8), std::logic_error);
+  const char* gap = "continues the log";
+  CHECK(test::aborts_on_invariant([&] { copy.append_received(primary_start + 8, bytes.data() + 8, 8); }, gap));
   copy.append_received(primary_start, bytes.data(), 101);
   lsn_t at = primary_start + 101;
   // A gap, an overlap, a repeat.
-  CHECK_THROWS_AS(copy.append_received(at + 1, bytes.data() + 102, 10), std::logic_error);
-  CHECK_THROWS_AS(copy.append_received(at - 1, bytes.data() + 100, 10), std::logic_error);
-  CHECK_THROWS_AS(copy.append_received(primary_start, bytes.data(), 10), std::logic_error);
-  CHECK(copy.inserted_lsn() == at); // nothing of the refused chunks went in
+  CHECK(test::aborts_on_invariant([&] { copy.append_received(at + 1, bytes.data() + 102, 10); }, gap));
+  CHECK(test::aborts_on_invariant([&] { copy.append_received(at - 1, bytes.data() + 100, 10); }, gap));
+  CHECK(test::aborts_on_invariant([&] { copy.append_received(primary_start, bytes.data(), 10); }, gap));
   copy.append_received(at, bytes.data() + 101, bytes.size() - 101);
   copy.flush(records.end());
   CHECK(read_all(*io, copy_dir.path(), small_segment, primary_start).lsns == records.starts);
@@ -600,8 +601,9 @@ TEST_CASE("replication storage: restart_at continues after the last complete rec
   // And some more that arrived but was not flushed.
   copy.append_received(cut, bytes.data() + (cut - primary_start), 50);
 
-  // Beyond the flushed WAL: refused.
-  CHECK_THROWS_AS(copy.restart_at(cut + 8, records.starts[k]), std::logic_error);
+  // Beyond the flushed WAL: a broken invariant.
+  CHECK(test::aborts_on_invariant([&] { copy.restart_at(cut + 8, records.starts[k]); },
+                                  "within the flushed WAL"));
 
   lsn_t end = records.starts[k]; // = aligned end of record k - 1
   lsn_t prev = records.starts[k - 1];
