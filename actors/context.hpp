@@ -181,6 +181,8 @@ struct context {
     }
     if (ring)
       ring->fail(); // writers waiting for a free chunk stop
+    if (pool) // the checkpointer waiting for a write the batcher was to finish
+      pool->stop_waits();
     if (wal) // commits waiting for WAL no sync will cover any more
       wal->stop_waiters("the engine stopped after a failure: " + why);
     standby_acknowledged.stop("the engine stopped after a failure: " + why);

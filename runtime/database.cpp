@@ -321,17 +321,33 @@ void database::start_actors() {
   // keep its thread and starve the others and the stop request.
   system_config_->set("scheduler.max-throughput", messages_per_turn);
   system_ = std::make_unique<caf::actor_system>(*system_config_);
+  watch_ = std::make_unique<actor_watch>(*engine_);
   sync_worker_ = actors::spawn_sync_worker(*system_, *engine_, detach_io_actors_);
+  watch_->watch(sync_worker_, "sync_worker");
   engine_->registry.attach(sync_worker_, engine_->trace.get());
   if (engine_->doublewrite()) {
     dw_batcher_ = actors::spawn_dw_batcher(*system_, *engine_, sync_worker_, detach_io_actors_);
+    watch_->watch(dw_batcher_, "dw_batcher");
     engine_->batcher = dw_batcher_;
   }
   wal_writer_ = actors::spawn_wal_writer(*system_, *engine_, detach_io_actors_);
+  watch_->watch(wal_writer_, "wal_writer");
   if (s.idle_poll && detach_io_actors_)
     engine_->idle_poll.start(0, idle_poll_linger);
   checkpointer_ = actors::spawn_checkpointer(*system_, *engine_, sync_worker_, detach_io_actors_);
+  watch_->watch(checkpointer_, "checkpointer");
   bgwriter_ = actors::spawn_bgwriter(*system_, *engine_, detach_io_actors_);
+  watch_->watch(bgwriter_, "bgwriter");
+}
+
+void database::end_actor_abnormally(const std::string& name) {
+  if (!watch_)
+    throw tidemark::usage_error("end_actor_abnormally: no actors run (read-only or closed)");
+  watch_->end_abnormally(name);
+}
+
+std::vector<std::string> database::watched_actors() const {
+  return watch_ ? watch_->names() : std::vector<std::string>{};
 }
 
 void database::request_checkpoint(messages::checkpoint_reason reason) {
@@ -409,6 +425,7 @@ void database::stop_actors() {
   checkpoint_watcher_ = nullptr;
   wal_sender_ = nullptr;
   replication_address_.clear();
+  watch_.reset();
 }
 
 void database::close() {

@@ -19,6 +19,7 @@
 #include "runtime/config.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/standby_file.hpp"
+#include "runtime/supervision.hpp"
 #include "storage/received_wal.hpp"
 #include "storage/standby_slots.hpp"
 
@@ -161,6 +162,10 @@ public:
   messages::bgwriter_actor bgwriter() const { return bgwriter_; }
   messages::dw_batcher_actor dw_batcher() const { return dw_batcher_; }
   bool detached_io() const { return detach_io_actors_; }
+  /// Test hook: ends a core actor (supervision.hpp names them) as a crash would; the
+  /// engine fails as it must when a core actor dies.
+  void end_actor_abnormally(const std::string& name);
+  std::vector<std::string> watched_actors() const;
 
 private:
   database() = default;
@@ -183,6 +188,7 @@ private:
   messages::sync_worker_actor sync_worker_;
   messages::bgwriter_actor bgwriter_;
   messages::dw_batcher_actor dw_batcher_;
+  std::unique_ptr<actor_watch> watch_; // every core actor, while the actors run
   messages::checkpoint_observer_actor checkpoint_watcher_;
   messages::wal_sender_actor wal_sender_;
   std::string replication_address_; // where wal_sender_ is published

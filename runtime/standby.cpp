@@ -48,6 +48,7 @@ void database::start_replication() {
   endpoint where = parse_endpoint("replication_listen", listen, true);
   wal_sender_ = actors::spawn_wal_sender(*system_, *engine_, checkpointer_,
                                          std::move(recorded_slots_));
+  watch_->watch(wal_sender_, "wal_sender");
   auto published = system_->middleman().publish(wal_sender_, where.port, where.host.c_str(), true);
   if (!published)
     throw config_error("replication_listen: cannot listen on " + listen + ": " +
@@ -73,6 +74,7 @@ void database::start_standby(const open_options& options) {
     receiving.identity.system_id = e.control.system_id;
     receiving.identity.generation = e.control.generation;
     wal_receiver_ = actors::spawn_wal_receiver(*system_, e, *arrival_, receiving);
+    watch_->watch(wal_receiver_, "wal_receiver");
   } else {
     arrival_->end(); // replay what is here, then stop
   }

@@ -142,7 +142,15 @@ bool buffer_pool::write_in_progress(buffer_id buffer) const {
 }
 
 void buffer_pool::wait_for_write(buffer_id buffer) const {
-  waits_.wait(buffer, [&] { return !write_in_progress(buffer); });
+  waits_.wait(buffer, [&] { return !write_in_progress(buffer) || stopped_.load(); });
+  if (write_in_progress(buffer))
+    throw engine_stopped_error("the wait for an in-place write of " + files_.describe(tag(buffer)) +
+                               " ended: the engine stopped after a failure");
+}
+
+void buffer_pool::stop_waits() {
+  stopped_.store(true);
+  waits_.wake_all();
 }
 
 bool buffer_pool::is_reusable(buffer_id buffer) const {

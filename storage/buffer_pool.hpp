@@ -159,7 +159,11 @@ public:
   /// Waits until no write of `buffer` is in progress. A checkpoint must not move on to
   /// its sync phase while a write it relies on (begun by someone else) is still running:
   /// that write registers its segment for sync only when it completes (W2, C1).
+  /// Throws engine_stopped_error when stop_waits() ends the wait first.
   void wait_for_write(buffer_id buffer) const;
+  /// The engine failed: every wait_for_write() from now on ends at once (the writer it
+  /// waits for, e.g. the doublewrite batcher, may be gone).
+  void stop_waits();
   bool write_in_progress(buffer_id buffer) const;
 
   bool is_dirty(buffer_id buffer) const;
@@ -208,6 +212,7 @@ private:
   victim_writer* victim_writer_ = nullptr;
   allocation_listener* listener_ = nullptr;
   std::atomic<bool> notify_allocation_{false};
+  std::atomic<bool> stopped_{false}; // stop_waits()
 
   unsigned char* frames_ = nullptr;
   std::unique_ptr<descriptor[]> descriptors_;

@@ -43,8 +43,10 @@ struct segment_id {
 // The error types are the public ones (tidemark/errors.hpp): data_error for data problems
 // found on disk (checksum failure, corrupt WAL or control file), page_corrupt_error for one
 // page nothing could repair, io_error for failed system calls (fsync_failed(): the W3
-// case, the runtime must stop and the next start must run crash recovery).
+// case, the runtime must stop and the next start must run crash recovery),
+// engine_stopped_error for a wait that ends because the engine failed.
 using tidemark::data_error;
+using tidemark::engine_stopped_error;
 using tidemark::io_error;
 using tidemark::page_corrupt_error;
 

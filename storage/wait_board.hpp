@@ -59,6 +59,15 @@ public:
     return done;
   }
 
+  /// Wakes every waiter on every key (they re-check their conditions).
+  void wake_all() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (stripe& s : stripes_) {
+      { std::lock_guard<std::mutex> guard(s.mutex); }
+      s.wake.notify_all();
+    }
+  }
+
   /// Call after changing what a waiter on `key` may be waiting for.
   void wake(std::size_t key) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
