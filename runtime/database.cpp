@@ -450,9 +450,9 @@ void database::close() {
     } catch (const std::exception& e) {
       failure = e.what();
     }
-  } else {
-    failure = engine_->failure();
   }
+  if (failure.empty() && engine_->failed()) // a standby's too (its receiver or redo failed)
+    failure = engine_->failure();
   stop_actors();
   system_.reset();
   if (lock_fd_ >= 0) {

@@ -182,3 +182,57 @@ TEST_CASE("supervision: a name no actor has is a usage error") {
   CHECK_FALSE(db->stats().failed);
   db->close();
 }
+
+TEST_CASE("supervision: the WAL receiver ends and the standby stops, loudly") {
+  test::scratch_directory primary_dir("tidemark-primary"), standby_dir("tidemark-standby");
+  const std::vector<std::string> settings = {"shared_buffers=1MB", "log_checkpoints=off"};
+  database::create(primary_dir.dir, {settings, {}, {}});
+  open_options primary_options;
+  primary_options.settings = settings;
+  primary_options.settings.push_back("replication_listen=127.0.0.1:0");
+  auto primary = database::open(primary_dir.dir, primary_options);
+  session writer = primary->open_session();
+  writer.begin();
+  writer.add_i64({1, 0}, 64, 1);
+  writer.commit();
+  database::base_backup(standby_dir.dir, primary->replication_address(), "supervised");
+
+  std::mutex mutex;
+  std::condition_variable logged;
+  bool error_logged = false;
+  open_options standby_options;
+  standby_options.settings = settings;
+  standby_options.standby = true;
+  standby_options.log = [&](const std::string& line) {
+    if (line.rfind("ERROR:", 0) == 0 && line.find("the wal_receiver actor") != std::string::npos) {
+      std::lock_guard<std::mutex> guard(mutex);
+      error_logged = true;
+      logged.notify_all();
+    }
+  };
+  {
+    auto standby = database::open(standby_dir.dir, standby_options);
+    internal_access::of(*standby).end_actor_abnormally("wal_receiver");
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      logged.wait(lock, [&] { return error_logged; });
+    }
+    standby_status status = standby->standby();
+    CHECK(status.failed);
+    CHECK(status.error.find("the wal_receiver actor stopped unexpectedly") != std::string::npos);
+    session reader = standby->open_session();
+    CHECK_THROWS_AS(reader.begin(), engine_stopped_error);
+    CHECK_THROWS_AS(standby->promote(), error);
+    CHECK_THROWS_AS(standby->close(), engine_stopped_error);
+  }
+  // The primary goes on (its standby is asynchronous); the standby opens again and streams.
+  writer.begin();
+  writer.add_i64({1, 0}, 64, 1);
+  writer.commit();
+  standby_options.log = {};
+  auto standby = database::open(standby_dir.dir, standby_options);
+  CHECK(standby->is_standby());
+  CHECK_FALSE(standby->standby().failed);
+  standby->close();
+  primary->close();
+}
