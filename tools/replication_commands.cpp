@@ -161,10 +161,13 @@ int cmd_standby(int argc, char** argv) {
   options.primary = args.text("--primary");
   if (::pipe(stop_pipe) != 0)
     throw io_error(std::string("pipe: ") + std::strerror(errno), errno);
+  directory_watch watch(dir, false);
+  // Until open() returns (crash recovery may take a while), SIGINT and SIGTERM end the
+  // process at once, as a crash would, which a standby survives; from then on they stop
+  // the standby cleanly.
+  auto db = database::open(dir, options);
   ::signal(SIGINT, on_stop_signal);
   ::signal(SIGTERM, on_stop_signal);
-  directory_watch watch(dir, false);
-  auto db = database::open(dir, options);
   ::unlink((dir + "/" + promote_signal).c_str()); // a request from before this start
   {
     standby_status s = db->standby();

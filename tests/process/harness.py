@@ -234,3 +234,28 @@ def remove(path):
         shutil.rmtree(path, ignore_errors=True)
     elif os.path.exists(path):
         os.remove(path)
+
+
+class Primary:
+    """A running primary (`tidemark bench` with `settings` and any `extra` run settings)
+    publishing its WAL sender on a port the system chooses; `address` is read from its log."""
+
+    def __init__(self, tm, directory, log, settings=SMALL, extra=(), clients=2):
+        self.log = log
+        with open(log, "w") as out:
+            self.process = subprocess.Popen(
+                [tm.binary, "bench", "-D", directory, "-c", str(clients), "-T", "600",
+                 *sets(run_settings(settings) + ["replication_listen=127.0.0.1:0", *extra])],
+                stdout=subprocess.DEVNULL, stderr=out)
+        self.address = None
+        poll_until(lambda: self.process.poll() is not None or self._listening(), 60)
+        check(self.address is not None, f"the primary in {directory} did not listen")
+
+    def _listening(self):
+        with open(self.log) as f:
+            self.address = listening_address(f.read())
+        return self.address is not None
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=60)

@@ -9,33 +9,9 @@ import socket
 import subprocess
 import time
 
-from harness import (Tidemark, check, finish, listening_address, parse_args, remove, run_settings,
-                     scratch, sets, tree_digest)
+from harness import (Primary, Tidemark, check, finish, parse_args, remove, scratch, tree_digest)
 
 SETTINGS = ["shared_buffers=256", "log_checkpoints=off"]
-
-
-class Primary:
-    """A running primary (`tidemark bench`) publishing its WAL sender on a port the system
-    chooses; `address` is read from its log."""
-
-    def __init__(self, tm, directory, log):
-        self.log = log
-        self.process = subprocess.Popen(
-            [tm.binary, "bench", "-D", directory, "-c", "2", "-T", "120",
-             *sets(run_settings(SETTINGS) + ["replication_listen=127.0.0.1:0"])],
-            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-        deadline = time.monotonic() + 60
-        self.address = None
-        while self.address is None and time.monotonic() < deadline and self.process.poll() is None:
-            time.sleep(0.02)  # the observer's pace
-            with open(log) as f:
-                self.address = listening_address(f.read())
-        check(self.address is not None, f"the primary in {directory} did not listen")
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=60)
 
 
 def standby_until_refused(tm, directory, log_path, extra=()):
@@ -89,7 +65,7 @@ def main():
         check(r.returncode == 2 and "replication_listen" in r.stderr, f"bad replication_listen: {r.stderr}")
 
         # A running primary, a consistent standby of it, and a directory it refuses.
-        bench = Primary(tm, primary, os.path.join(work, "primary.log"))
+        bench = Primary(tm, primary, os.path.join(work, "primary.log"), SETTINGS)
         try:
             standby = os.path.join(work, "standby")
             r = tm.run("basebackup", "-D", standby, "--primary", bench.address)
@@ -128,14 +104,14 @@ def main():
         # from it, and the old primary back: the new standby refuses the old primary.
         r = tm.run("promote", "-D", standby)
         check(r.returncode == 0, f"offline promote: {r.stderr}")
-        promoted = Primary(tm, standby, os.path.join(work, "promoted.log"))
+        promoted = Primary(tm, standby, os.path.join(work, "promoted.log"), SETTINGS)
         try:
             third = os.path.join(work, "third")
             r = tm.run("basebackup", "-D", third, "--primary", promoted.address)
             check(r.returncode == 0, f"basebackup from the promoted standby: {r.stderr}")
         finally:
             promoted.stop()
-        old = Primary(tm, primary, os.path.join(work, "old.log"))
+        old = Primary(tm, primary, os.path.join(work, "old.log"), SETTINGS)
         try:
             text = standby_until_refused(tm, third, os.path.join(work, "third.log"),
                                          ["--primary", old.address])

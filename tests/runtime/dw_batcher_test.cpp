@@ -117,12 +117,14 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
       std::count_if(all.begin(), all.end(), [&](const auto& event) { return type == event.type; }));
   }
 
-  // Index of the first trace event of `type` for `chunk`, or the event count if none.
+  // Index of the first trace event of `type` for `chunk`. A missing event fails the test:
+  // an order check must never pass because one of its events did not happen.
   std::size_t first_event(const std::string& type, std::uint32_t chunk) const {
     const auto& all = engine.trace->events();
     for (std::size_t i = 0; i < all.size(); ++i)
       if (type == all[i].type && all[i].a == chunk)
         return i;
+    FAIL("no " << type << " event for " << chunk);
     return all.size();
   }
 };

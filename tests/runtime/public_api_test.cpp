@@ -181,47 +181,6 @@ TEST_CASE("public API: a session outliving its database gets usage_error, never 
   CHECK_THROWS_AS(moved.begin(), usage_error);
 }
 
-TEST_CASE("public API: a session used from two threads at once refuses the second, and loses nothing") {
-  scratch_directory scratch;
-  create_with_rows(scratch.dir, 10);
-  auto db = open_quiet(scratch.dir);
-  session s = db->open_session();
-  std::atomic<bool> done{false};
-  std::uint64_t committed = 0, refused_b = 0;
-  // A call refused because the other thread is inside a call is simply made again.
-  auto until_accepted = [](const std::function<void()>& call) {
-    for (;;) {
-      try {
-        call();
-        return;
-      } catch (const usage_error&) {
-      }
-    }
-  };
-  std::thread a([&] {
-    for (; committed < 300; ++committed) {
-      until_accepted([&] { s.begin(); });
-      until_accepted([&] { s.add_i64({2, 0}, 64, 1); });
-      until_accepted([&] { s.commit(); });
-    }
-    done = true;
-  });
-  // The second thread only asks for the transaction's id: refused while the first is
-  // inside any call (nearly always, it waits in commit()), and changing nothing.
-  while (!done.load()) {
-    try {
-      (void)s.id();
-    } catch (const usage_error&) {
-      ++refused_b;
-    }
-    std::this_thread::yield();
-  }
-  a.join();
-  CHECK(refused_b > 0);
-  CHECK(s.read_i64({2, 0}, 64) == 300);
-  db->close();
-}
-
 TEST_CASE("public API: a second open of a directory in use is refused, and so is check_files") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 10);

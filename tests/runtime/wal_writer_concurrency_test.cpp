@@ -295,11 +295,10 @@ TEST_CASE("wal_writer: detached, on real threads, at most wal_sync_concurrency f
     CHECK(run.below == 0);
     CHECK(run.not_durable == 0);
     CHECK(run.all_flushed);
+    // The bound, whatever the timing. That syncs do overlap when waiters accumulate is
+    // shown in event order by "a sync starts beside those in flight ..." above; here it
+    // depends on the device's speed, so it is not asserted.
     CHECK(run.max_in_flight <= concurrency);
-    if (concurrency > 1)
-      CHECK(run.max_in_flight >= 2); // six committers and slow syncs: the syncers overlap
-    else
-      CHECK(run.max_in_flight == 1);
   }
 }
 
