@@ -5,10 +5,25 @@
 
 #include <sys/stat.h>
 
+#include <charconv>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace tidemark::runtime {
+
+namespace {
+
+// A whole decimal number up to `max`, or config_error naming the key.
+std::uint64_t parse_number(const std::string& key, const std::string& value, std::uint64_t max) {
+  std::uint64_t number = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (error != std::errc() || end != value.data() + value.size() || number > max)
+    throw config_error("bad number for " + key + ": " + value);
+  return number;
+}
+
+} // namespace
 
 std::string standby_file_path(const std::string& data_dir) { return data_dir + "/standby.conf"; }
 
@@ -41,16 +56,15 @@ std::optional<standby_file> read_standby_file(const std::string& data_dir) {
         f.name = value;
         have_name = true;
       } else if (key == "generation") {
-        f.generation = static_cast<std::uint32_t>(std::stoul(value));
+        f.generation = static_cast<std::uint32_t>(
+          parse_number(key, value, std::numeric_limits<std::uint32_t>::max()));
         have_generation = true;
       } else if (key == "backup_end_lsn") {
-        f.backup_end_lsn = std::stoull(value);
+        f.backup_end_lsn = parse_number(key, value, std::numeric_limits<std::uint64_t>::max());
         have_end = true;
       } else {
         throw config_error("unknown key " + key);
       }
-    } catch (const std::logic_error&) { // stoul
-      throw config_error(path + " line " + std::to_string(number) + ": bad number " + value);
     } catch (const config_error& e) {
       throw config_error(path + " line " + std::to_string(number) + ": " + e.what());
     }

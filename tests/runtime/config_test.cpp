@@ -1,11 +1,13 @@
 // Configuration: PostgreSQL-style units, range errors that name key and range, unknown keys,
 // the cross-setting rule D7, and the configuration file round trip.
 #include "runtime/config.hpp"
+#include "runtime/standby_file.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <fstream>
+#include <utility>
 #include <unistd.h>
 
 namespace tidemark::runtime {
@@ -208,3 +210,35 @@ TEST_CASE("config: a bad line in a file is reported with file and line number") 
 
 } // namespace
 } // namespace tidemark::runtime
+
+TEST_CASE("config: standby.conf takes whole numbers only, naming the file, line and key") {
+  char pattern[] = "/tmp/tidemark-standby-conf-XXXXXX";
+  std::string dir = mkdtemp(pattern);
+  auto write = [&](const std::string& generation, const std::string& end) {
+    std::ofstream(dir + "/standby.conf") << "primary = 127.0.0.1:5433\nstandby_name = s\n"
+                                         << "generation = " << generation << "\n"
+                                         << "backup_end_lsn = " << end << "\n";
+  };
+  write("2", "4096");
+  auto read = tidemark::runtime::read_standby_file(dir);
+  REQUIRE(read.has_value());
+  CHECK(read->generation == 2);
+  CHECK(read->backup_end_lsn == 4096);
+  for (auto [generation, end] : {std::pair<const char*, const char*>{"12abc", "4096"},
+                                 {"-1", "4096"}, {"4294967296", "4096"}, {"2", "0x10"},
+                                 {"2", "18446744073709551616"}}) {
+    CAPTURE(generation);
+    CAPTURE(end);
+    write(generation, end);
+    try {
+      tidemark::runtime::read_standby_file(dir);
+      FAIL("accepted");
+    } catch (const tidemark::config_error& error) {
+      std::string what = error.what();
+      CHECK(what.find("standby.conf line") != std::string::npos);
+      CHECK(what.find("bad number for") != std::string::npos);
+    }
+  }
+  std::remove((dir + "/standby.conf").c_str());
+  rmdir(dir.c_str());
+}
