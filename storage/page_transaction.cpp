@@ -364,10 +364,18 @@ void page_transaction::release_pages() {
   extra_pin_ = false;
 }
 
+// True when one of this transaction's add_i64 or write_bytes on `id` touches bytes
+// [begin, end).
+bool page_transaction::writes_between(page_id id, std::size_t begin, std::size_t end) const {
+  return std::any_of(ops_.begin(), ops_.end(), [&](const pending_op& op) {
+    return op.id == id && op.offset < end && op.offset + std::size_t(op.length) > begin;
+  });
+}
+
 // Decides each append's slot from the latched tail page. Returns false (after moving the
 // tail on) when the tail page cannot take this transaction's rows: too few free slots,
-// rows of another size, or non-zero bytes where the rows would go; the caller releases
-// everything and tries again on the next block.
+// rows of another size, non-zero bytes or this transaction's own writes where the rows
+// would go; the caller releases everything and tries again on the next block.
 bool page_transaction::resolve_appends() {
   for (std::size_t i = 0; i < appends_.size(); ++i) {
     pending_append& append = appends_[i];
@@ -381,12 +389,16 @@ bool page_transaction::resolve_appends() {
       if (appends_[j].rel == append.rel)
         ++used;
     std::size_t at = page_header_size + used * append.row_size;
-    // A page without rows takes them only if nothing was written on it by offset.
+    // A page without rows takes them only if nothing was written on it by offset, before or
+    // by this transaction; a row never lands on bytes this transaction writes by offset
+    // (its ops are applied first: the row would overwrite them).
     bool fits = header->item_count == 0
-                  ? all_zero(bytes + page_header_size, pool_.page_size() - page_header_size)
+                  ? all_zero(bytes + page_header_size, pool_.page_size() - page_header_size) &&
+                      !writes_between(id, page_header_size, pool_.page_size())
                   : (header->row_size == 0 || header->row_size == append.row_size);
     fits = fits && used < rows_per_page(pool_.page_size(), append.row_size) &&
-           all_zero(bytes + at, append.row_size);
+           all_zero(bytes + at, append.row_size) &&
+           !writes_between(id, at, at + append.row_size);
     if (!fits) {
       release_pages();
       tails_.advance(append.rel, append.block);

@@ -30,9 +30,10 @@
 //
 // Append-only use: append_row() places rows in the relation's tail page; slots are decided
 // under the page latch, so concurrent appenders never collide. A page records its rows'
-// size (page_header::row_size); an append never overwrites a non-zero byte, never mixes
-// row sizes on one page, and never starts rows on a page written by offset — it moves on
-// to the next block instead.
+// size (page_header::row_size); an append never overwrites a non-zero byte or a byte the
+// same transaction writes by offset, never mixes row sizes on one page, and never starts
+// rows on a page written by offset (before, or by the same transaction) — it moves on to
+// the next block instead. So every change a transaction made is there after its commit.
 #pragma once
 
 #include "storage/buffer_pool.hpp"
@@ -161,6 +162,7 @@ private:
   void latch_pages();
   void release_pages();
   bool resolve_appends();
+  bool writes_between(page_id id, std::size_t begin, std::size_t end) const;
   const latched_page* held(page_id id) const;
   bool validate_held_pages() const;
   read_check validate_read_pages(page_id* page);

@@ -268,8 +268,11 @@ public:
   row_cursor rows(relation_id relation);
   void add_i64(page_id page, std::uint32_t offset, std::int64_t delta);
   void write_bytes(page_id page, std::uint32_t offset, const void* data, std::uint32_t length);
-  /// Adds a row to the relation's last page (or a new one). A page holds rows of one size;
-  /// an append never overwrites bytes that are not zero — it moves on to the next block.
+  /// Adds a row to the relation's last page (or a new one); where is decided at commit().
+  /// A page holds rows of one size. An append never overwrites bytes that are not zero, nor
+  /// bytes the same transaction changes by add_i64 or write_bytes (before or after the
+  /// append), and never starts rows on a page written by offset: it moves on to the next
+  /// block, so every change of the transaction is there after its commit.
   void append_row(relation_id relation, const void* row, std::uint32_t row_size);
   /// Validates, applies and logs the transaction and, with synchronous_commit=on, returns
   /// once it is durable (group commit: the thread sleeps until a WAL sync covers it).
