@@ -98,6 +98,8 @@ public:
   /// last read). The caller makes WAL durable up to it before acting on what it read.
   lsn_t newest_seen() const { return newest_seen_; }
 
+  /// Changes, buffered until commit(). usage_error outside a transaction (before begin(),
+  /// or after commit(), abort() or a conflict ended it): nothing would ever apply them.
   void add_i64(page_id id, std::uint16_t offset, std::int64_t delta);
   void write_bytes(page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
   void append_row(rel_id rel, const void* row, std::uint16_t row_size);
@@ -154,6 +156,7 @@ private:
   void read_view(page_id id, std::size_t offset, std::size_t length, void* out);
   lsn_t read_committed(page_id id, std::size_t offset, std::size_t length, void* out);
   void record_read(page_id id, std::size_t offset, std::size_t length, const void* bytes, lsn_t lsn);
+  void refuse_outside_transaction(const char* operation) const;
   std::size_t appended_relations() const;
   void refuse_past_page_limit(std::size_t new_pages) const;
   void note_page(page_id id, std::size_t op_bytes);

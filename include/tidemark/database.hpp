@@ -231,7 +231,9 @@ private:
 };
 
 /// A sequence of transactions, used from one thread at a time. begin(), then reads and
-/// changes, then commit() or rollback().
+/// changes, then commit() or rollback(). Reads may also be made outside a transaction;
+/// changes may not (usage_error: before begin(), and after commit(), rollback() or a
+/// conflict_error ended the transaction).
 ///
 /// Isolation: committed transactions are serializable. Changes are buffered until
 /// commit(); the transaction's reads see the committed data with its own pending

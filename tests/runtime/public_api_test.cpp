@@ -480,3 +480,43 @@ TEST_CASE("public API: an append moves past the transaction's own writes, in eit
   CHECK(read_text(r, {22, 1}, slot1, 8) == "yyyyyyyy");
   CHECK(rows_of(r, 22) == std::vector<std::string>{a, b, c});
 }
+
+TEST_CASE("public API: a change outside a transaction is a usage_error, and so is one after a conflict") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  auto db = open_quiet(scratch.dir);
+  session s = db->open_session();
+  const std::int64_t nine = 9;
+  CHECK_THROWS_AS(s.add_i64({2, 0}, 64, 1), usage_error);
+  CHECK_THROWS_AS(s.write_bytes({2, 0}, 72, &nine, 8), usage_error);
+  CHECK_THROWS_AS(s.append_row(3, "row", 4), usage_error);
+  CHECK(db->relation_blocks(2) == 0); // nothing buffered extends it
+  s.begin(); // nothing carried into the next transaction
+  s.add_i64({2, 0}, 80, 1);
+  s.commit();
+  CHECK(s.read_i64({2, 0}, 64) == 0);
+  CHECK(s.read_i64({2, 0}, 72) == 0);
+  CHECK(db->relation_blocks(3) == 0); // no row was appended
+
+  // A conflict ends the transaction: what follows is outside one.
+  session other = db->open_session();
+  s.begin();
+  std::int64_t seen = s.read_i64({2, 0}, 80);
+  other.begin();
+  other.write_bytes({2, 0}, 80, &nine, 8);
+  other.commit();
+  std::int64_t next = seen + 1;
+  s.write_bytes({2, 0}, 80, &next, 8);
+  CHECK_THROWS_AS(s.commit(), conflict_error);
+  CHECK(!s.in_transaction());
+  CHECK_THROWS_AS(s.add_i64({2, 0}, 64, 1), usage_error);
+  CHECK_THROWS_AS(s.write_bytes({2, 0}, 80, &next, 8), usage_error);
+  CHECK_THROWS_AS(s.append_row(3, "row", 4), usage_error);
+  CHECK_THROWS_AS(s.commit(), usage_error);
+  s.begin();
+  s.commit();
+  CHECK(s.read_i64({2, 0}, 64) == 0);
+  CHECK(s.read_i64({2, 0}, 80) == 9);
+  CHECK(db->relation_blocks(3) == 0); // no row was appended
+  db->close();
+}
