@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace tidemark;
@@ -194,6 +195,28 @@ TEST_CASE("public API: a second open of a directory in use is refused, and so is
   CHECK(report.failures == 0);
   CHECK_THROWS_AS(database::check_files(scratch.root + "/missing"), config_error);
   CHECK_THROWS_AS(database::create(scratch.dir, {}), config_error); // exists, not empty
+}
+
+TEST_CASE("public API: a directory holding only tidemark.conf is not a data directory") {
+  scratch_directory scratch;
+  std::filesystem::create_directory(scratch.dir);
+  std::ofstream(scratch.dir + "/tidemark.conf") << "shared_buffers = 1MB\n";
+  open_options read_only;
+  read_only.read_only = true;
+  const std::vector<std::pair<const char*, std::function<void()>>> calls = {
+    {"open", [&] { open_quiet(scratch.dir); }},
+    {"open read-only", [&] { database::open(scratch.dir, read_only); }},
+    {"check_files", [&] { database::check_files(scratch.dir); }},
+  };
+  for (const auto& [name, call] : calls) {
+    CAPTURE(name);
+    try {
+      call();
+      FAIL("accepted as a data directory");
+    } catch (const config_error& e) {
+      CHECK(std::string(e.what()).find("not a Tidemark data directory") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("public API: check_files names a page whose bytes were damaged on disk") {
