@@ -280,8 +280,10 @@ public:
   /// once it is durable (group commit: the thread sleeps until a WAL sync covers it).
   /// Returns the transaction's id. The transaction has ended whatever it throws:
   /// conflict_error (retry), usage_error (a limit; nothing applied),
-  /// commit_outcome_unknown (the engine stopped after the record was written),
-  /// engine_stopped_error.
+  /// io_error (a page it changes could not be read in, or no buffer could be freed for
+  /// it because writing a dirty one out failed, e.g. on a full disk; nothing applied, the
+  /// engine goes on), commit_outcome_unknown (the engine stopped after the record was
+  /// written), engine_stopped_error.
   transaction_id commit();
   void rollback();
   /// The id of the transaction begun last.

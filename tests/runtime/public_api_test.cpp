@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -541,5 +542,57 @@ TEST_CASE("public API: a change outside a transaction is a usage_error, and so i
   CHECK(s.read_i64({2, 0}, 64) == 0);
   CHECK(s.read_i64({2, 0}, 80) == 9);
   CHECK(db->relation_blocks(3) == 0); // no row was appended
+  db->close();
+}
+
+TEST_CASE("public API: commit() throws io_error when a page it changes cannot be read, applies nothing, and the engine goes on") {
+  scratch_directory scratch;
+  // Relation 4: one row per page, enough pages to push any page out of the 1 MB pool.
+  create_options create;
+  create.settings = quiet;
+  create.initial_data = [](initial_loader& loader) {
+    std::size_t row_size = loader.page_size() - page_header_bytes;
+    std::vector<unsigned char> rows(row_size * 1024, 1);
+    loader.append_rows(4, rows.data(), row_size, 1024);
+  };
+  database::create(scratch.dir, create);
+  open_options options;
+  options.settings = quiet;
+  fault_injection faults;
+  faults.bad_read = read_fault::error;
+  faults.bad_read_after = 1; // the first read of relation 2's bytes this run wrote and fsynced
+  faults.bad_read_match = "base/2.";
+  options.faults = faults;
+  auto db = database::open(scratch.dir, options);
+  session s = db->open_session();
+  s.begin();
+  s.add_i64({2, 0}, 64, 1);
+  s.commit();
+  db->checkpoint(); // writes relation 2's block 0 and fsyncs it
+  std::int64_t committed = 1;
+  bool refused = false;
+  // Each round reads every page of relation 4, then commits a change of relation 2's page,
+  // which the commit must read back once the reads pushed it out of the pool.
+  for (int round = 0; round < 10 && !refused; ++round) {
+    for (block_number block = 0; block < db->relation_blocks(4); ++block)
+      (void)s.read_i64({4, block}, 64);
+    s.begin();
+    s.add_i64({2, 0}, 64, 1);
+    try {
+      s.commit();
+      ++committed;
+    } catch (const io_error& e) {
+      refused = true;
+      CHECK(e.error_number() == EIO);
+      CHECK(!s.in_transaction());
+    }
+  }
+  REQUIRE(refused);
+  CHECK(!db->stats().failed);
+  CHECK(s.read_i64({2, 0}, 64) == committed); // nothing applied; this read gets the bytes
+  s.begin();
+  s.add_i64({2, 0}, 64, 1);
+  s.commit();
+  CHECK(s.read_i64({2, 0}, 64) == committed + 1);
   db->close();
 }
