@@ -641,8 +641,22 @@ lsn_range page_transaction::commit() {
     pool_.mark_dirty(p.buffer);
   }
   release_pages();
-  if (status_ != nullptr)
-    status_->set(xid_, xact_status::committed, position->end);
+  if (status_ != nullptr) {
+    try {
+      status_->set(xid_, xact_status::committed, position->end);
+    } catch (const std::exception& error) {
+      // Logged and applied, but the commit-status log would say "unknown": the engine
+      // stops (redo records the status from the record), and whether the record became
+      // durable is not known.
+      std::string why = "transaction " + std::to_string(xid_) + " was logged, but the "
+                        "commit-status log could not record it: " + error.what();
+      if (on_half_applied_)
+        on_half_applied_(why);
+      abort();
+      throw tidemark::commit_outcome_unknown(why + "; after the next open it is either wholly "
+                                             "present or wholly absent", xid_);
+    }
+  }
   abort();
   return *position;
 }

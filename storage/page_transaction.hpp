@@ -116,7 +116,8 @@ public:
   /// commit-status log; returns the record's position ({0, 0} for a transaction that
   /// changed nothing: it writes no record). The caller acknowledges the commit only after
   /// WAL is durable past max(end, newest_seen()) (W4). Throws conflict_error when a read
-  /// no longer holds; nothing is applied then.
+  /// no longer holds; nothing is applied then. Throws commit_outcome_unknown (after
+  /// on_half_applied) when the record was inserted but its status could not be recorded.
   lsn_range commit();
   /// Forgets pending operations and reads (nothing was applied).
   void abort();
