@@ -185,7 +185,7 @@ public:
   /// Blocks relation `relation` has (appended rows extend it).
   block_number relation_blocks(relation_id relation) const;
   /// What the commit-status log records for `id` (unknown: never committed or aborted, or
-  /// too old to be kept).
+  /// too old to be kept). Open read-only too: it then reads the log's files.
   transaction_status status_of(transaction_id id) const;
 
   /// Test hooks. simulate_power_loss() needs open_options::faults: unsynced writes are
