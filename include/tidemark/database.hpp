@@ -160,8 +160,9 @@ public:
   session open_session();
   /// Runs an immediate checkpoint and waits for it.
   void checkpoint();
-  /// Shutdown checkpoint, then stops the engine. Idempotent. data_error if the engine had
-  /// failed: the next start runs crash recovery.
+  /// Shutdown checkpoint, then stops the engine. Idempotent. engine_stopped_error if the
+  /// engine had failed (or failed in the shutdown checkpoint): it is stopped all the same,
+  /// and the next open runs crash recovery.
   void close();
 
   const recovery_report& recovery() const;
