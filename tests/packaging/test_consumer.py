@@ -2,8 +2,9 @@
 package (cmake --install to a temporary prefix, then find_package(Tidemark)), pkg-config
 (g++ with `pkg-config --cflags --libs tidemark` against the same prefix), and
 add_subdirectory of the source tree. The program run is examples/embed_minimal.cpp; with
-pkg-config every example is also compiled and linked. The install holds exactly the public
-headers (include/tidemark/*.hpp), so the consumers' include path has nothing else.
+pkg-config every example is also compiled and linked, and a C++20 source (consumer/
+cxx20_pkg_config.cpp) stays C++20 with pkg-config's flags. The install holds exactly the
+public headers (include/tidemark/*.hpp), so the consumers' include path has nothing else.
 usage: test_consumer.py BUILD_DIR SOURCE_DIR [EXTRA_FLAGS]"""
 import os
 import shutil
@@ -70,6 +71,10 @@ def main():
             program = os.path.join(scratch, "pkg-config-" + os.path.basename(other)[:-4])
             run(["g++", other, "-o", program, *flags.split(), *(["-O2", "-g"] if flags else []), *pc])
         check_runs(os.path.join(scratch, "pkg-config-embed_minimal"), scratch, "pkg-config")
+        cflags = run(["pkg-config", "--cflags", "tidemark"], env=env).stdout.split()
+        run(["g++", "-std=c++20", *cflags, "-c", os.path.join(consumer, "cxx20_pkg_config.cpp"),
+             "-o", os.path.join(scratch, "cxx20_pkg_config.o")])
+        print("pkg-config: a C++20 source stays C++20", flush=True)
 
         sub = os.path.join(scratch, "subdirectory")
         run(["cmake", "-S", consumer, "-B", sub, f"-DTIDEMARK_SOURCE={source}",
