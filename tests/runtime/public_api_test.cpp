@@ -650,3 +650,23 @@ TEST_CASE("public API: a commit whose status cannot be recorded stops the engine
     CHECK(value == 1);
   db->close();
 }
+
+TEST_CASE("public API: write_trace to a file it cannot create is an io_error naming it") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  open_options options;
+  options.settings = quiet;
+  options.trace = true;
+  auto db = database::open(scratch.dir, options);
+  const std::string path = scratch.root + "/missing/trace.json";
+  try {
+    db->write_trace(path);
+    FAIL("a trace was written where no file can be");
+  } catch (const io_error& e) {
+    CHECK(e.error_number() == ENOENT);
+    CHECK(std::string(e.what()).find(path) != std::string::npos);
+  }
+  db->write_trace(scratch.root + "/trace.json");
+  CHECK(std::filesystem::file_size(scratch.root + "/trace.json") > 0);
+  db->close();
+}
