@@ -1,9 +1,12 @@
 // Message tracing: see trace.hpp.
 #include "messages/trace.hpp"
 
+#include <tidemark/errors.hpp>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
-#include <stdexcept>
 
 namespace tidemark::messages {
 
@@ -61,6 +64,11 @@ std::vector<trace_event> trace_sink::events() const {
 void trace_sink::write_chrome_json(const std::string& path) const {
   std::vector<trace_event> copy = events();
   std::ofstream out(path);
+  if (!out) {
+    int error = errno != 0 ? errno : EIO;
+    throw tidemark::io_error("cannot create trace file " + path + ": " + std::strerror(error),
+                             error);
+  }
   out << "{\"traceEvents\":[\n";
   for (std::size_t r = 0; r < actor_role_count; ++r)
     out << (r ? ",\n" : "") << "{\"ph\":\"M\",\"pid\":1,\"tid\":" << r
@@ -85,8 +93,9 @@ void trace_sink::write_chrome_json(const std::string& path) const {
     out << line;
   }
   out << "\n]}\n";
+  out.close();
   if (!out)
-    throw std::runtime_error("cannot write trace " + path);
+    throw tidemark::io_error("cannot write trace file " + path, EIO);
 }
 
 } // namespace tidemark::messages

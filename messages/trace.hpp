@@ -54,7 +54,7 @@ public:
   std::uint64_t dropped() const { return dropped_.load(); }
 
   /// Chrome trace-event JSON: an instant event per message on the sender's track and a flow
-  /// arrow to the receiver's track.
+  /// arrow to the receiver's track. io_error, naming the file, when it cannot be written.
   void write_chrome_json(const std::string& path) const;
 
 private:

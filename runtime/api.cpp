@@ -320,10 +320,13 @@ block_number database::relation_blocks(relation_id relation) const {
 
 transaction_status database::status_of(transaction_id id) const {
   impl_->check_open("status_of");
-  if (impl_->engine().commit_log == nullptr)
-    throw usage_error("status_of: the commit-status log is not read when the database is open "
-                      "read-only");
-  switch (impl_->engine().commit_log->get(id)) {
+  runtime::engine& e = impl_->engine();
+  // Open read-only, there is no commit-status log in memory: its files hold every status.
+  storage::xact_status status =
+    e.commit_log != nullptr
+      ? e.commit_log->get(id)
+      : storage::read_recorded_status(*e.io, e.data_dir + "/xact", e.config.page_size, id);
+  switch (status) {
     case storage::xact_status::committed:
       return transaction_status::committed;
     case storage::xact_status::aborted:

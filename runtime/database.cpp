@@ -612,9 +612,13 @@ storage::xid_t session::commit() {
   storage::lsn_range position;
   try {
     position = txn_->commit(); // ends the transaction, whatever happens
+  } catch (const tidemark::commit_outcome_unknown&) {
+    throw; // logged, then the engine stopped: status_of() tells after the next open
   } catch (...) {
-    check_running(); // a failure after applying stopped the engine: say so
-    throw;           // conflict_error, usage_error, page_corrupt_error: nothing was applied
+    // A failure after applying stopped the engine: say so. Otherwise (conflict_error,
+    // usage_error, page_corrupt_error, io_error) nothing was applied.
+    check_running();
+    throw;
   }
   try {
     wait_durable(std::max(position.end, seen));

@@ -149,8 +149,12 @@ std::string config_file_path(const std::string& data_dir) { return data_dir + "/
 void check_data_directory(const std::string& dir) {
   if (!exists(dir))
     throw config_error("data directory \"" + dir + "\" does not exist (create one with tidemark init)");
-  if (!exists(storage::control_file_path(dir)) && !exists(config_file_path(dir)))
-    throw config_error("\"" + dir + "\" is not a Tidemark data directory (no global/tidemark.control)");
+  // Whatever else it holds (a tidemark.conf, say), a directory without a control file is
+  // not one: create() writes it last.
+  if (!exists(storage::control_file_path(dir)))
+    throw config_error("\"" + dir + "\" is not a Tidemark data directory: it has no "
+                       "global/tidemark.control (tidemark init and database::create write it "
+                       "last, so a directory whose create did not finish has none either)");
 }
 
 storage::recorded_protection record_of(torn_page_protection mode) {

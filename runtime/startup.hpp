@@ -48,7 +48,8 @@ int lock_data_directory(const std::string& dir);
 /// lock file (nothing is created); config_error when a writer holds it.
 int share_data_directory_lock(const std::string& dir);
 
-/// Throws config_error when `dir` is missing or not a Tidemark data directory.
+/// Throws config_error when `dir` is missing or not a Tidemark data directory (it has no
+/// control file, whatever else it holds).
 void check_data_directory(const std::string& dir);
 
 /// Validates WAL from the redo point (modifying nothing), makes it durable when recovery

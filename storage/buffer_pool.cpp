@@ -328,12 +328,22 @@ void buffer_pool::read_into(buffer_id buffer, page_id id, read_mode mode) {
   if (mode == read_mode::zero_fill) {
     std::memset(frame, 0, page_size_);
   } else {
-    files_.read_page(id, frame);
+    // A failed read leaves the buffer invalid and not being read: whoever pins it next
+    // (waiting in wait_until_readable, or later) reads the page again and reports why.
+    auto abandon_read = [&] {
+      state.fetch_and(~io_in_progress, std::memory_order_acq_rel);
+      waits_.wake(buffer);
+    };
+    try {
+      files_.read_page(id, frame);
+    } catch (...) {
+      abandon_read();
+      throw;
+    }
     counters_.reads.fetch_add(1, std::memory_order_relaxed);
     page_verdict verdict = verify_page(frame, page_size_, id, checksums_);
     if (verdict != page_verdict::ok && verdict != page_verdict::all_zero) {
-      state.fetch_and(~io_in_progress, std::memory_order_acq_rel);
-      waits_.wake(buffer);
+      abandon_read();
       throw page_corrupt_error("page verification failed (" + std::string(to_string(verdict)) +
                                  ") in " + files_.describe(id),
                                files_.describe(id));

@@ -6,13 +6,22 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace tidemark::storage {
 
 namespace {
 
 constexpr std::size_t xids_per_byte = 4; // two bits each
+
+std::string segment_file(const std::string& dir, std::uint32_t segno) {
+  char name[16];
+  std::snprintf(name, sizeof name, "%04X", segno);
+  return dir + "/" + name;
+}
 
 } // namespace
 
@@ -31,11 +40,7 @@ commit_log::~commit_log() {
       io_.close_file(fd);
 }
 
-std::string commit_log::segment_path(std::uint32_t segno) const {
-  char name[16];
-  std::snprintf(name, sizeof name, "%04X", segno);
-  return dir_ + "/" + name;
-}
+std::string commit_log::segment_path(std::uint32_t segno) const { return segment_file(dir_, segno); }
 
 int commit_log::segment_fd_locked(std::uint32_t segno) {
   if (fds_.size() <= segno)
@@ -104,6 +109,29 @@ void commit_log::write_dirty(write_source source) {
   for (slot& s : slots_)
     if (s.dirty)
       write_locked(s, source);
+}
+
+xact_status read_recorded_status(io_engine& io, const std::string& dir, std::size_t page_size,
+                                 xid_t xid) {
+  std::uint64_t byte = xid / xids_per_byte;
+  unsigned shift = static_cast<unsigned>(xid % xids_per_byte) * 2;
+  std::uint64_t segment_bytes = std::uint64_t(commit_log::segment_pages) * page_size;
+  std::uint64_t segno = byte / segment_bytes;
+  if (segno > UINT32_MAX)
+    return xact_status::unknown; // past any segment name
+  std::string path = segment_file(dir, static_cast<std::uint32_t>(segno));
+  if (!std::filesystem::exists(path))
+    return xact_status::unknown;
+  int fd = io.open_file(path, false);
+  unsigned char bits = 0; // zero past the end of the file
+  try {
+    io.read(fd, &bits, 1, byte % segment_bytes);
+  } catch (...) {
+    io.close_file(fd);
+    throw;
+  }
+  io.close_file(fd);
+  return static_cast<xact_status>((bits >> shift) & 3u);
 }
 
 void commit_log::sync_segment(std::uint32_t segno) {

@@ -72,4 +72,10 @@ private:
   std::atomic<std::uint64_t> page_writes_{0};
 };
 
+/// What the files in `dir` record for `xid`, read without buffering, creating or writing
+/// anything: for a read-only open of a cleanly shut down directory, whose shutdown
+/// checkpoint wrote every status. unknown where no segment file holds it.
+xact_status read_recorded_status(io_engine& io, const std::string& dir, std::size_t page_size,
+                                 xid_t xid);
+
 } // namespace tidemark::storage

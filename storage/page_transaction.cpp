@@ -173,7 +173,15 @@ std::size_t page_transaction::op_bytes_of(page_id id) const {
   return bytes;
 }
 
+void page_transaction::refuse_outside_transaction(const char* operation) const {
+  if (!active_)
+    throw tidemark::usage_error(std::string(operation) +
+                                " outside a transaction (commit(), rollback() and a "
+                                "conflict_error end one): call begin() first; nothing changed");
+}
+
 void page_transaction::add_i64(page_id id, std::uint16_t offset, std::int64_t delta) {
+  refuse_outside_transaction("add_i64");
   check_range(pool_.page_size(), offset, 8);
   note_page(id, op_header_size + 8);
   ops_.push_back({id, op_kind::add_i64, offset, 8, store(&delta, 8)});
@@ -181,12 +189,14 @@ void page_transaction::add_i64(page_id id, std::uint16_t offset, std::int64_t de
 
 void page_transaction::write_bytes(page_id id, std::uint16_t offset, const void* data,
                                    std::uint16_t length) {
+  refuse_outside_transaction("write_bytes");
   check_range(pool_.page_size(), offset, length);
   note_page(id, op_header_size + length);
   ops_.push_back({id, op_kind::write_bytes, offset, length, store(data, length)});
 }
 
 void page_transaction::append_row(rel_id rel, const void* row, std::uint16_t row_size) {
+  refuse_outside_transaction("append_row");
   if (row_size == 0 || rows_per_page(pool_.page_size(), row_size) == 0)
     throw tidemark::usage_error("row of " + std::to_string(row_size) +
                                 " bytes does not fit a page");
@@ -364,10 +374,18 @@ void page_transaction::release_pages() {
   extra_pin_ = false;
 }
 
+// True when one of this transaction's add_i64 or write_bytes on `id` touches bytes
+// [begin, end).
+bool page_transaction::writes_between(page_id id, std::size_t begin, std::size_t end) const {
+  return std::any_of(ops_.begin(), ops_.end(), [&](const pending_op& op) {
+    return op.id == id && op.offset < end && op.offset + std::size_t(op.length) > begin;
+  });
+}
+
 // Decides each append's slot from the latched tail page. Returns false (after moving the
 // tail on) when the tail page cannot take this transaction's rows: too few free slots,
-// rows of another size, or non-zero bytes where the rows would go; the caller releases
-// everything and tries again on the next block.
+// rows of another size, non-zero bytes or this transaction's own writes where the rows
+// would go; the caller releases everything and tries again on the next block.
 bool page_transaction::resolve_appends() {
   for (std::size_t i = 0; i < appends_.size(); ++i) {
     pending_append& append = appends_[i];
@@ -381,12 +399,16 @@ bool page_transaction::resolve_appends() {
       if (appends_[j].rel == append.rel)
         ++used;
     std::size_t at = page_header_size + used * append.row_size;
-    // A page without rows takes them only if nothing was written on it by offset.
+    // A page without rows takes them only if nothing was written on it by offset, before or
+    // by this transaction; a row never lands on bytes this transaction writes by offset
+    // (its ops are applied first: the row would overwrite them).
     bool fits = header->item_count == 0
-                  ? all_zero(bytes + page_header_size, pool_.page_size() - page_header_size)
+                  ? all_zero(bytes + page_header_size, pool_.page_size() - page_header_size) &&
+                      !writes_between(id, page_header_size, pool_.page_size())
                   : (header->row_size == 0 || header->row_size == append.row_size);
     fits = fits && used < rows_per_page(pool_.page_size(), append.row_size) &&
-           all_zero(bytes + at, append.row_size);
+           all_zero(bytes + at, append.row_size) &&
+           !writes_between(id, at, at + append.row_size);
     if (!fits) {
       release_pages();
       tails_.advance(append.rel, append.block);
@@ -619,8 +641,22 @@ lsn_range page_transaction::commit() {
     pool_.mark_dirty(p.buffer);
   }
   release_pages();
-  if (status_ != nullptr)
-    status_->set(xid_, xact_status::committed, position->end);
+  if (status_ != nullptr) {
+    try {
+      status_->set(xid_, xact_status::committed, position->end);
+    } catch (const std::exception& error) {
+      // Logged and applied, but the commit-status log would say "unknown": the engine
+      // stops (redo records the status from the record), and whether the record became
+      // durable is not known.
+      std::string why = "transaction " + std::to_string(xid_) + " was logged, but the "
+                        "commit-status log could not record it: " + error.what();
+      if (on_half_applied_)
+        on_half_applied_(why);
+      abort();
+      throw tidemark::commit_outcome_unknown(why + "; after the next open it is either wholly "
+                                             "present or wholly absent", xid_);
+    }
+  }
   abort();
   return *position;
 }

@@ -30,9 +30,10 @@
 //
 // Append-only use: append_row() places rows in the relation's tail page; slots are decided
 // under the page latch, so concurrent appenders never collide. A page records its rows'
-// size (page_header::row_size); an append never overwrites a non-zero byte, never mixes
-// row sizes on one page, and never starts rows on a page written by offset — it moves on
-// to the next block instead.
+// size (page_header::row_size); an append never overwrites a non-zero byte or a byte the
+// same transaction writes by offset, never mixes row sizes on one page, and never starts
+// rows on a page written by offset (before, or by the same transaction) — it moves on to
+// the next block instead. So every change a transaction made is there after its commit.
 #pragma once
 
 #include "storage/buffer_pool.hpp"
@@ -97,6 +98,8 @@ public:
   /// last read). The caller makes WAL durable up to it before acting on what it read.
   lsn_t newest_seen() const { return newest_seen_; }
 
+  /// Changes, buffered until commit(). usage_error outside a transaction (before begin(),
+  /// or after commit(), abort() or a conflict ended it): nothing would ever apply them.
   void add_i64(page_id id, std::uint16_t offset, std::int64_t delta);
   void write_bytes(page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
   void append_row(rel_id rel, const void* row, std::uint16_t row_size);
@@ -113,7 +116,8 @@ public:
   /// commit-status log; returns the record's position ({0, 0} for a transaction that
   /// changed nothing: it writes no record). The caller acknowledges the commit only after
   /// WAL is durable past max(end, newest_seen()) (W4). Throws conflict_error when a read
-  /// no longer holds; nothing is applied then.
+  /// no longer holds; nothing is applied then. Throws commit_outcome_unknown (after
+  /// on_half_applied) when the record was inserted but its status could not be recorded.
   lsn_range commit();
   /// Forgets pending operations and reads (nothing was applied).
   void abort();
@@ -153,6 +157,7 @@ private:
   void read_view(page_id id, std::size_t offset, std::size_t length, void* out);
   lsn_t read_committed(page_id id, std::size_t offset, std::size_t length, void* out);
   void record_read(page_id id, std::size_t offset, std::size_t length, const void* bytes, lsn_t lsn);
+  void refuse_outside_transaction(const char* operation) const;
   std::size_t appended_relations() const;
   void refuse_past_page_limit(std::size_t new_pages) const;
   void note_page(page_id id, std::size_t op_bytes);
@@ -161,6 +166,7 @@ private:
   void latch_pages();
   void release_pages();
   bool resolve_appends();
+  bool writes_between(page_id id, std::size_t begin, std::size_t end) const;
   const latched_page* held(page_id id) const;
   bool validate_held_pages() const;
   read_check validate_read_pages(page_id* page);

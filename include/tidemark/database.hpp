@@ -13,6 +13,11 @@
 // thread at a time (open one per thread). Sessions stay safe to destroy after the
 // database is closed or destroyed; anything else they are asked then is a usage_error.
 // docs/embedding.md describes the guarantees (atomicity, durability, isolation).
+//
+// Errors: each call's comment names the errors.hpp exceptions it can throw ("Throws:");
+// a call that names none throws none of them. Besides those, only what the C++ library
+// throws (std::bad_alloc, std::system_error when a thread cannot start) and what an
+// application's own callback throws pass through.
 #pragma once
 
 #include <tidemark/errors.hpp>
@@ -130,25 +135,40 @@ class database {
 public:
   /// Creates a data directory: tidemark.conf with `options.settings`, the initial data, a
   /// first checkpoint. Everything is durable before the control file is written, so a
-  /// crash leaves either a complete directory or one open() refuses. config_error if `dir`
-  /// exists and is not empty, or a setting is wrong.
+  /// crash, or a failure, leaves either a complete directory or one open() refuses (remove
+  /// it before creating it again).
+  /// Throws: config_error (`dir` exists and is not empty or cannot be made, a setting is
+  /// wrong), usage_error (the initial_loader was misused: a relation id, a row size, a
+  /// file name), io_error (a write or fsync failed).
   static void create(const std::string& dir, const create_options& options = {});
 
   /// Opens a data directory, running crash recovery when the last stop was not clean. One
   /// process at a time may open a directory (config_error otherwise). If recovery fails,
   /// nothing marks the directory clean: the next open retries it.
+  /// Throws: usage_error (open_options that exclude each other), config_error (`dir` is
+  /// missing, not a data directory, in use by another process, or a standby opened as a
+  /// primary or the reverse; a setting, tidemark.conf or standby.conf is wrong; open
+  /// read-only, it needs recovery; replication_listen cannot listen), data_error or
+  /// page_corrupt_error (a corrupt control file, WAL or page), io_error (a system call
+  /// failed), engine_stopped_error (the engine stopped during recovery, e.g. a failed
+  /// fsync).
   static std::unique_ptr<database> open(const std::string& dir, const open_options& options = {});
 
   /// Checks a directory that no process has open for writing, changing nothing: the
   /// control file, every WAL record's CRC from the redo point to the end, every page of
   /// every relation (checksum and identity), every doublewrite ring image. Run it after a
   /// clean close: after a crash, torn pages are expected until recovery repairs them.
+  /// What it finds is in the report. Throws: config_error (`dir` is missing, not a data
+  /// directory, or open for writing), io_error (a file could not be read).
   static file_check_report check_files(const std::string& dir);
   /// Copies the running primary at `primary` (HOST:PORT, its replication_listen) into
   /// `new_dir` (missing or empty) as a standby named `name` (empty: a generated name): its
   /// files, verified as they are copied, and the WAL that makes them consistent.
-  /// Open it with open_options::standby. replication_error when the primary cannot be
-  /// reached or refuses. `progress` (optional) receives a line every second.
+  /// Open it with open_options::standby. `progress` (optional) receives a line every
+  /// second. Throws: config_error (`new_dir` is not empty or cannot be made, `primary` is
+  /// not HOST:PORT, `name` is not a standby name), replication_error (the primary cannot
+  /// be reached or refuses), data_error (the primary sent an inconsistent copy), io_error
+  /// (writing the copy failed).
   static base_backup_report base_backup(const std::string& new_dir, const std::string& primary,
                                         const std::string& name = "",
                                         const std::function<void(const std::string&)>& progress = {});
@@ -157,41 +177,55 @@ public:
   database(const database&) = delete;
   database& operator=(const database&) = delete;
 
+  /// Throws: usage_error (the database is closed).
   session open_session();
-  /// Runs an immediate checkpoint and waits for it.
+  /// Runs an immediate checkpoint and waits for it. Throws: usage_error (closed, open
+  /// read-only, a standby, or called from an observer or log callback),
+  /// engine_stopped_error (the engine had failed, or failed in the checkpoint).
   void checkpoint();
-  /// Shutdown checkpoint, then stops the engine. Idempotent. data_error if the engine had
-  /// failed: the next start runs crash recovery.
+  /// Shutdown checkpoint, then stops the engine. Idempotent. engine_stopped_error if the
+  /// engine had failed (or failed in the shutdown checkpoint): it is stopped all the same,
+  /// and the next open runs crash recovery. Throws: usage_error (called from an observer or
+  /// log callback), engine_stopped_error.
   void close();
 
   const recovery_report& recovery() const;
   /// Standby only: ends streaming, replays what arrived, runs the end-of-recovery
   /// checkpoint in the next generation (a standby of the old primary refuses it), and
-  /// accepts writes from then on. usage_error when not a standby, or before the copy is
-  /// consistent (standby().flushed below backup_end).
+  /// accepts writes from then on. Throws: usage_error (closed, called from an observer or
+  /// log callback, not a standby, or the copy is not consistent yet: standby().flushed
+  /// below backup_end), data_error (refused: redo stopped short of WAL it has; the standby
+  /// stays one), engine_stopped_error (the engine had failed, or failed in the
+  /// end-of-recovery checkpoint).
   void promote();
   bool is_standby() const;
   /// A standby's stream (all zero on a primary).
   standby_status standby() const;
-  /// A primary's standbys and base backups (empty without replication_listen).
+  /// A primary's standbys and base backups (empty without replication_listen). Throws:
+  /// usage_error (closed).
   std::vector<standby_info> standbys() const;
   /// HOST:PORT the WAL sender listens on for standbys and base backups: replication_listen,
   /// with the port the system chose when it said port 0. Empty when nothing listens.
   std::string replication_address() const;
   statistics stats() const;
-  /// The value of a setting for this run, as text ("8kB", "doublewrite", "on").
+  /// The value of a setting for this run, as text ("8kB", "doublewrite", "on"). Throws:
+  /// config_error (no such setting).
   std::string setting(const std::string& key) const;
   std::size_t page_size() const;
-  /// Blocks relation `relation` has (appended rows extend it).
+  /// Blocks relation `relation` has (appended rows extend it). Throws: usage_error (a
+  /// relation id out of range, or closed).
   block_number relation_blocks(relation_id relation) const;
   /// What the commit-status log records for `id` (unknown: never committed or aborted, or
-  /// too old to be kept).
+  /// too old to be kept). Open read-only too: it then reads the log's files. Throws:
+  /// usage_error (closed), io_error (a page of the log could not be read or written).
   transaction_status status_of(transaction_id id) const;
 
   /// Test hooks. simulate_power_loss() needs open_options::faults: unsynced writes are
   /// lost or torn and the engine refuses all further I/O (abandon the database: destroy
   /// it without close(), then open the directory again). write_trace() needs
-  /// open_options::trace: the message trace as Chrome trace-event JSON.
+  /// open_options::trace: the message trace as Chrome trace-event JSON. Throws:
+  /// usage_error (opened without faults or trace), io_error (write_trace: the file cannot
+  /// be written).
   power_loss_report simulate_power_loss();
   void write_trace(const std::string& path) const;
 
@@ -209,7 +243,9 @@ private:
 /// is gone throws usage_error.
 class row_cursor {
 public:
-  /// Moves to the next row; false at the end.
+  /// Moves to the next row; false at the end. Throws: usage_error (as any session call,
+  /// or a cursor session::rows did not make), the errors of a read (see session),
+  /// data_error (a page's row count and size cannot be).
   bool next();
   /// Where the row is; a pending row has no page yet (pending() is true).
   page_id page() const { return page_; }
@@ -231,7 +267,9 @@ private:
 };
 
 /// A sequence of transactions, used from one thread at a time. begin(), then reads and
-/// changes, then commit() or rollback().
+/// changes, then commit() or rollback(). Reads may also be made outside a transaction;
+/// changes may not (usage_error: before begin(), and after commit(), rollback() or a
+/// conflict_error ended the transaction).
 ///
 /// Isolation: committed transactions are serializable. Changes are buffered until
 /// commit(); the transaction's reads see the committed data with its own pending
@@ -251,12 +289,21 @@ private:
 /// change costing 5 bytes more than its length; rows appended to one relation in one
 /// transaction share one size and fit one page. Reads reach blocks the relation has; a
 /// change may also extend a relation by its next block.
+///
+/// Errors: every call below (but the destructor and moves) throws usage_error when the
+/// session was moved from, its database is closed or gone, or another thread is inside a
+/// call on it; nothing changed then. A read (read_i64, read_bytes, row_count) may also
+/// throw usage_error (a page or bytes out of range, a null buffer), page_corrupt_error (the
+/// page failed verification when read in), io_error (reading it in, or writing out a dirty
+/// buffer to make room, failed; the engine goes on) and engine_stopped_error (the engine
+/// had failed, or stopped before what the read saw was durable).
 class session {
 public:
   session(session&&) noexcept;
   session& operator=(session&&) noexcept;
   ~session();
 
+  /// Throws: usage_error (inside a transaction), engine_stopped_error.
   void begin();
   /// True between begin() and commit() or rollback().
   bool in_transaction() const;
@@ -264,20 +311,33 @@ public:
   void read_bytes(page_id page, std::uint32_t offset, void* out, std::uint32_t length);
   /// Rows appended to the page (committed).
   std::uint32_t row_count(page_id page);
-  /// The rows appended to `relation`, in order (see row_cursor).
+  /// The rows appended to `relation`, in order (see row_cursor). Throws: usage_error (a
+  /// relation id out of range).
   row_cursor rows(relation_id relation);
+  /// Changes, buffered until commit(). Throws: usage_error only (outside a transaction, a
+  /// limit, a page or bytes out of range, a null buffer, a read-only database or standby);
+  /// nothing was added and the transaction stays open.
   void add_i64(page_id page, std::uint32_t offset, std::int64_t delta);
   void write_bytes(page_id page, std::uint32_t offset, const void* data, std::uint32_t length);
-  /// Adds a row to the relation's last page (or a new one). A page holds rows of one size;
-  /// an append never overwrites bytes that are not zero — it moves on to the next block.
+  /// Adds a row to the relation's last page (or a new one); where is decided at commit().
+  /// A page holds rows of one size. An append never overwrites bytes that are not zero, nor
+  /// bytes the same transaction changes by add_i64 or write_bytes (before or after the
+  /// append), and never starts rows on a page written by offset: it moves on to the next
+  /// block, so every change of the transaction is there after its commit. Throws:
+  /// usage_error only, as add_i64.
   void append_row(relation_id relation, const void* row, std::uint32_t row_size);
   /// Validates, applies and logs the transaction and, with synchronous_commit=on, returns
   /// once it is durable (group commit: the thread sleeps until a WAL sync covers it).
-  /// Returns the transaction's id. The transaction has ended whatever it throws:
-  /// conflict_error (retry), usage_error (a limit; nothing applied),
-  /// commit_outcome_unknown (the engine stopped after the record was written),
-  /// engine_stopped_error.
+  /// Returns the transaction's id. The transaction has ended whatever it throws.
+  /// Throws, having applied nothing: usage_error (no begin(), or a limit known only now:
+  /// rows landing on a page it also changes), conflict_error (retry), page_corrupt_error
+  /// (a page it reads or changes failed verification when read in), io_error (reading such
+  /// a page in, or writing out a dirty buffer to make room for it, failed, e.g. on a full
+  /// disk; the engine goes on), engine_stopped_error (the engine had failed, or stopped
+  /// while applying). Throws commit_outcome_unknown when the engine stopped after the
+  /// record was written: after the next open, status_of() says whether it is there.
   transaction_id commit();
+  /// Forgets the transaction's changes (no-op outside one).
   void rollback();
   /// The id of the transaction begun last.
   transaction_id id() const;

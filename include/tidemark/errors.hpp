@@ -12,6 +12,7 @@
 //   io_error                a system call failed; fsync_failed() marks a failed fsync
 //   engine_stopped_error    the engine stopped after a failure (W3: a failed fsync or WAL
 //                           write) and accepts no more work; the next open recovers
+//   replication_error       a base backup's primary cannot be reached or refused
 //   commit_outcome_unknown  a commit's WAL record was written but the engine stopped
 //                           before it was known to be durable: after the next open, it is
 //                           either wholly present or wholly absent (status_of tells)

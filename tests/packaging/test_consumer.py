@@ -2,8 +2,12 @@
 package (cmake --install to a temporary prefix, then find_package(Tidemark)), pkg-config
 (g++ with `pkg-config --cflags --libs tidemark` against the same prefix), and
 add_subdirectory of the source tree. The program run is examples/embed_minimal.cpp; with
-pkg-config every example is also compiled and linked. The install holds exactly the public
-headers (include/tidemark/*.hpp), so the consumers' include path has nothing else.
+pkg-config every example is also compiled and linked, and a C++20 source (consumer/
+cxx20_pkg_config.cpp) stays C++20 with pkg-config's flags. The install holds exactly the
+public headers (include/tidemark/*.hpp), so the consumers' include path has nothing else.
+find_package(Tidemark) with a dependency missing (a TIDEMARK_*_LIBRARY or _INCLUDE_DIR
+cache entry pointing at nothing) must fail naming that dependency, not with a pkg-config or
+linker error.
 usage: test_consumer.py BUILD_DIR SOURCE_DIR [EXTRA_FLAGS]"""
 import os
 import shutil
@@ -21,6 +25,21 @@ def run(command, **kwargs):
         print(result.stdout[-4000:], result.stderr[-4000:])
         raise SystemExit(f"FAIL: {' '.join(command)} exited {result.returncode}")
     return result
+
+
+def configure_fails(label, command, *expected):
+    """Runs a configure step that must fail, with every one of `expected` in its output."""
+    print("+", " ".join(command), flush=True)
+    result = subprocess.run(command, capture_output=True, text=True)
+    output = result.stdout + result.stderr
+    if result.returncode == 0:
+        raise SystemExit(f"FAIL: {label}: configured although a dependency is missing")
+    words = " ".join(output.split())  # CMake wraps its messages
+    missing = [text for text in expected if " ".join(text.split()) not in words]
+    if missing:
+        print(output[-4000:])
+        raise SystemExit(f"FAIL: {label}: the error does not say {missing}")
+    print(f"{label}: refused, naming it", flush=True)
 
 
 def check_runs(program, scratch, label):
@@ -58,6 +77,21 @@ def main():
              f"-DEXAMPLE={example}", *flag_args])
         run(["cmake", "--build", package, "-j", jobs])
         check_runs(os.path.join(package, "consumer"), scratch, "find_package")
+        nowhere = os.path.join(scratch, "nowhere")
+        for variable, path, missing, needs in (
+                ("TIDEMARK_LZ4_LIBRARY", os.path.join(nowhere, "liblz4.so"), "liblz4 not found",
+                 "Tidemark needs liblz4 and lz4.h (Debian package liblz4-dev)"),
+                ("TIDEMARK_URING_INCLUDE_DIR", nowhere, "liburing.h not found",
+                 "Tidemark needs liburing and liburing.h (Debian package liburing-dev)"),
+                ("TIDEMARK_CAF_IO_LIBRARY", os.path.join(nowhere, "libcaf_io.so"),
+                 "libcaf_io not found",
+                 "Tidemark needs libcaf_io and caf/io/all.hpp (Debian package libcaf-dev)")):
+            configure_fails(f"find_package with {variable} pointing at nothing",
+                            ["cmake", "-S", consumer, "-B", os.path.join(scratch, "no-" + variable),
+                             f"-DCMAKE_PREFIX_PATH={prefix}", f"-DEXAMPLE={example}",
+                             f"-D{variable}={path}"],
+                            'package "Tidemark" is considered to be NOT FOUND', needs,
+                            f'{missing} ({variable} is "{path}")')
 
         pc_dirs = [os.path.join(root, "pkgconfig") for root, dirs, _ in os.walk(prefix)
                    if "pkgconfig" in dirs]
@@ -70,6 +104,10 @@ def main():
             program = os.path.join(scratch, "pkg-config-" + os.path.basename(other)[:-4])
             run(["g++", other, "-o", program, *flags.split(), *(["-O2", "-g"] if flags else []), *pc])
         check_runs(os.path.join(scratch, "pkg-config-embed_minimal"), scratch, "pkg-config")
+        cflags = run(["pkg-config", "--cflags", "tidemark"], env=env).stdout.split()
+        run(["g++", "-std=c++20", *cflags, "-c", os.path.join(consumer, "cxx20_pkg_config.cpp"),
+             "-o", os.path.join(scratch, "cxx20_pkg_config.o")])
+        print("pkg-config: a C++20 source stays C++20", flush=True)
 
         sub = os.path.join(scratch, "subdirectory")
         run(["cmake", "-S", consumer, "-B", sub, f"-DTIDEMARK_SOURCE={source}",

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace tidemark;
@@ -196,6 +198,28 @@ TEST_CASE("public API: a second open of a directory in use is refused, and so is
   CHECK_THROWS_AS(database::create(scratch.dir, {}), config_error); // exists, not empty
 }
 
+TEST_CASE("public API: a directory holding only tidemark.conf is not a data directory") {
+  scratch_directory scratch;
+  std::filesystem::create_directory(scratch.dir);
+  std::ofstream(scratch.dir + "/tidemark.conf") << "shared_buffers = 1MB\n";
+  open_options read_only;
+  read_only.read_only = true;
+  const std::vector<std::pair<const char*, std::function<void()>>> calls = {
+    {"open", [&] { open_quiet(scratch.dir); }},
+    {"open read-only", [&] { database::open(scratch.dir, read_only); }},
+    {"check_files", [&] { database::check_files(scratch.dir); }},
+  };
+  for (const auto& [name, call] : calls) {
+    CAPTURE(name);
+    try {
+      call();
+      FAIL("accepted as a data directory");
+    } catch (const config_error& e) {
+      CHECK(std::string(e.what()).find("not a Tidemark data directory") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("public API: check_files names a page whose bytes were damaged on disk") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 1000);
@@ -303,12 +327,13 @@ std::map<std::string, std::string> directory_contents(const std::string& dir) {
 TEST_CASE("public API: a read-only open reads and runs read-only transactions, and writes nothing") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 1000);
+  transaction_id committed = 0;
   {
     auto db = open_quiet(scratch.dir);
     session s = db->open_session();
     s.begin();
     s.add_i64({1, 0}, page_header_bytes + 8, 41); // row 0's value
-    s.commit();
+    committed = s.commit();
     db->close();
   }
   std::map<std::string, std::string> before = directory_contents(scratch.dir);
@@ -332,7 +357,10 @@ TEST_CASE("public API: a read-only open reads and runs read-only transactions, a
     CHECK_THROWS_AS(s.append_row(2, "x", 1), usage_error);
     s.rollback();
     CHECK_THROWS_AS(db->checkpoint(), usage_error);
-    CHECK_THROWS_AS(db->status_of(1), usage_error);
+    // The commit-status log is read, not written: acknowledged ids can be checked.
+    CHECK(db->status_of(committed) == transaction_status::committed);
+    CHECK(db->status_of(committed + 1) == transaction_status::unknown);
+    CHECK(db->status_of(transaction_id(1) << 40) == transaction_status::unknown); // no segment
     CHECK(db->stats().buffers.pool_size > 0);
     db->close();
   }
@@ -408,4 +436,237 @@ TEST_CASE("public API: log lines go to the application's callback, which may not
       recovery_line = recovery_line || line.find("recovery complete") != std::string::npos;
   }
   CHECK(recovery_line);
+}
+
+namespace {
+
+// Every row of `relation` as text, in cursor order ("" for a pending row's page).
+std::vector<std::string> rows_of(session& s, relation_id relation) {
+  std::vector<std::string> out;
+  row_cursor cursor = s.rows(relation);
+  while (cursor.next())
+    out.emplace_back(static_cast<const char*>(cursor.data()), cursor.size());
+  return out;
+}
+
+std::string read_text(session& s, page_id page, std::uint32_t offset, std::uint32_t length) {
+  std::string out(length, '\0');
+  s.read_bytes(page, offset, out.data(), length);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("public API: an append moves past the transaction's own writes, in either order") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  auto db = open_quiet(scratch.dir);
+  session s = db->open_session();
+  const std::string a(64, 'a'), b(64, 'b'), c(64, 'c'), d(64, 'd');
+  const std::uint32_t slot1 = page_header_bytes + 64; // where a second 64-byte row goes
+  s.begin();
+  s.append_row(22, a.data(), 64);
+  s.commit();
+  REQUIRE(s.row_count({22, 0}) == 1);
+
+  // An offset write into slot 1, then an append: the row goes past the write.
+  s.begin();
+  s.write_bytes({22, 0}, slot1, "xxxxxxxx", 8);
+  s.append_row(22, b.data(), 64);
+  CHECK(read_text(s, {22, 0}, slot1, 8) == "xxxxxxxx");
+  s.commit();
+  CHECK(read_text(s, {22, 0}, slot1, 8) == "xxxxxxxx");
+  CHECK(s.row_count({22, 0}) == 1);
+  CHECK(rows_of(s, 22) == std::vector<std::string>{a, b});
+
+  // An append, then an offset write where the row would have gone (the next free slot of
+  // the tail page, block 1 slot 1).
+  REQUIRE(db->relation_blocks(22) == 2);
+  REQUIRE(s.row_count({22, 1}) == 1);
+  s.begin();
+  s.append_row(22, c.data(), 64);
+  s.write_bytes({22, 1}, slot1, "yyyyyyyy", 8);
+  s.commit();
+  CHECK(read_text(s, {22, 1}, slot1, 8) == "yyyyyyyy");
+  CHECK(s.row_count({22, 1}) == 1);
+  CHECK(rows_of(s, 22) == std::vector<std::string>{a, b, c});
+
+  // Rows never start on a page the same transaction writes by offset.
+  s.begin();
+  s.write_bytes({23, 0}, 4000, "zz", 2);
+  s.append_row(23, d.data(), 64);
+  s.commit();
+  CHECK(read_text(s, {23, 0}, 4000, 2) == "zz");
+  CHECK(s.row_count({23, 0}) == 0);
+  CHECK(rows_of(s, 23) == std::vector<std::string>{d});
+  db->close();
+
+  // The same after a reopen (redo of nothing: the clean stop wrote every page).
+  auto reopened = open_quiet(scratch.dir);
+  session r = reopened->open_session();
+  CHECK(read_text(r, {22, 0}, slot1, 8) == "xxxxxxxx");
+  CHECK(read_text(r, {22, 1}, slot1, 8) == "yyyyyyyy");
+  CHECK(rows_of(r, 22) == std::vector<std::string>{a, b, c});
+}
+
+TEST_CASE("public API: a change outside a transaction is a usage_error, and so is one after a conflict") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  auto db = open_quiet(scratch.dir);
+  session s = db->open_session();
+  const std::int64_t nine = 9;
+  CHECK_THROWS_AS(s.add_i64({2, 0}, 64, 1), usage_error);
+  CHECK_THROWS_AS(s.write_bytes({2, 0}, 72, &nine, 8), usage_error);
+  CHECK_THROWS_AS(s.append_row(3, "row", 4), usage_error);
+  CHECK(db->relation_blocks(2) == 0); // nothing buffered extends it
+  s.begin(); // nothing carried into the next transaction
+  s.add_i64({2, 0}, 80, 1);
+  s.commit();
+  CHECK(s.read_i64({2, 0}, 64) == 0);
+  CHECK(s.read_i64({2, 0}, 72) == 0);
+  CHECK(db->relation_blocks(3) == 0); // no row was appended
+
+  // A conflict ends the transaction: what follows is outside one.
+  session other = db->open_session();
+  s.begin();
+  std::int64_t seen = s.read_i64({2, 0}, 80);
+  other.begin();
+  other.write_bytes({2, 0}, 80, &nine, 8);
+  other.commit();
+  std::int64_t next = seen + 1;
+  s.write_bytes({2, 0}, 80, &next, 8);
+  CHECK_THROWS_AS(s.commit(), conflict_error);
+  CHECK(!s.in_transaction());
+  CHECK_THROWS_AS(s.add_i64({2, 0}, 64, 1), usage_error);
+  CHECK_THROWS_AS(s.write_bytes({2, 0}, 80, &next, 8), usage_error);
+  CHECK_THROWS_AS(s.append_row(3, "row", 4), usage_error);
+  CHECK_THROWS_AS(s.commit(), usage_error);
+  s.begin();
+  s.commit();
+  CHECK(s.read_i64({2, 0}, 64) == 0);
+  CHECK(s.read_i64({2, 0}, 80) == 9);
+  CHECK(db->relation_blocks(3) == 0); // no row was appended
+  db->close();
+}
+
+TEST_CASE("public API: commit() throws io_error when a page it changes cannot be read, applies nothing, and the engine goes on") {
+  scratch_directory scratch;
+  // Relation 4: one row per page, enough pages to push any page out of the 1 MB pool.
+  create_options create;
+  create.settings = quiet;
+  create.initial_data = [](initial_loader& loader) {
+    std::size_t row_size = loader.page_size() - page_header_bytes;
+    std::vector<unsigned char> rows(row_size * 1024, 1);
+    loader.append_rows(4, rows.data(), row_size, 1024);
+  };
+  database::create(scratch.dir, create);
+  open_options options;
+  options.settings = quiet;
+  fault_injection faults;
+  faults.bad_read = read_fault::error;
+  faults.bad_read_after = 1; // the first read of relation 2's bytes this run wrote and fsynced
+  faults.bad_read_match = "base/2.";
+  options.faults = faults;
+  auto db = database::open(scratch.dir, options);
+  session s = db->open_session();
+  s.begin();
+  s.add_i64({2, 0}, 64, 1);
+  s.commit();
+  db->checkpoint(); // writes relation 2's block 0 and fsyncs it
+  std::int64_t committed = 1;
+  bool refused = false;
+  // Each round reads every page of relation 4, then commits a change of relation 2's page,
+  // which the commit must read back once the reads pushed it out of the pool.
+  for (int round = 0; round < 10 && !refused; ++round) {
+    for (block_number block = 0; block < db->relation_blocks(4); ++block)
+      (void)s.read_i64({4, block}, 64);
+    s.begin();
+    s.add_i64({2, 0}, 64, 1);
+    try {
+      s.commit();
+      ++committed;
+    } catch (const io_error& e) {
+      refused = true;
+      CHECK(e.error_number() == EIO);
+      CHECK(!s.in_transaction());
+    }
+  }
+  REQUIRE(refused);
+  CHECK(!db->stats().failed);
+  CHECK(s.read_i64({2, 0}, 64) == committed); // nothing applied; this read gets the bytes
+  s.begin();
+  s.add_i64({2, 0}, 64, 1);
+  s.commit();
+  CHECK(s.read_i64({2, 0}, 64) == committed + 1);
+  db->close();
+}
+
+TEST_CASE("public API: a commit whose status cannot be recorded stops the engine with commit_outcome_unknown") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  open_options options;
+  options.settings = quiet;
+  fault_injection faults;
+  faults.bad_read = read_fault::error;
+  faults.bad_read_after = 1; // the first read of commit-status bytes this run wrote and fsynced
+  faults.bad_read_match = "/xact/";
+  options.faults = faults;
+  transaction_id first = 0, second = 0;
+  {
+    auto db = database::open(scratch.dir, options);
+    session s = db->open_session();
+    s.begin();
+    s.add_i64({2, 0}, 64, 1);
+    first = s.commit();
+    db->checkpoint(); // writes the commit-status page holding `first`, and fsyncs it
+    // A commit-status page holds 4 ids per byte; the log buffers 8 pages. Asking about ids
+    // on 16 other pages pushes the one the next commit records its status on out.
+    const transaction_id ids_per_page = 4 * db->page_size();
+    for (transaction_id page = 1; page <= 16; ++page)
+      CHECK(db->status_of(page * ids_per_page) == transaction_status::unknown);
+    s.begin();
+    s.add_i64({2, 0}, 64, 10);
+    second = s.id();
+    try {
+      s.commit();
+      FAIL("the commit was acknowledged without its status");
+    } catch (const commit_outcome_unknown& e) {
+      CHECK(e.transaction() == second);
+    }
+    CHECK(!s.in_transaction());
+    CHECK(db->stats().failed);
+    CHECK_THROWS_AS(s.begin(), engine_stopped_error);
+    CHECK_THROWS_AS(db->close(), engine_stopped_error);
+  }
+  auto db = open_quiet(scratch.dir);
+  CHECK(db->recovery().needed);
+  session s = db->open_session();
+  CHECK(db->status_of(first) == transaction_status::committed);
+  // Wholly present or wholly absent, and status_of says which.
+  std::int64_t value = s.read_i64({2, 0}, 64);
+  if (db->status_of(second) == transaction_status::committed)
+    CHECK(value == 11);
+  else
+    CHECK(value == 1);
+  db->close();
+}
+
+TEST_CASE("public API: write_trace to a file it cannot create is an io_error naming it") {
+  scratch_directory scratch;
+  create_with_rows(scratch.dir, 10);
+  open_options options;
+  options.settings = quiet;
+  options.trace = true;
+  auto db = database::open(scratch.dir, options);
+  const std::string path = scratch.root + "/missing/trace.json";
+  try {
+    db->write_trace(path);
+    FAIL("a trace was written where no file can be");
+  } catch (const io_error& e) {
+    CHECK(e.error_number() == ENOENT);
+    CHECK(std::string(e.what()).find(path) != std::string::npos);
+  }
+  db->write_trace(scratch.root + "/trace.json");
+  CHECK(std::filesystem::file_size(scratch.root + "/trace.json") > 0);
+  db->close();
 }

@@ -238,11 +238,12 @@ TEST_CASE("transactions: more than a page's change limit is refused at the call,
 }
 
 TEST_CASE("transactions: a change limit found only at commit applies nothing, after a close or a crash") {
-  // Changes of a relation's tail page, then a row appended to that relation: the row lands
-  // on the same page, and together they exceed what one page's changes may be. Only the
-  // commit knows where the row goes.
-  std::vector<unsigned char> zeros(8192 - page_header_bytes, 0);
+  // Changes of a relation's tail page past its next free slot, then a row appended to that
+  // relation: the row lands in that slot, on the same page, and together they exceed what
+  // one page's changes may be. Only the commit knows where the row goes.
   std::vector<unsigned char> row(1000, 0x5a);
+  const std::uint32_t past_slot_1 = page_header_bytes + 2 * 1000;
+  std::vector<unsigned char> filler(8192 - past_slot_1, 0x77); // 6 160 bytes
   for (bool crash : {false, true}) {
     CAPTURE(crash);
     scratch_directory scratch;
@@ -256,8 +257,9 @@ TEST_CASE("transactions: a change limit found only at commit applies nothing, af
       s.commit();
       s.begin();
       s.add_i64({ledger, 0}, account_offset(6), 5);
-      for (int i = 0; i < 8; ++i) // 8 × 8 165 bytes of changes: within the limit
-        s.write_bytes({4, 0}, page_header_bytes, zeros.data(), static_cast<std::uint32_t>(zeros.size()));
+      for (int i = 0; i < 10; ++i) // 10 × 6 165 + 3 345 bytes of changes: within the limit
+        s.write_bytes({4, 0}, past_slot_1, filler.data(), static_cast<std::uint32_t>(filler.size()));
+      s.write_bytes({4, 0}, past_slot_1, filler.data(), 3340);
       s.append_row(4, row.data(), static_cast<std::uint32_t>(row.size())); // 1 014 more there
       CHECK_THROWS_AS(s.commit(), usage_error);
       CHECK(!s.in_transaction());
@@ -273,9 +275,9 @@ TEST_CASE("transactions: a change limit found only at commit applies nothing, af
     session s = db->open_session();
     CHECK(balance_of(s, 6) == 0);
     CHECK(s.row_count({4, 0}) == 1);
-    unsigned char first = 0;
-    s.read_bytes({4, 0}, page_header_bytes, &first, 1);
-    CHECK(first == 0x5a); // the zeros were not applied either
+    unsigned char first = 0x77;
+    s.read_bytes({4, 0}, past_slot_1, &first, 1);
+    CHECK(first == 0); // the writes were not applied either
   }
 }
 
