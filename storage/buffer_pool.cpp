@@ -378,19 +378,21 @@ bool buffer_pool::take_from_supply(buffer_id* victim) {
 }
 
 void buffer_pool::check_supply() {
-  if (supply_size() >= supply_low_water_ || listener_ == nullptr ||
+  allocation_listener* listener = listener_.load(std::memory_order_acquire);
+  if (supply_size() >= supply_low_water_ || listener == nullptr ||
       supply_alarm_.load(std::memory_order_relaxed) ||
       supply_alarm_.exchange(true, std::memory_order_acq_rel))
     return;
   counters_.supply_low.fetch_add(1, std::memory_order_relaxed);
-  listener_->on_supply_low();
+  listener->on_supply_low();
 }
 
 buffer_id buffer_pool::clock_sweep_victim() {
   counters_.allocations.fetch_add(1, std::memory_order_relaxed);
   if (notify_allocation_.load(std::memory_order_relaxed) &&
-      notify_allocation_.exchange(false, std::memory_order_acq_rel) && listener_ != nullptr)
-    listener_->on_allocation();
+      notify_allocation_.exchange(false, std::memory_order_acq_rel))
+    if (allocation_listener* listener = listener_.load(std::memory_order_acquire))
+      listener->on_allocation();
   buffer_id supplied;
   bool from_supply = take_from_supply(&supplied);
   check_supply();

@@ -96,7 +96,11 @@ public:
   buffer_pool& operator=(const buffer_pool&) = delete;
 
   void set_victim_writer(victim_writer* writer) { victim_writer_ = writer; }
-  void set_allocation_listener(allocation_listener* listener) { listener_ = listener; }
+  /// Set by the bgwriter on its own thread while sessions allocate: published with release,
+  /// so a session that sees it sees the listener built.
+  void set_allocation_listener(allocation_listener* listener) {
+    listener_.store(listener, std::memory_order_release);
+  }
   /// The next allocation calls the listener once (a hibernating bgwriter's wake-up).
   void notify_on_next_allocation() { notify_allocation_.store(true, std::memory_order_release); }
 
@@ -206,7 +210,7 @@ private:
   relation_files& files_;
   bool checksums_;
   victim_writer* victim_writer_ = nullptr;
-  allocation_listener* listener_ = nullptr;
+  std::atomic<allocation_listener*> listener_{nullptr};
   std::atomic<bool> notify_allocation_{false};
 
   unsigned char* frames_ = nullptr;
