@@ -109,7 +109,7 @@ void buffer_pool::remove_locked(buffer_id buffer, std::size_t bucket) {
 
 // ---- header lock -------------------------------------------------------------------------
 
-std::uint32_t buffer_pool::lock_header(buffer_id buffer) {
+std::uint32_t buffer_pool::lock_header(buffer_id buffer) const {
   std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
   backoff wait;
   for (;;) {
@@ -120,11 +120,16 @@ std::uint32_t buffer_pool::lock_header(buffer_id buffer) {
   }
 }
 
-void buffer_pool::unlock_header(buffer_id buffer, std::uint32_t new_state) {
+void buffer_pool::unlock_header(buffer_id buffer, std::uint32_t new_state) const {
   descriptors_[buffer].state.store(new_state & ~header_locked, std::memory_order_release);
 }
 
-page_id buffer_pool::tag(buffer_id buffer) const { return descriptors_[buffer].tag; }
+page_id buffer_pool::tag(buffer_id buffer) const {
+  std::uint32_t s = lock_header(buffer);
+  page_id id = descriptors_[buffer].tag;
+  unlock_header(buffer, s);
+  return id;
+}
 
 bool buffer_pool::is_dirty(buffer_id buffer) const {
   return descriptors_[buffer].state.load(std::memory_order_acquire) & dirty;

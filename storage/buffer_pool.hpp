@@ -127,6 +127,8 @@ public:
   void finish_prefetch(buffer_id buffer, bool read_ok);
 
   void* page(buffer_id buffer) { return frames_ + std::size_t(buffer) * page_size_; }
+  /// The buffer's page, read under its header lock: unless the caller pins the buffer or
+  /// writes it, a session may retag it meanwhile.
   page_id tag(buffer_id buffer) const;
 
   void lock_exclusive(buffer_id buffer);
@@ -202,8 +204,9 @@ private:
 
   std::size_t pins_key() const { return buffer_count_; }
   std::size_t supply_key() const { return buffer_count_ + 1; }
-  std::uint32_t lock_header(buffer_id buffer);
-  void unlock_header(buffer_id buffer, std::uint32_t new_state);
+  // The header lock is a spin bit in the descriptor's state word; readers take it too.
+  std::uint32_t lock_header(buffer_id buffer) const;
+  void unlock_header(buffer_id buffer, std::uint32_t new_state) const;
 
   std::size_t buffer_count_;
   std::size_t page_size_;
