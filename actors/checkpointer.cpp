@@ -146,7 +146,7 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
   run.reason = reason;
   run.immediate = immediate;
   run.started = steady_clock::now();
-  run.previous_redo = e.control.redo_lsn;
+  run.previous_redo = e.control().redo_lsn;
   run.waiters = std::move(waiters);
   if (reason == checkpoint_reason::restartpoint) { // at the newest checkpoint redo replayed
     run.restart_at = e.last_replayed_checkpoint();
@@ -242,7 +242,7 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   auto position = e.wal->insert(record, e.wal->redo_lsn());
   TIDEMARK_CHECK(position.has_value(), "only the checkpointer moves the redo point");
   e.wal->flush(position->end);
-  storage::control_data control = e.control;
+  storage::control_data control = e.control();
   control.state = static_cast<std::uint32_t>(run.reason == checkpoint_reason::shutdown
                                                ? storage::cluster_state::shut_down
                                                : storage::cluster_state::in_production);
@@ -253,7 +253,7 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   if (run.reason == checkpoint_reason::end_of_recovery && e.promoting.exchange(false))
     ++control.generation; // a promoted standby's history goes on apart from its old primary's
   storage::write_control_file(*e.io, e.data_dir, control);
-  e.control = control;
+  e.set_control(control);
   trace(e, actor_role::checkpointer, "control_file_written", position->start, run.redo);
   // C2: only now that the control file moved on, and not what a standby still needs
   e.wal->remove_segments_before(std::min(run.redo, e.standby_keep.load()));
@@ -264,14 +264,14 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
 // A standby's FINISH: no record of its own (its WAL is the primary's); the control file
 // points at the replayed checkpoint record, so that a restart replays from its redo point.
 storage::lsn_t write_restartpoint(context& e, const checkpoint_run& run) {
-  storage::control_data control = e.control;
+  storage::control_data control = e.control();
   control.state = static_cast<std::uint32_t>(storage::cluster_state::in_recovery);
   control.checkpoint_lsn = run.restart_at.checkpoint_lsn;
   control.redo_lsn = run.redo;
   control.next_xid = std::max<std::uint64_t>(control.next_xid, run.restart_at.next_xid);
   control.checkpoint_time_unix_ms = run.restart_at.time_unix_ms;
   storage::write_control_file(*e.io, e.data_dir, control);
-  e.control = control;
+  e.set_control(control);
   e.standby.restart_redo.store(run.redo);
   trace(e, actor_role::checkpointer, "control_file_written", control.checkpoint_lsn, run.redo);
   e.wal->remove_segments_before(std::min(run.redo, e.standby_keep.load()));
@@ -447,10 +447,11 @@ void consider_restartpoint(checkpointer_pointer self) {
   if (st.run)
     return;
   context::replayed_checkpoint replayed = e.last_replayed_checkpoint();
-  if (replayed.checkpoint_lsn <= e.control.checkpoint_lsn)
+  const storage::control_data control = e.control();
+  if (replayed.checkpoint_lsn <= control.checkpoint_lsn)
     return;
   bool timed = steady_clock::now() - st.last_start >= e.config.checkpoint_timeout;
-  bool by_wal = double(e.standby.replayed.load() - e.control.redo_lsn) >= wal_budget(e);
+  bool by_wal = double(e.standby.replayed.load() - control.redo_lsn) >= wal_budget(e);
   if (timed || by_wal)
     begin_checkpoint(self, checkpoint_reason::restartpoint, false, {});
 }
@@ -486,7 +487,7 @@ void on_tick(checkpointer_pointer self) {
       st.last_start = steady_clock::now();
     else
       begin_checkpoint(self, checkpoint_reason::time, false, {});
-  } else if (double(e.wal->inserted_lsn() - e.control.redo_lsn) >= wal_budget(e)) {
+  } else if (double(e.wal->inserted_lsn() - e.control().redo_lsn) >= wal_budget(e)) {
     begin_checkpoint(self, checkpoint_reason::wal, false, {});
   }
 }

@@ -86,7 +86,17 @@ struct context {
   std::string data_dir;
   settings config;
   std::unique_ptr<storage::io_engine> io;
-  storage::control_data control;           // the checkpointer owns it once running
+  /// The control file as last written (or read at open). The checkpointer replaces it at
+  /// each checkpoint or restartpoint while others read it (a standby's redo, the runtime),
+  /// so it is read and replaced whole, under a lock.
+  storage::control_data control() const {
+    std::lock_guard<std::mutex> lock(control_mutex_);
+    return control_;
+  }
+  void set_control(const storage::control_data& c) {
+    std::lock_guard<std::mutex> lock(control_mutex_);
+    control_ = c;
+  }
   std::unique_ptr<storage::relation_files> files;
   std::unique_ptr<storage::wal_log> wal;
   std::unique_ptr<storage::buffer_pool> pool;
@@ -194,6 +204,8 @@ struct context {
   }
 
 private:
+  mutable std::mutex control_mutex_;
+  storage::control_data control_;
   std::atomic<bool> failed_{false};
   mutable std::mutex failure_mutex_;
   mutable std::mutex replayed_mutex_;

@@ -401,8 +401,9 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
   auto& st = self->state;
   st.ctx = ctx;
   st.checkpointer = std::move(checkpointer);
-  st.system_id = ctx->control.system_id;
-  st.generation = ctx->control.generation;
+  const storage::control_data control = ctx->control();
+  st.system_id = control.system_id;
+  st.generation = control.generation;
   st.wal = std::make_unique<storage::wal_segment_reader>(
     *ctx->io, ctx->data_dir + "/wal", ctx->config.wal_segment_size, false);
   for (const storage::standby_slot_record& recorded : slots) { // from before a restart

@@ -174,22 +174,23 @@ std::unique_ptr<database> database::open_read_only(const std::string& dir,
   auto e = std::make_unique<engine>();
   e->data_dir = dir;
   e->io = storage::make_read_only_engine();
-  e->control = storage::read_control_file(*e->io, dir);
-  if (needs_recovery(e->control))
+  const storage::control_data control = storage::read_control_file(*e->io, dir);
+  e->set_control(control);
+  if (needs_recovery(control))
     throw config_error("data directory \"" + dir + "\" was not shut down cleanly (" +
-                       storage::to_string(static_cast<storage::cluster_state>(e->control.state)) +
+                       storage::to_string(static_cast<storage::cluster_state>(control.state)) +
                        "): a read-only open cannot run crash recovery; open it for writing "
                        "once, then read-only");
-  e->config = resolve_settings(dir, options.overrides, e->control);
+  e->config = resolve_settings(dir, options.overrides, control);
   e->log_sink = options.log;
   const settings& s = e->config;
   e->files = std::make_unique<storage::relation_files>(*e->io, dir + "/base", s.page_size,
                                                        s.segment_size);
   e->pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e->files, s.data_checksums);
   e->tails = std::make_unique<storage::append_tails>(*e->files);
-  e->next_xid.store(e->control.next_xid);
+  e->next_xid.store(control.next_xid);
   db->recovery_.previous_state =
-    storage::to_string(static_cast<storage::cluster_state>(e->control.state));
+    storage::to_string(static_cast<storage::cluster_state>(control.state));
   db->recovery_.protection = to_string(s.protection);
   db->engine_ = std::move(e);
   return db;
@@ -201,16 +202,18 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
   db->detach_io_actors_ = options.detach_io_actors;
   auto e = std::make_unique<engine>();
   e->data_dir = dir;
+  storage::control_data control;
   {
     // The control file is read with a plain engine: nothing is written before it is valid.
     std::unique_ptr<storage::io_engine> reader = storage::make_io_engine(storage::io_method::sync);
-    e->control = storage::read_control_file(*reader, dir);
+    control = storage::read_control_file(*reader, dir);
   }
-  e->config = resolve_settings(dir, options.overrides, e->control);
+  e->set_control(control);
+  e->config = resolve_settings(dir, options.overrides, control);
   e->log_sink = options.log;
   e->io = make_engine(e->config, options.faults, &e->faults);
   db->standby_ = read_standby_file(dir);
-  if (db->standby_ && db->standby_->generation < e->control.generation) {
+  if (db->standby_ && db->standby_->generation < control.generation) {
     remove_standby_file(*e->io, dir); // a promotion completed its checkpoint, then crashed
     db->standby_.reset();
   }
@@ -234,7 +237,8 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
       e->standby_keep.store(std::min(e->standby_keep.load(), slot.flushed));
   }
   // Every control file written from now on records the mode this run writes pages in.
-  e->control.protection = static_cast<std::uint32_t>(record_of(e->config.protection));
+  control.protection = static_cast<std::uint32_t>(record_of(e->config.protection));
+  e->set_control(control);
   if (db->standby_)
     db->recovery_.needed = true; // a standby is always recovering
   e->recovering.store(db->recovery_.needed);
@@ -257,10 +261,11 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
         db->engine_->writer->written(storage::write_source::checkpointer) - written_before;
       db->log_recovery();
     } else {
-      storage::control_data control = db->engine_->control;
+      // The checkpointer runs already: its ticks read the control data meanwhile.
+      control = db->engine_->control();
       control.state = static_cast<std::uint32_t>(storage::cluster_state::in_production);
       storage::write_control_file(*db->engine_->io, dir, control);
-      db->engine_->control = control;
+      db->engine_->set_control(control);
     }
   } catch (const std::exception& error) {
     // The directory must still need recovery: no checkpoint, no control file change, no

@@ -59,20 +59,21 @@ void database::start_replication() {
 
 void database::start_standby(const open_options& options) {
   engine& e = *engine_;
+  const storage::control_data control = e.control();
   e.standby.flushed.store(e.wal->flushed_lsn());
   e.standby.received.store(e.wal->flushed_lsn());
-  e.standby.replayed.store(e.control.redo_lsn);
+  e.standby.replayed.store(control.redo_lsn);
   arrival_ = std::make_unique<storage::received_wal>(e.wal->flushed_lsn());
   e.restartpoints.store(true);
-  e.standby.restart_redo.store(e.control.redo_lsn);
+  e.standby.restart_redo.store(control.redo_lsn);
   if (options.stream) {
     endpoint primary = parse_endpoint("primary", standby_primary_);
     actors::receiver_options receiving;
     receiving.host = primary.host;
     receiving.port = primary.port;
     receiving.identity.name = standby_->name;
-    receiving.identity.system_id = e.control.system_id;
-    receiving.identity.generation = e.control.generation;
+    receiving.identity.system_id = control.system_id;
+    receiving.identity.generation = control.generation;
     wal_receiver_ = actors::spawn_wal_receiver(*system_, e, *arrival_, receiving);
     watch_->watch(wal_receiver_, "wal_receiver");
   } else {
@@ -170,7 +171,7 @@ void database::promote() {
   e.recovering.store(false);
   e.log("LOG:  promoted: redo ended at " + storage::format_lsn(recovery_.end_lsn) +
         " after " + std::to_string(recovery_.records) + " records; now generation " +
-        std::to_string(e.control.generation) + ", accepting writes");
+        std::to_string(e.control().generation) + ", accepting writes");
   try {
     start_replication();
   } catch (const config_error& error) { // promoted all the same: it only cannot feed standbys

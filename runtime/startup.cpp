@@ -42,7 +42,7 @@ std::string wal_dir(const std::string& data_dir) { return data_dir + "/wal"; }
 
 // Pass 1: read all WAL from the redo point without changing anything.
 void validate_wal(engine& e, recovery_report& report, storage::lsn_t* prev) {
-  const storage::control_data& c = e.control;
+  const storage::control_data c = e.control();
   storage::wal_reader reader(*e.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
   if (reader.read_at(c.checkpoint_lsn) == nullptr)
     throw storage::data_error("control file points at checkpoint record " + storage::format_lsn(c.checkpoint_lsn) +
@@ -78,7 +78,7 @@ void sync_data_directory(engine& e, recovery_report& report) {
 // DESIGN §6 step 3: eager repair from the doublewrite ring. It runs whatever the current
 // setting says when the crashed run wrote through the ring (or did not record its mode).
 void repair_torn_pages(engine& e, recovery_report& report) {
-  auto recorded = static_cast<storage::recorded_protection>(e.control.protection);
+  auto recorded = static_cast<storage::recorded_protection>(e.control().protection);
   if (recorded != storage::recorded_protection::doublewrite &&
       recorded != storage::recorded_protection::unknown)
     return; // a clean start since the ring was last used made every page it protects durable
@@ -99,10 +99,10 @@ void repair_torn_pages(engine& e, recovery_report& report) {
 
 // "LOG:  redo in progress: at 0/1A2B3C40, 45 % of 268 MB of WAL, 1234567 records, 412000
 // records/s"
-void log_redo_progress(const engine& e, const recovery_report& report,
+void log_redo_progress(const engine& e, const recovery_report& report, storage::lsn_t redo_lsn,
                        const storage::redo_progress& at) {
-  const double total = double(report.end_lsn - e.control.redo_lsn);
-  const double done = double(at.position - e.control.redo_lsn);
+  const double total = double(report.end_lsn - redo_lsn);
+  const double done = double(at.position - redo_lsn);
   char line[256];
   std::snprintf(line, sizeof line,
                 "LOG:  redo in progress: at %s, %.0f %% of %.0f MB of WAL, %llu records, "
@@ -122,7 +122,7 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   e.files = std::make_unique<storage::relation_files>(*e.io, e.data_dir + "/base", s.page_size,
                                                       s.segment_size);
   e.wal = std::make_unique<storage::wal_log>(*e.io, options, end, prev);
-  e.wal->set_redo_lsn(e.control.redo_lsn);
+  e.wal->set_redo_lsn(e.control().redo_lsn);
   e.pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e.files, s.data_checksums);
   e.tails = std::make_unique<storage::append_tails>(*e.files);
   e.writer = std::make_unique<storage::page_writer>(*e.wal, *e.files, e.registry, s.data_checksums);
@@ -206,31 +206,35 @@ settings resolve_settings(const std::string& data_dir, const std::vector<std::st
 }
 
 recovery_report prepare_storage(engine& e) {
+  const storage::control_data control = e.control();
   recovery_report report;
-  report.previous_state = storage::to_string(static_cast<storage::cluster_state>(e.control.state));
-  report.redo_lsn = e.control.redo_lsn;
+  report.previous_state = storage::to_string(static_cast<storage::cluster_state>(control.state));
+  report.redo_lsn = control.redo_lsn;
   storage::lsn_t prev = 0;
   validate_wal(e, report, &prev);
-  report.needed = needs_recovery(e.control);
+  report.needed = needs_recovery(control);
   report.protection = to_string(e.config.protection);
   if (report.needed) {
     sync_data_directory(e, report);
     repair_torn_pages(e, report);
   }
   build_storage(e, report.end_lsn, prev);
-  e.next_xid.store(e.control.next_xid);
+  e.next_xid.store(control.next_xid);
   return report;
 }
 
 void replay(engine& e, recovery_report& report, storage::received_wal* arrival) {
   if (!report.needed)
     return;
+  // Where redo starts. On a standby the checkpointer's restartpoints replace the control
+  // data while redo runs: redo keeps to this copy.
+  const storage::control_data control = e.control();
   auto started = std::chrono::steady_clock::now();
   if (e.trace) // redo's bounds, so a trace tells writes during redo from later ones
     e.trace->record(messages::actor_role::startup, messages::actor_role::startup, "redo_begin",
-                    e.control.redo_lsn);
-  storage::wal_reader reader(*e.io, wal_dir(e.data_dir), e.control.wal_segment_size,
-                             e.control.page_size, e.control.redo_lsn);
+                    control.redo_lsn);
+  storage::wal_reader reader(*e.io, wal_dir(e.data_dir), control.wal_segment_size,
+                             control.page_size, control.redo_lsn);
   if (arrival != nullptr)
     reader.follow(arrival, &e.standby.wal_rereads);
   const storage::buffer_pool_counters& pool = e.pool->counters();
@@ -241,8 +245,8 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
   std::unique_ptr<storage::wal_prefetcher> prefetcher;
   if (e.config.recovery_prefetch)
     prefetcher = std::make_unique<storage::wal_prefetcher>(
-      *e.io, wal_dir(e.data_dir), e.control.wal_segment_size, e.control.page_size,
-      e.control.redo_lsn, arrival != nullptr ? ~storage::lsn_t{0} : report.end_lsn, *e.pool,
+      *e.io, wal_dir(e.data_dir), control.wal_segment_size, control.page_size,
+      control.redo_lsn, arrival != nullptr ? ~storage::lsn_t{0} : report.end_lsn, *e.pool,
       *e.files, e.config.recovery_prefetch_distance, arrival,
       storage::wal_prefetcher::target::by_pool_size, &e.standby.wal_rereads);
   storage::redo_options options;
@@ -256,11 +260,11 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
   } else {
     options.progress_every = e.config.recovery_progress_interval;
   }
-  options.progress = [&e, &report](const storage::redo_progress& at) {
-    log_redo_progress(e, report, at);
+  options.progress = [&e, &report, &control](const storage::redo_progress& at) {
+    log_redo_progress(e, report, control.redo_lsn, at);
   };
   storage::redo_summary summary =
-    storage::replay(reader, *e.pool, e.control.next_xid, e.commit_log.get(), options);
+    storage::replay(reader, *e.pool, control.next_xid, e.commit_log.get(), options);
   if (prefetcher) {
     prefetcher->stop();
     report.prefetch_error = prefetcher->report().error;
@@ -270,7 +274,7 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
   report.end_reason = reader.end_description();
   report.ended_at_stream_end = reader.ended_at_stream_end();
   report.last_record_lsn = reader.last_record_lsn();
-  report.wal_bytes = report.end_lsn - e.control.redo_lsn;
+  report.wal_bytes = report.end_lsn - control.redo_lsn;
   report.pages_read = pool.reads.load() - reads_before;
   report.pages_prefetched = pool.prefetched.load() - prefetched_before;
   report.prefetch_hits = pool.prefetch_hits.load() - hits_before;

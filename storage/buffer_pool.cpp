@@ -115,7 +115,7 @@ void buffer_pool::remove_locked(buffer_id buffer, std::size_t bucket) {
 
 // ---- header lock -------------------------------------------------------------------------
 
-std::uint32_t buffer_pool::lock_header(buffer_id buffer) {
+std::uint32_t buffer_pool::lock_header(buffer_id buffer) const {
   std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
   backoff wait;
   for (;;) {
@@ -126,11 +126,16 @@ std::uint32_t buffer_pool::lock_header(buffer_id buffer) {
   }
 }
 
-void buffer_pool::unlock_header(buffer_id buffer, std::uint32_t new_state) {
+void buffer_pool::unlock_header(buffer_id buffer, std::uint32_t new_state) const {
   descriptors_[buffer].state.store(new_state & ~header_locked, std::memory_order_release);
 }
 
-page_id buffer_pool::tag(buffer_id buffer) const { return descriptors_[buffer].tag; }
+page_id buffer_pool::tag(buffer_id buffer) const {
+  std::uint32_t s = lock_header(buffer);
+  page_id id = descriptors_[buffer].tag;
+  unlock_header(buffer, s);
+  return id;
+}
 
 bool buffer_pool::is_dirty(buffer_id buffer) const {
   return descriptors_[buffer].state.load(std::memory_order_acquire) & dirty;
@@ -407,19 +412,21 @@ bool buffer_pool::take_from_supply(buffer_id* victim) {
 }
 
 void buffer_pool::check_supply() {
-  if (supply_size() >= supply_low_water_ || listener_ == nullptr ||
+  allocation_listener* listener = listener_.load(std::memory_order_acquire);
+  if (supply_size() >= supply_low_water_ || listener == nullptr ||
       supply_alarm_.load(std::memory_order_relaxed) ||
       supply_alarm_.exchange(true, std::memory_order_acq_rel))
     return;
   counters_.supply_low.fetch_add(1, std::memory_order_relaxed);
-  listener_->on_supply_low();
+  listener->on_supply_low();
 }
 
 buffer_id buffer_pool::clock_sweep_victim() {
   counters_.allocations.fetch_add(1, std::memory_order_relaxed);
   if (notify_allocation_.load(std::memory_order_relaxed) &&
-      notify_allocation_.exchange(false, std::memory_order_acq_rel) && listener_ != nullptr)
-    listener_->on_allocation();
+      notify_allocation_.exchange(false, std::memory_order_acq_rel))
+    if (allocation_listener* listener = listener_.load(std::memory_order_acquire))
+      listener->on_allocation();
   buffer_id supplied;
   bool from_supply = take_from_supply(&supplied);
   check_supply();

@@ -96,7 +96,11 @@ public:
   buffer_pool& operator=(const buffer_pool&) = delete;
 
   void set_victim_writer(victim_writer* writer) { victim_writer_ = writer; }
-  void set_allocation_listener(allocation_listener* listener) { listener_ = listener; }
+  /// Set by the bgwriter on its own thread while sessions allocate: published with release,
+  /// so a session that sees it sees the listener built.
+  void set_allocation_listener(allocation_listener* listener) {
+    listener_.store(listener, std::memory_order_release);
+  }
   /// The next allocation calls the listener once (a hibernating bgwriter's wake-up).
   void notify_on_next_allocation() { notify_allocation_.store(true, std::memory_order_release); }
 
@@ -123,6 +127,8 @@ public:
   void finish_prefetch(buffer_id buffer, bool read_ok);
 
   void* page(buffer_id buffer) { return frames_ + std::size_t(buffer) * page_size_; }
+  /// The buffer's page, read under its header lock: unless the caller pins the buffer or
+  /// writes it, a session may retag it meanwhile.
   page_id tag(buffer_id buffer) const;
 
   void lock_exclusive(buffer_id buffer);
@@ -202,15 +208,16 @@ private:
 
   std::size_t pins_key() const { return buffer_count_; }
   std::size_t supply_key() const { return buffer_count_ + 1; }
-  std::uint32_t lock_header(buffer_id buffer);
-  void unlock_header(buffer_id buffer, std::uint32_t new_state);
+  // The header lock is a spin bit in the descriptor's state word; readers take it too.
+  std::uint32_t lock_header(buffer_id buffer) const;
+  void unlock_header(buffer_id buffer, std::uint32_t new_state) const;
 
   std::size_t buffer_count_;
   std::size_t page_size_;
   relation_files& files_;
   bool checksums_;
   victim_writer* victim_writer_ = nullptr;
-  allocation_listener* listener_ = nullptr;
+  std::atomic<allocation_listener*> listener_{nullptr};
   std::atomic<bool> notify_allocation_{false};
   std::atomic<bool> stopped_{false}; // stop_waits()
 

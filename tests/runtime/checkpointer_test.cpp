@@ -133,7 +133,7 @@ TEST_CASE("checkpointer: requests arriving during a checkpoint are merged into t
   CHECK(a.done->checkpoint_lsn != b.done->checkpoint_lsn);
   CHECK(b.done->checkpoint_lsn == c.done->checkpoint_lsn); // one checkpoint answered both
   CHECK(a.done->buffers_written == 20);
-  CHECK(f.engine.control.checkpoint_lsn == b.done->checkpoint_lsn);
+  CHECK(f.engine.control().checkpoint_lsn == b.done->checkpoint_lsn);
 }
 
 TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before its record (C1)") {
@@ -197,7 +197,7 @@ TEST_CASE("checkpointer: subscribers observe every phase change in order") {
 TEST_CASE("checkpointer: a failed fsync stops the checkpoint before its record (W3)") {
   checkpoint_fixture f;
   f.touch(3, 1);
-  storage::lsn_t previous = f.engine.control.checkpoint_lsn;
+  storage::lsn_t previous = f.engine.control().checkpoint_lsn;
   f.engine.faults->fail_syncs_from_now();
   checkpoint_fixture::answer a;
   f.request(a);
@@ -206,7 +206,7 @@ TEST_CASE("checkpointer: a failed fsync stops the checkpoint before its record (
   CHECK(f.engine.failed());
   CHECK(f.events("checkpoint_record").empty());
   CHECK(f.events("checkpoint_failed").size() == 1);
-  CHECK(f.engine.control.checkpoint_lsn == previous); // the control file never moved on
+  CHECK(f.engine.control().checkpoint_lsn == previous); // the control file never moved on
   checkpoint_fixture::answer later;
   f.request(later);
   f.run();
@@ -234,7 +234,7 @@ TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint m
   checkpoint_fixture f;
   for (storage::block_id b = 0; b < 5; ++b)
     f.touch(3, b);
-  const storage::lsn_t previous = f.engine.control.checkpoint_lsn;
+  const storage::lsn_t previous = f.engine.control().checkpoint_lsn;
   f.engine.recovering.store(true);
   checkpoint_fixture::answer requested, shutdown, end_of_recovery;
   f.request(requested, checkpoint_reason::requested);
@@ -243,13 +243,13 @@ TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint m
   CHECK(requested.error);
   CHECK(shutdown.error);
   CHECK(f.events("checkpoint_begin").empty());
-  CHECK(f.engine.control.checkpoint_lsn == previous); // redo point and WAL left alone
+  CHECK(f.engine.control().checkpoint_lsn == previous); // redo point and WAL left alone
   CHECK_FALSE(f.engine.failed()); // refused, not a failure: recovery goes on
   f.request(end_of_recovery, checkpoint_reason::end_of_recovery);
   f.run();
   REQUIRE(end_of_recovery.done);
   CHECK(end_of_recovery.done->buffers_written == 5);
-  CHECK(f.engine.control.checkpoint_lsn != previous);
+  CHECK(f.engine.control().checkpoint_lsn != previous);
 }
 
 // A paced checkpoint waits on the actor clock, which these tests never advance: it can
@@ -298,7 +298,7 @@ TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpo
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done); // napping: by time, the schedule is barely under way
-  for (storage::block_id b = 0; f.engine.wal->inserted_lsn() - f.engine.control.redo_lsn < (1200u << 10); ++b)
+  for (storage::block_id b = 0; f.engine.wal->inserted_lsn() - f.engine.control().redo_lsn < (1200u << 10); ++b)
     f.touch(4, b % 200); // WAL past max_wal_size / (1 + target) since the redo point
   caf::anon_send(f.checkpointer, messages::tick_atom::value);
   f.run();
@@ -319,7 +319,7 @@ TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the s
   // budget, max_wal_size / (1 + target)), in far less real time than the phase was given:
   // at that rate the rest is due within a ninth of the time taken so far.
   double allowed = 0.9 * (4.0 * (1u << 20)) / 1.9;
-  storage::lsn_t redo = f.engine.control.redo_lsn;
+  storage::lsn_t redo = f.engine.control().redo_lsn;
   for (storage::block_id b = 0; double(f.engine.wal->inserted_lsn() - redo) < 0.9 * allowed; ++b)
     f.touch(3, b % 200);
   caf::anon_send(f.checkpointer, messages::tick_atom::value);
@@ -502,7 +502,7 @@ TEST_CASE("checkpointer: WAL before the redo point goes only after the control f
   REQUIRE(control < all.size());
   REQUIRE(recycled < all.size());
   CHECK(control < recycled);
-  storage::lsn_t redo = f.engine.control.redo_lsn;
+  storage::lsn_t redo = f.engine.control().redo_lsn;
   CHECK(redo - oldest >= 2 * segment); // there was WAL to recycle
   for (storage::lsn_t start : storage::wal_log::list_segments(f.engine.data_dir + "/wal"))
     CHECK_MESSAGE(start + segment > redo - redo % segment,

@@ -33,8 +33,8 @@ struct engine_fixture {
     runtime::database::create(dir, settings, [](auto&, const auto&) {});
     auto plain = storage::make_io_engine(storage::io_method::sync);
     engine.data_dir = dir;
-    engine.control = storage::read_control_file(*plain, dir);
-    engine.config = runtime::resolve_settings(dir, settings, engine.control);
+    engine.set_control(storage::read_control_file(*plain, dir));
+    engine.config = runtime::resolve_settings(dir, settings, engine.control());
     auto real = storage::make_io_engine(storage::io_method::sync);
     auto faults = std::make_unique<storage::fault_engine>(wrap ? wrap(std::move(real))
                                                                : std::move(real),

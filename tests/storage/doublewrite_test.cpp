@@ -28,6 +28,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -324,16 +325,21 @@ struct driven_ring {
   }
 };
 
-// Notes the byte ranges read from the ring file.
+// Notes the byte ranges read from the ring file. Repair reads from several threads at once.
 class ring_read_recorder final : public test::delegating_engine {
 public:
   ring_read_recorder() : delegating_engine(make_io_engine(io_method::sync)) {}
   std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override {
-    if (path_of(fd).size() >= 5 && path_of(fd).compare(path_of(fd).size() - 5, 5, "/ring") == 0)
+    if (path_of(fd).size() >= 5 && path_of(fd).compare(path_of(fd).size() - 5, 5, "/ring") == 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
       reads.emplace_back(offset, length);
+    }
     return delegating_engine::read(fd, data, length, offset);
   }
-  std::vector<std::pair<std::uint64_t, std::size_t>> reads;
+  std::vector<std::pair<std::uint64_t, std::size_t>> reads; // read once repair has returned
+
+private:
+  std::mutex mutex_;
 };
 
 TEST_CASE("doublewrite repair: with an intact header only the chain is read, and stale records before the horizon are neither used nor read") {
