@@ -10,6 +10,7 @@ cache entry pointing at nothing) must fail naming that dependency, not with a pk
 linker error.
 usage: test_consumer.py BUILD_DIR SOURCE_DIR [EXTRA_FLAGS]"""
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -42,9 +43,28 @@ def configure_fails(label, command, *expected):
     print(f"{label}: refused, naming it", flush=True)
 
 
+def allow_core_dump():
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
 def check_runs(program, scratch, label):
+    """Runs a consumer; one that dies of a signal has its threads' stacks printed from its
+    core file (gdb, where installed), so a crash seen once can be diagnosed."""
     data = os.path.join(scratch, label + "-data")
-    output = run([program, data]).stdout
+    cores = os.path.join(scratch, label + "-cores")
+    os.makedirs(cores, exist_ok=True)
+    print("+", program, data, flush=True)
+    result = subprocess.run([program, data], capture_output=True, text=True, cwd=cores,
+                            preexec_fn=allow_core_dump)
+    if result.returncode != 0:
+        print(result.stdout[-4000:], result.stderr[-4000:])
+        for core in os.listdir(cores):
+            if shutil.which("gdb"):
+                trace = subprocess.run(["gdb", "-batch", "-ex", "thread apply all bt", program,
+                                        os.path.join(cores, core)], capture_output=True, text=True)
+                print(trace.stdout[-20000:], flush=True)
+        raise SystemExit(f"FAIL: {program} {data} exited {result.returncode}")
+    output = result.stdout
     if EXPECTED not in output:
         raise SystemExit(f"FAIL: {label}: expected {EXPECTED!r}, got {output!r}")
     print(f"{label}: {output.strip()}", flush=True)

@@ -105,6 +105,22 @@ def poll_until(condition, limit_s):
     return condition()
 
 
+def poll_while_advancing(condition, position, stall_s):
+    """True once `condition()` holds; False when `position()` (a progress measure, e.g. a
+    standby's replay position) has not moved for `stall_s`. For waits whose length depends
+    on how fast the machine is: a slow machine only takes longer, a stuck process fails."""
+    last, moved = position(), time.monotonic()
+    while True:
+        if condition():
+            return True
+        now_at = position()
+        if now_at != last:
+            last, moved = now_at, time.monotonic()
+        elif time.monotonic() - moved > stall_s:
+            return condition()
+        time.sleep(0.02)  # the observer's pace, not the engine's synchronisation
+
+
 class Process:
     """A tidemark process, its stderr kept in a log file."""
 
