@@ -441,7 +441,12 @@ buffer_id buffer_pool::clock_sweep_victim() {
     buffer_id b = static_cast<buffer_id>(next_victim_.fetch_add(1, std::memory_order_acq_rel) %
                                          buffer_count_);
     if (++scanned > buffer_count_ * (usage_max + 1)) {
-      wait.pause(); // every buffer pinned or being written right now; they are released soon
+      // Every buffer pinned or being written right now; they are released soon, unless the
+      // engine failed and the writer that was to finish them is gone.
+      if (stopped_.load(std::memory_order_acquire))
+        throw engine_stopped_error("no buffer can be reused (each is pinned or being written) "
+                                   "and the engine stopped after a failure");
+      wait.pause();
       scanned = 0;
     }
     std::atomic<std::uint32_t>& state = descriptors_[b].state;

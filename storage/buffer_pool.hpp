@@ -168,7 +168,8 @@ public:
   /// Throws engine_stopped_error when stop_waits() ends the wait first.
   void wait_for_write(buffer_id buffer) const;
   /// The engine failed: every wait_for_write() from now on ends at once (the writer it
-  /// waits for, e.g. the doublewrite batcher, may be gone).
+  /// waits for, e.g. the doublewrite batcher, may be gone), and so does a clock sweep that
+  /// finds every buffer pinned or being written (engine_stopped_error).
   void stop_waits();
   bool write_in_progress(buffer_id buffer) const;
 
