@@ -59,7 +59,7 @@ struct recovery_report {
   std::uint64_t pages_read = 0;         // read by redo itself
   std::uint64_t pages_prefetched = 0;   // read ahead of redo (recovery_prefetch)
   std::uint64_t prefetch_hits = 0;      // of which redo used before they were evicted
-  std::uint64_t pages_advised = 0;      // left to the kernel to read ahead (a pool under 1 MB)
+  std::uint64_t pages_advised = 0;      // left to the kernel to read ahead (a pool under 128 buffers)
   std::string prefetch_error;           // why prefetch stopped early (redo read for itself)
   std::uint64_t pages_written_by_redo = 0;       // victims redo (or its prefetch) wrote itself
   std::uint64_t pages_written_by_bgwriter = 0;   // during redo

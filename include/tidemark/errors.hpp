@@ -10,15 +10,16 @@
 //   data_error              a problem with data on disk: corrupt WAL, control file or page
 //   page_corrupt_error      a data_error for one page; where() names file and block
 //   io_error                a system call failed; fsync_failed() marks a failed fsync
-//   engine_stopped_error    the engine stopped after a failure (W3: a failed fsync or WAL
-//                           write) and accepts no more work; the next open recovers
+//   engine_stopped_error    the engine stopped after a failure (a failed fsync or WAL
+//                           write, a background actor that ended) and accepts no more
+//                           work; the next open recovers
 //   replication_error       a base backup's primary cannot be reached or refused
 //   commit_outcome_unknown  a commit's WAL record was written but the engine stopped
 //                           before it was known to be durable: after the next open, it is
 //                           either wholly present or wholly absent (status_of tells)
 //
-// This header is the one public header the library's own lower layers include: the
-// storage layer throws these types directly, so nothing is translated on the way out.
+// The storage layer throws these types directly (with tidemark/types.hpp, the only public
+// headers the lower layers include), so nothing is translated on the way out.
 #pragma once
 
 #include <cstdint>
