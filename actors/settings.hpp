@@ -52,7 +52,7 @@ struct settings {
   std::uint32_t wal_sync_concurrency = 2;
   // Spin on otherwise idle CPUs at SCHED_IDLE while commits are in flight
   // (runtime/idle_poller.hpp). Off by default: a library must not burn its host's CPUs.
-  // Measured through sessions (bench/README.md): one client gains 1.36 x tps, eight gain
+  // Measured through sessions (bench/NOTEBOOK.md): one client gains 1.36 x tps, eight gain
   // nothing and see a worse p99; either way the process uses about 2 x the CPU per commit.
   bool idle_poll = false;
   storage::io_method io = storage::io_method::io_uring;

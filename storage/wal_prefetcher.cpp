@@ -17,7 +17,7 @@ constexpr std::size_t recent_slots = 1024;
 // After this many pool look-ups in a row found their page cached, only one block in
 // `sampling_stride` is looked up until one is not: with every page cached, the look-ups
 // (their partition latches, shared with redo's pins on the other core) made a cached redo
-// about 1.5 x slower than without prefetch (bench/README, "Prefetch look-ups in a cached
+// about 1.5 x slower than without prefetch (bench/NOTEBOOK.md, "Prefetch look-ups in a cached
 // redo"), while a stretch of uncached pages is noticed within a few blocks.
 constexpr std::uint32_t cached_streak_to_sample = 1024;
 constexpr std::uint32_t sampling_stride = 8;
@@ -41,7 +41,7 @@ std::size_t wal_prefetcher::batch_pages(std::size_t buffers) {
   return std::clamp<std::size_t>(buffers / 4, 1, 32);
 }
 
-// Measured (bench/README, "WAL prefetch into a pool too small to hold it"): reading into a
+// Measured (bench/NOTEBOOK.md, "WAL prefetch into a pool too small to hold it"): reading into a
 // 16-buffer pool made redo 1.4 x slower than not prefetching (the pages read ahead were
 // evicted before redo reached them, and took victims redo would have used); from 128
 // buffers up, reading into the pool was as fast as or faster than advising the kernel.
