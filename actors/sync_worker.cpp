@@ -317,108 +317,133 @@ void sweep_step(sync_worker_pointer self) {
     self->send(self, tick_atom::value); // behind what is queued: registrations, sync requests
 }
 
+// A file was written: remember it for the next fsync (absorbed when already pending).
+void on_register(sync_worker_pointer self, const sync_register& request) {
+  context& e = *self->state.ctx;
+  e.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
+  for (const file_written& f : request.files) {
+    if (!self->state.table.remember({to_tag(f.file), f.bytes, f.begin, f.end}))
+      e.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// The checkpointer's sync phase: fsync every file due, paced over request.pace_ms.
+caf::result<sync_phase_done> begin_sync_phase(sync_worker_pointer self,
+                                              const sync_phase_request& request) {
+  auto& st = self->state;
+  if (st.ctx->failed())
+    return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
+  if (st.phase)
+    return caf::make_error(caf::sec::runtime_error, "a sync phase is already running");
+  sync_phase phase;
+  phase.cycle = st.table.begin_cycle();
+  for (const storage::file_write& f : st.table.due(phase.cycle))
+    phase.walk.add(f); // its pieces, its fsync
+  phase.walk.replan(self->clock().now(),
+                    file_walk::capped(std::chrono::milliseconds(request.pace_ms),
+                                      phase.walk.bytes_total));
+  phase.promise = self->make_response_promise<sync_phase_done>();
+  auto promise = phase.promise;
+  trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_begin", phase.cycle,
+        phase.walk.files.size(),
+        static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(phase.walk.span).count()));
+  st.phase = std::move(phase);
+  sync_step(self);
+  return promise;
+}
+
+// WAL runs ahead of the checkpoint's time budget: finish the sync phase sooner.
+void on_deadline(sync_worker_pointer self, const sync_deadline& deadline) {
+  auto& st = self->state;
+  if (!st.phase || st.phase->hurried)
+    return;
+  file_walk& walk = st.phase->walk;
+  auto now = self->clock().now();
+  auto ends = now + std::chrono::milliseconds(deadline.ms_left);
+  if (ends + (walk.ends() - now) / 8 >= walk.ends())
+    return; // only ever sooner, and by enough to matter: the plan it has still holds
+  walk.replan(now, ends - now);
+  trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_replanned", deadline.ms_left);
+  sync_step(self); // due sooner now: the step waiting on the old plan is stale
+}
+
+// An immediate checkpoint or a shutdown: the rest of the sync phase without pauses.
+void on_hurry(sync_worker_pointer self) {
+  auto& st = self->state;
+  if (!st.phase || st.phase->hurried)
+    return;
+  trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_hurried",
+        st.phase->result.files, st.phase->walk.files.size());
+  st.phase->hurried = true;
+  sync_step(self); // the step waiting on the plan is stale
+}
+
+// A doublewrite chunk waits for fsyncs of these files that begin from now on.
+void on_notify(sync_worker_pointer self, const sync_notify& request) {
+  auto& st = self->state;
+  if (st.ctx->failed())
+    return; // the batcher's synced_chunks_request gets the error
+  trace(*st.ctx, role::dw_batcher, role::sync_worker, "sync_notify", request.chunk,
+        request.files.size());
+  TIDEMARK_CHECK_DETAIL(!request.files.empty() &&
+                          st.files_left.emplace(request.chunk, request.files.size()).second,
+                        "a doublewrite chunk is registered once, for at least one file",
+                        "chunk " + std::to_string(request.chunk));
+  for (const file_ref& f : request.files) {
+    st.waiting[to_tag(f)].push_back(request.chunk);
+    trace(*st.ctx, role::dw_batcher, role::sync_worker, "notify_file", request.chunk, f.rel,
+          f.segno);
+  }
+}
+
+// The batcher asks which chunks are covered by fsyncs: answered when some are.
+caf::result<chunks_synced> on_synced_chunks_request(sync_worker_pointer self) {
+  auto& st = self->state;
+  if (st.ctx->failed())
+    return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
+  TIDEMARK_CHECK(!st.synced_waiter, "one synced_chunks_request outstanding at a time");
+  st.synced_waiter = self->make_response_promise<chunks_synced>();
+  auto promise = *st.synced_waiter;
+  tell_synced(self);
+  return promise;
+}
+
+// The batcher retires its oldest batches: fsync now the files their chunks wait on.
+void on_sync_now(sync_worker_pointer self, const sync_now& request) {
+  auto& st = self->state;
+  for (const file_ref& f : request.files) {
+    if (st.waiting.count(to_tag(f)) == 0)
+      continue; // an fsync since the request already covered everyone waiting on it
+    std::uint64_t us = 0;
+    if (st.ctx->failed() || !fsync_file(self, to_tag(f), &us))
+      return;
+    st.table.synced_now(to_tag(f));
+  }
+}
+
 sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* ctx) {
   self->state.ctx = ctx;
   if (ctx->config.write_back_sweep.count() > 0)
     self->send(self, tick_atom::value);
   return {
     [=](tick_atom) { sweep_step(self); },
-    [=](const sync_register& request) {
-      context& e = *self->state.ctx;
-      e.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
-      for (const file_written& f : request.files) {
-        if (!self->state.table.remember({to_tag(f.file), f.bytes, f.begin, f.end}))
-          e.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
-      }
-    },
+    [=](const sync_register& request) { on_register(self, request); },
     [=](const sync_forget& request) { self->state.table.forget(to_tag(request.file)); },
     [=](const sync_phase_request& request) -> caf::result<sync_phase_done> {
-      auto& st = self->state;
-      if (st.ctx->failed())
-        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
-      if (st.phase)
-        return caf::make_error(caf::sec::runtime_error, "a sync phase is already running");
-      sync_phase phase;
-      phase.cycle = st.table.begin_cycle();
-      for (const storage::file_write& f : st.table.due(phase.cycle))
-        phase.walk.add(f); // its pieces, its fsync
-      phase.walk.replan(self->clock().now(),
-                        file_walk::capped(std::chrono::milliseconds(request.pace_ms),
-                                          phase.walk.bytes_total));
-      phase.promise = self->make_response_promise<sync_phase_done>();
-      auto promise = phase.promise;
-      trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_begin", phase.cycle,
-            phase.walk.files.size(),
-            static_cast<std::uint64_t>(
-              std::chrono::duration_cast<std::chrono::milliseconds>(phase.walk.span).count()));
-      st.phase = std::move(phase);
-      sync_step(self);
-      return promise;
+      return begin_sync_phase(self, request);
     },
     [=](step_atom, std::uint64_t generation) {
       if (self->state.phase && generation == self->state.step_generation)
         sync_step(self);
     },
-    [=](const sync_deadline& deadline) {
-      auto& st = self->state;
-      if (!st.phase || st.phase->hurried)
-        return;
-      file_walk& walk = st.phase->walk;
-      auto now = self->clock().now();
-      auto ends = now + std::chrono::milliseconds(deadline.ms_left);
-      if (ends + (walk.ends() - now) / 8 >= walk.ends())
-        return; // only ever sooner, and by enough to matter: the plan it has still holds
-      walk.replan(now, ends - now);
-      trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_replanned",
-            deadline.ms_left);
-      sync_step(self); // due sooner now: the step waiting on the old plan is stale
-    },
-    [=](hurry_atom) {
-      auto& st = self->state;
-      if (!st.phase || st.phase->hurried)
-        return;
-      trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_hurried",
-            st.phase->result.files, st.phase->walk.files.size());
-      st.phase->hurried = true;
-      sync_step(self); // the step waiting on the plan is stale
-    },
-    [=](const sync_notify& request) {
-      auto& st = self->state;
-      if (st.ctx->failed())
-        return; // the batcher's synced_chunks_request gets the error
-      trace(*st.ctx, role::dw_batcher, role::sync_worker, "sync_notify", request.chunk,
-            request.files.size());
-      TIDEMARK_CHECK_DETAIL(!request.files.empty() &&
-                              st.files_left.emplace(request.chunk, request.files.size()).second,
-                            "a doublewrite chunk is registered once, for at least one file",
-                            "chunk " + std::to_string(request.chunk));
-      for (const file_ref& f : request.files) {
-        st.waiting[to_tag(f)].push_back(request.chunk);
-        trace(*st.ctx, role::dw_batcher, role::sync_worker, "notify_file", request.chunk, f.rel,
-              f.segno);
-      }
-    },
+    [=](const sync_deadline& deadline) { on_deadline(self, deadline); },
+    [=](hurry_atom) { on_hurry(self); },
+    [=](const sync_notify& request) { on_notify(self, request); },
     [=](const synced_chunks_request&) -> caf::result<chunks_synced> {
-      auto& st = self->state;
-      if (st.ctx->failed())
-        return caf::make_error(caf::sec::runtime_error, "engine failed: " + st.ctx->failure());
-      TIDEMARK_CHECK(!st.synced_waiter, "one synced_chunks_request outstanding at a time");
-      st.synced_waiter = self->make_response_promise<chunks_synced>();
-      auto promise = *st.synced_waiter;
-      tell_synced(self);
-      return promise;
+      return on_synced_chunks_request(self);
     },
-    [=](const sync_now& request) {
-      auto& st = self->state;
-      for (const file_ref& f : request.files) {
-        if (st.waiting.count(to_tag(f)) == 0)
-          continue; // an fsync since the request already covered everyone waiting on it
-        std::uint64_t us = 0;
-        if (st.ctx->failed() || !fsync_file(self, to_tag(f), &us))
-          return;
-        st.table.synced_now(to_tag(f));
-      }
-    },
+    [=](const sync_now& request) { on_sync_now(self, request); },
   };
 }
 

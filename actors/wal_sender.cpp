@@ -395,9 +395,10 @@ caf::expected<file_chunk> read_backup_file(wal_sender_state& st, const file_fetc
 
 // ---- the actor -----------------------------------------------------------------------------
 
-wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
-                                           checkpointer_actor checkpointer,
-                                           std::vector<storage::standby_slot_record> slots) {
+// The sender's state at start: the slots recorded before a restart are kept (their WAL is
+// not recycled) until their standbys come back or are dropped.
+void start_sender(sender_pointer self, context* ctx, checkpointer_actor checkpointer,
+                  std::vector<storage::standby_slot_record> slots) {
   auto& st = self->state;
   st.ctx = ctx;
   st.checkpointer = std::move(checkpointer);
@@ -427,53 +428,113 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
     persist_slots(st);
     publish_acknowledged(st);
   });
+}
+
+// A standby starts streaming from open.from: refused when that WAL is beyond this
+// primary's durable WAL (it followed another primary) or already recycled.
+caf::result<primary_position> open_stream(sender_pointer self, stream_open& open) {
+  auto& st = self->state;
+  if (auto why = refuse(st, open.standby))
+    return refusal(*why);
+  const lsn_t flushed = st.ctx->wal->flushed_lsn();
+  const std::string& name = open.standby.name;
+  if (open.from > flushed)
+    return refusal("standby " + in_quotes(name) + " has WAL up to " +
+                   storage::format_lsn(open.from) + ", beyond this primary's durable WAL at " +
+                   storage::format_lsn(flushed) +
+                   ": it followed another primary; seed it again with tidemark basebackup");
+  unsigned char probe;
+  if (open.from < flushed && st.wal->read(open.from, &probe, 1) != 1)
+    return refusal(gone_text(name, open.from));
+  open.standby.flushed = open.from;
+  standby_slot& slot = note_position(st, open.standby);
+  slot.backup = false;
+  slot.dropped = false;
+  slot.sent = open.from;
+  watch_peer(self, slot);
+  update_keep(st);
+  persist_slots(st); // a new slot is on disk before its WAL could be recycled
+  publish_acknowledged(st);
+  st.ctx->log("LOG:  standby " + in_quotes(name) + " streaming from " +
+              storage::format_lsn(open.from));
+  return where_primary_is(st);
+}
+
+// Durable WAL from fetch.from, at once when there is some, else when the next flush comes.
+caf::result<wal_chunk> fetch_wal(sender_pointer self, wal_fetch& fetch) {
+  auto& st = self->state;
+  if (auto why = refuse(st, fetch.standby))
+    return refusal(*why);
+  note_position(st, fetch.standby);
+  update_keep(st);
+  publish_acknowledged(st);
+  if (fetch.from < st.ctx->wal->flushed_lsn()) {
+    caf::expected<wal_chunk> chunk = read_chunk(st, fetch.standby.name, fetch.from, fetch.max_bytes);
+    if (!chunk)
+      return chunk.error();
+    return std::move(*chunk);
+  }
+  auto promise = self->make_response_promise<wal_chunk>();
+  st.waiting.push_back({promise, fetch.standby.name, fetch.from, fetch.max_bytes,
+                        clock_type::now()});
+  return promise;
+}
+
+// A base backup begins: its slot keeps WAL from the redo point of the checkpoint it asks
+// for, and the manifest (control file, settings, files to copy) follows that checkpoint.
+caf::result<backup_manifest> begin_backup(sender_pointer self, const backup_begin& begin) {
+  auto& st = self->state;
+  if (begin.name.empty())
+    return refusal("a base backup must have a name");
+  standby_slot& slot = st.slots[begin.name];
+  slot.position.name = begin.name;
+  slot.position.system_id = st.system_id;
+  slot.position.generation = st.generation;
+  slot.position.flushed = st.ctx->wal->redo_lsn(); // kept from now on
+  slot.backup = true;
+  slot.dropped = false;
+  slot.heard = clock_type::now();
+  watch_peer(self, slot);
+  update_keep(st);
+  persist_slots(st);
+  auto promise = self->make_response_promise<backup_manifest>();
+  std::string name = begin.name;
+  checkpoint_request request{static_cast<std::uint8_t>(checkpoint_reason::requested), true};
+  self->request(st.checkpointer, caf::infinite, request)
+    .then(
+      [self, promise, name](const checkpoint_done&) mutable {
+        auto& st = self->state;
+        try {
+          promise.deliver(make_manifest(st, st.slots[name]));
+          st.ctx->log("LOG:  base backup " + in_quotes(name) + " started at redo point " +
+                      storage::format_lsn(st.slots[name].position.flushed));
+        } catch (const std::exception& error) {
+          promise.deliver(refusal(std::string("base backup: ") + error.what()));
+        }
+      },
+      [promise](caf::error& error) mutable {
+        promise.deliver(refusal("base backup: its checkpoint failed: " + error_text(error)));
+      });
+  return promise;
+}
+
+std::vector<standby_view> standby_views(const wal_sender_state& st) {
+  std::vector<standby_view> views;
+  const auto now = clock_type::now();
+  for (const auto& [name, slot] : st.slots)
+    views.push_back({slot.position, slot.connected, slot.sent,
+                     std::chrono::duration<double>(now - slot.heard).count()});
+  return views;
+}
+
+wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
+                                           checkpointer_actor checkpointer,
+                                           std::vector<storage::standby_slot_record> slots) {
+  start_sender(self, ctx, std::move(checkpointer), std::move(slots));
   self->delayed_send(self, heartbeat_interval, tick_atom::value);
   return {
-    [=](stream_open& open) -> caf::result<primary_position> {
-      auto& st = self->state;
-      if (auto why = refuse(st, open.standby))
-        return refusal(*why);
-      const lsn_t flushed = st.ctx->wal->flushed_lsn();
-      const std::string& name = open.standby.name;
-      if (open.from > flushed)
-        return refusal("standby " + in_quotes(name) + " has WAL up to " +
-                       storage::format_lsn(open.from) + ", beyond this primary's durable WAL at " +
-                       storage::format_lsn(flushed) +
-                       ": it followed another primary; seed it again with tidemark basebackup");
-      unsigned char probe;
-      if (open.from < flushed && st.wal->read(open.from, &probe, 1) != 1)
-        return refusal(gone_text(name, open.from));
-      open.standby.flushed = open.from;
-      standby_slot& slot = note_position(st, open.standby);
-      slot.backup = false;
-      slot.dropped = false;
-      slot.sent = open.from;
-      watch_peer(self, slot);
-      update_keep(st);
-      persist_slots(st); // a new slot is on disk before its WAL could be recycled
-      publish_acknowledged(st);
-      st.ctx->log("LOG:  standby " + in_quotes(name) + " streaming from " +
-                  storage::format_lsn(open.from));
-      return where_primary_is(st);
-    },
-    [=](wal_fetch& fetch) -> caf::result<wal_chunk> {
-      auto& st = self->state;
-      if (auto why = refuse(st, fetch.standby))
-        return refusal(*why);
-      note_position(st, fetch.standby);
-      update_keep(st);
-      publish_acknowledged(st);
-      if (fetch.from < st.ctx->wal->flushed_lsn()) {
-        caf::expected<wal_chunk> chunk = read_chunk(st, fetch.standby.name, fetch.from, fetch.max_bytes);
-        if (!chunk)
-          return chunk.error();
-        return std::move(*chunk);
-      }
-      auto promise = self->make_response_promise<wal_chunk>();
-      st.waiting.push_back({promise, fetch.standby.name, fetch.from, fetch.max_bytes,
-                            clock_type::now()});
-      return promise;
-    },
+    [=](stream_open& open) -> caf::result<primary_position> { return open_stream(self, open); },
+    [=](wal_fetch& fetch) -> caf::result<wal_chunk> { return fetch_wal(self, fetch); },
     [=](standby_feedback& feedback) {
       auto& st = self->state;
       if (refuse(st, feedback.standby))
@@ -482,41 +543,7 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
       update_keep(st);
       publish_acknowledged(st);
     },
-    [=](backup_begin& begin) -> caf::result<backup_manifest> {
-      auto& st = self->state;
-      if (begin.name.empty())
-        return refusal("a base backup must have a name");
-      standby_slot& slot = st.slots[begin.name];
-      slot.position.name = begin.name;
-      slot.position.system_id = st.system_id;
-      slot.position.generation = st.generation;
-      slot.position.flushed = st.ctx->wal->redo_lsn(); // kept from now on
-      slot.backup = true;
-      slot.dropped = false;
-      slot.heard = clock_type::now();
-      watch_peer(self, slot);
-      update_keep(st);
-      persist_slots(st);
-      auto promise = self->make_response_promise<backup_manifest>();
-      std::string name = begin.name;
-      checkpoint_request request{static_cast<std::uint8_t>(checkpoint_reason::requested), true};
-      self->request(st.checkpointer, caf::infinite, request)
-        .then(
-          [self, promise, name](const checkpoint_done&) mutable {
-            auto& st = self->state;
-            try {
-              promise.deliver(make_manifest(st, st.slots[name]));
-              st.ctx->log("LOG:  base backup " + in_quotes(name) + " started at redo point " +
-                          storage::format_lsn(st.slots[name].position.flushed));
-            } catch (const std::exception& error) {
-              promise.deliver(refusal(std::string("base backup: ") + error.what()));
-            }
-          },
-          [promise](caf::error& error) mutable {
-            promise.deliver(refusal("base backup: its checkpoint failed: " + error_text(error)));
-          });
-      return promise;
-    },
+    [=](backup_begin& begin) -> caf::result<backup_manifest> { return begin_backup(self, begin); },
     [=](file_fetch& fetch) -> caf::result<file_chunk> {
       caf::expected<file_chunk> chunk = read_backup_file(self->state, fetch);
       if (!chunk)
@@ -531,14 +558,7 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
       // once WAL up to here is replayed.
       return backup_end{st.ctx->wal->inserted_lsn()};
     },
-    [=](standbys_atom) -> std::vector<standby_view> {
-      std::vector<standby_view> views;
-      const auto now = clock_type::now();
-      for (const auto& [name, slot] : self->state.slots)
-        views.push_back({slot.position, slot.connected, slot.sent,
-                         std::chrono::duration<double>(now - slot.heard).count()});
-      return views;
-    },
+    [=](standbys_atom) -> std::vector<standby_view> { return standby_views(self->state); },
     [=](wake_atom) {
       auto& st = self->state;
       storage::checked_downcast<wake_on_flush>(st.ctx->sender_wakeup.get(),

@@ -1,6 +1,8 @@
 // The offline check of a data directory: see api_check.hpp.
 #include "runtime/api_check.hpp"
 
+#include "runtime/data_directory.hpp"
+#include "runtime/directory_lock.hpp"
 #include "runtime/startup.hpp"
 #include "storage/control_file.hpp"
 #include "storage/doublewrite_repair.hpp"
@@ -66,35 +68,27 @@ void check_pages(storage::io_engine& io, const std::string& dir, const storage::
 
 file_check_report check_data_files(const std::string& dir) {
   runtime::check_data_directory(dir);
-  int lock = runtime::share_data_directory_lock(dir);
+  runtime::directory_lock lock = runtime::directory_lock::shared(dir);
   file_check_report report;
+  auto io = storage::make_read_only_engine();
+  storage::control_data control;
   try {
-    auto io = storage::make_read_only_engine();
-    storage::control_data control;
-    try {
-      control = storage::read_control_file(*io, dir);
-      report.control_file_ok = true;
-    } catch (const data_error& e) {
-      fail(report, std::string("control file: ") + e.what());
-    }
-    if (report.control_file_ok) {
-      report.needs_recovery = runtime::needs_recovery(control);
-      check_wal(*io, dir, control, report);
-      check_pages(*io, dir, control, report);
-      storage::ring_check_report ring =
-        storage::check_ring(*io, dir + "/doublewrite/ring", control.page_size);
-      report.ring_images = ring.images;
-      if (ring.unreadable > 0)
-        fail(report, "doublewrite ring: " + std::to_string(ring.unreadable) + " of " +
-                       std::to_string(ring.images) + " page images in intact records do not verify");
-    }
-  } catch (...) {
-    if (lock >= 0)
-      ::close(lock);
-    throw;
+    control = storage::read_control_file(*io, dir);
+    report.control_file_ok = true;
+  } catch (const data_error& e) {
+    fail(report, std::string("control file: ") + e.what());
   }
-  if (lock >= 0)
-    ::close(lock);
+  if (report.control_file_ok) {
+    report.needs_recovery = runtime::needs_recovery(control);
+    check_wal(*io, dir, control, report);
+    check_pages(*io, dir, control, report);
+    storage::ring_check_report ring =
+      storage::check_ring(*io, dir + "/doublewrite/ring", control.page_size);
+    report.ring_images = ring.images;
+    if (ring.unreadable > 0)
+      fail(report, "doublewrite ring: " + std::to_string(ring.unreadable) + " of " +
+                     std::to_string(ring.images) + " page images in intact records do not verify");
+  }
   return report;
 }
 

@@ -1,6 +1,6 @@
-// The runtime's database and session: what the public API (include/tidemark/, implemented
-// in api.cpp) wraps. It creates or opens a data directory (running crash recovery when it
-// needs it), boots and stops the actors, and gives sessions that change pages atomically.
+// The runtime's database: what the public API (include/tidemark/, implemented in api.cpp)
+// wraps. It creates or opens a data directory (running crash recovery when it needs it),
+// boots and stops the actors, and gives sessions (session.hpp: the commit path).
 // Not installed: the library's own tests use it directly (the deterministic scheduler,
 // traces, engine counters); applications use <tidemark/database.hpp>.
 //
@@ -17,7 +17,9 @@
 
 #include "messages/interfaces.hpp"
 #include "runtime/config.hpp"
+#include "runtime/directory_lock.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/session.hpp"
 #include "runtime/standby_file.hpp"
 #include "runtime/supervision.hpp"
 #include "storage/received_wal.hpp"
@@ -101,8 +103,6 @@ struct recovery_report {
   double checkpoint_seconds = 0;       // the end-of-recovery checkpoint
   double seconds = 0;                  // redo
 };
-
-class session;
 
 class database {
 public:
@@ -205,50 +205,7 @@ private:
   bool detach_io_actors_ = true;
   bool read_only_ = false;
   bool closed_ = false;
-  int lock_fd_ = -1;
-};
-
-/// One application session: a sequence of transactions, used from one thread at a time.
-/// Transactions are validated at commit (storage/page_transaction.hpp); a read outside a
-/// transaction returns only once what it saw is durable, and so does a commit, read-only
-/// or not, for everything its transaction read (synchronous_commit=on).
-class session {
-public:
-  explicit session(database& db);
-  void begin();
-  bool in_transaction() const { return txn_->active(); }
-  std::int64_t read_i64(storage::page_id id, std::uint16_t offset);
-  void read_bytes(storage::page_id id, std::uint16_t offset, void* out, std::uint16_t length);
-  storage::page_rows rows_on(storage::page_id id);
-  storage::block_id relation_size(storage::rel_id rel);
-  void add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta);
-  void write_bytes(storage::page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
-  void append_row(storage::rel_id rel, const void* row, std::uint16_t row_size);
-  /// Throws usage_error when `id` is past the relation's end: a read may reach blocks the
-  /// relation has or this transaction extends it by; a change also the block just past them.
-  void check_block(storage::page_id id, bool changing) const;
-  const storage::page_transaction& transaction() const { return *txn_; }
-  /// Validates, applies, logs and (synchronous_commit=on) waits until the commit and
-  /// everything it read are durable: the thread sleeps until a group-commit sync covers
-  /// them, without a message round trip of its own. Returns the transaction's id.
-  /// conflict_error: nothing applied; commit_outcome_unknown: the engine stopped after
-  /// the record was written.
-  storage::xid_t commit();
-  /// The id of the transaction begun last (valid between begin() and commit()).
-  storage::xid_t transaction_id() const;
-  void rollback();
-
-private:
-  void check_running() const;
-  void check_writable(const char* operation) const;
-  /// After a read outside a transaction: waits until what it returned is durable.
-  void settle_read();
-  void wait_durable(storage::lsn_t lsn);
-  /// synchronous_standby: waits until a standby has the commit's WAL.
-  void wait_for_standby(storage::lsn_t lsn);
-
-  database* db_;
-  std::unique_ptr<storage::page_transaction> txn_;
+  directory_lock lock_;
 };
 
 } // namespace tidemark::runtime

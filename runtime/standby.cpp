@@ -22,6 +22,7 @@
 
 #include "actors/wal_receiver.hpp"
 #include "actors/wal_sender.hpp"
+#include "runtime/data_directory.hpp"
 #include "runtime/startup.hpp"
 #include "storage/directory_sync.hpp"
 #include "storage/standby_slots.hpp"
@@ -263,55 +264,28 @@ struct backup_client {
   }
 };
 
-void make_directory(const std::string& path) {
-  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
-    throw config_error("cannot create directory " + path + ": " + std::strerror(errno));
+// The name given, checked, or a random one.
+std::string backup_name(const std::string& given) {
+  if (!given.empty() && !storage::valid_standby_name(given))
+    throw config_error("--name \"" + given + "\" is not a standby name (1 to 64 letters, "
+                       "digits, '.', '_' or '-')");
+  if (!given.empty())
+    return given;
+  char text[32];
+  std::snprintf(text, sizeof text, "standby-%08x", static_cast<unsigned>(std::random_device{}()));
+  return text;
 }
 
-} // namespace
-
-base_backup_report base_backup(const std::string& new_dir, const std::string& primary_text,
-                               const std::string& name_given,
-                               const std::function<void(const std::string&)>& progress) {
-  auto started = std::chrono::steady_clock::now();
-  endpoint primary = parse_endpoint("--primary", primary_text);
-  struct stat st;
-  if (::stat(new_dir.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode) || ::rmdir(new_dir.c_str()) != 0)
-      throw config_error("directory \"" + new_dir + "\" exists and is not empty");
-  }
-  std::string name = name_given;
-  if (!name.empty() && !storage::valid_standby_name(name))
-    throw config_error("--name \"" + name + "\" is not a standby name (1 to 64 letters, "
-                       "digits, '.', '_' or '-')");
-  if (name.empty()) {
-    char text[32];
-    std::snprintf(text, sizeof text, "standby-%08x", static_cast<unsigned>(std::random_device{}()));
-    name = text;
-  }
-  backup_client client(primary);
-  messages::backup_manifest manifest = client.ask<messages::backup_manifest>(messages::backup_begin{name});
-  storage::control_data control;
-  if (manifest.control.size() != sizeof control)
-    throw tidemark::data_error("base backup: the primary sent a control file of " +
-                               std::to_string(manifest.control.size()) + " bytes");
-  std::memcpy(&control, manifest.control.data(), sizeof control);
-
-  make_directory(new_dir);
-  for (const char* sub : {"/base", "/wal", "/global", "/xact", "/doublewrite"})
-    make_directory(new_dir + sub);
-  std::unique_ptr<storage::io_engine> io = storage::make_io_engine(storage::io_method::sync);
-  storage::write_whole_file(*io, config_file_path(new_dir), manifest.config);
-
-  base_backup_report report;
-  report.name = name;
-  report.redo_lsn = manifest.redo_lsn;
+// Copies every file the manifest lists, a chunk at a time, into `new_dir`.
+void copy_files(backup_client& client, storage::io_engine& io, const std::string& new_dir,
+                const messages::backup_manifest& manifest, base_backup_report& report,
+                const std::function<void(const std::string&)>& progress) {
   std::uint64_t total = 0;
   for (const auto& f : manifest.files)
     total += f.size;
   auto last_line = std::chrono::steady_clock::now();
   for (const auto& f : manifest.files) {
-    int fd = io->open_file(new_dir + "/" + f.path, true);
+    int fd = io.open_file(new_dir + "/" + f.path, true);
     try {
       for (std::uint64_t offset = 0; offset < f.size; offset += chunk_bytes) {
         auto length = static_cast<std::uint32_t>(std::min<std::uint64_t>(chunk_bytes, f.size - offset));
@@ -319,10 +293,10 @@ base_backup_report base_backup(const std::string& new_dir, const std::string& pr
           length -= length % manifest.page_size;
         if (length == 0)
           break;
-        messages::file_chunk chunk =
-          client.ask<messages::file_chunk>(messages::file_fetch{name, f.path, offset, length});
+        messages::file_chunk chunk = client.ask<messages::file_chunk>(
+          messages::file_fetch{report.name, f.path, offset, length});
         if (!chunk.bytes.empty())
-          io->write(fd, chunk.bytes.data(), chunk.bytes.size(), offset);
+          io.write(fd, chunk.bytes.data(), chunk.bytes.size(), offset);
         report.bytes += chunk.bytes.size();
         report.pages_reread += chunk.pages_reread;
         if (chunk.bytes.size() < length)
@@ -334,47 +308,78 @@ base_backup_report base_backup(const std::string& new_dir, const std::string& pr
         }
       }
     } catch (...) {
-      io->close_file(fd);
+      io.close_file(fd);
       throw;
     }
-    io->close_file(fd);
+    io.close_file(fd);
     ++report.files;
   }
-  messages::backup_end end = client.ask<messages::backup_end>(messages::backup_finish{name});
-  report.end_lsn = end.end_lsn;
+}
 
-  // The WAL from the redo point through the backup's end.
-  {
-    storage::wal_options options;
-    options.dir = new_dir + "/wal";
-    options.segment_size = control.wal_segment_size;
-    options.buffer_size = 4u << 20;
-    storage::lsn_t start = manifest.redo_lsn - manifest.redo_lsn % 8;
-    storage::wal_log wal(*io, options, start, 0);
-    storage::lsn_t at = start;
-    while (at < report.end_lsn) {
-      messages::standby_position me;
-      me.name = name;
-      me.system_id = control.system_id;
-      me.generation = control.generation;
-      me.written = me.flushed = at;
-      messages::wal_chunk chunk =
-        client.ask<messages::wal_chunk>(messages::wal_fetch{me, at, chunk_bytes * 4});
-      if (chunk.bytes.empty())
-        continue; // not durable on the primary yet: the fetch waited a second
-      if (chunk.start != at)
-        throw tidemark::data_error("base backup: the primary sent WAL at " +
-                                   storage::format_lsn(chunk.start) + ", not at " +
-                                   storage::format_lsn(at));
-      wal.append_received(at, chunk.bytes.data(), chunk.bytes.size());
-      at += chunk.bytes.size();
-      wal.flush(at);
-      report.wal_bytes += chunk.bytes.size();
-    }
+// Fetches the WAL from the redo point through the backup's end into `new_dir`, fsynced.
+void copy_wal(backup_client& client, storage::io_engine& io, const std::string& new_dir,
+              const storage::control_data& control, base_backup_report& report) {
+  storage::wal_options options;
+  options.dir = new_dir + "/wal";
+  options.segment_size = control.wal_segment_size;
+  options.buffer_size = 4u << 20;
+  storage::lsn_t start = report.redo_lsn - report.redo_lsn % 8;
+  storage::wal_log wal(io, options, start, 0);
+  storage::lsn_t at = start;
+  while (at < report.end_lsn) {
+    messages::standby_position me;
+    me.name = report.name;
+    me.system_id = control.system_id;
+    me.generation = control.generation;
+    me.written = me.flushed = at;
+    messages::wal_chunk chunk =
+      client.ask<messages::wal_chunk>(messages::wal_fetch{me, at, chunk_bytes * 4});
+    if (chunk.bytes.empty())
+      continue; // not durable on the primary yet: the fetch waited a second
+    if (chunk.start != at)
+      throw tidemark::data_error("base backup: the primary sent WAL at " +
+                                 storage::format_lsn(chunk.start) + ", not at " +
+                                 storage::format_lsn(at));
+    wal.append_received(at, chunk.bytes.data(), chunk.bytes.size());
+    at += chunk.bytes.size();
+    wal.flush(at);
+    report.wal_bytes += chunk.bytes.size();
   }
+}
+
+} // namespace
+
+base_backup_report base_backup(const std::string& new_dir, const std::string& primary_text,
+                               const std::string& name_given,
+                               const std::function<void(const std::string&)>& progress) {
+  auto started = std::chrono::steady_clock::now();
+  endpoint primary = parse_endpoint("--primary", primary_text);
+  check_new_data_directory(new_dir);
+  if (::rmdir(new_dir.c_str()) != 0 && errno != ENOENT) // made again once the primary answers
+    throw config_error("cannot use \"" + new_dir + "\": " + std::strerror(errno));
+  base_backup_report report;
+  report.name = backup_name(name_given);
+  backup_client client(primary);
+  messages::backup_manifest manifest =
+    client.ask<messages::backup_manifest>(messages::backup_begin{report.name});
+  storage::control_data control;
+  if (manifest.control.size() != sizeof control)
+    throw tidemark::data_error("base backup: the primary sent a control file of " +
+                               std::to_string(manifest.control.size()) + " bytes");
+  std::memcpy(&control, manifest.control.data(), sizeof control);
+  report.redo_lsn = manifest.redo_lsn;
+
+  make_data_directory_tree(new_dir);
+  std::unique_ptr<storage::io_engine> io = storage::make_io_engine(storage::io_method::sync);
+  storage::write_whole_file(*io, config_file_path(new_dir), manifest.config);
+  copy_files(client, *io, new_dir, manifest, report, progress);
+  messages::backup_end end = client.ask<messages::backup_end>(messages::backup_finish{report.name});
+  report.end_lsn = end.end_lsn;
+  copy_wal(client, *io, new_dir, control, report);
+
   standby_file standby;
   standby.primary = primary_text;
-  standby.name = name;
+  standby.name = report.name;
   standby.generation = control.generation;
   standby.backup_end_lsn = report.end_lsn;
   write_standby_file(*io, new_dir, standby);

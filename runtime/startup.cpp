@@ -8,9 +8,7 @@
 #include "storage/redo.hpp"
 #include "storage/wal_reader.hpp"
 
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,11 +23,6 @@
 namespace tidemark::runtime {
 
 namespace {
-
-bool exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 void check_init_setting(const std::string& key, std::uint64_t configured, std::uint64_t recorded,
                         const std::string& shown) {
@@ -145,17 +138,6 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
 } // namespace
 
 std::string config_file_path(const std::string& data_dir) { return data_dir + "/tidemark.conf"; }
-
-void check_data_directory(const std::string& dir) {
-  if (!exists(dir))
-    throw config_error("data directory \"" + dir + "\" does not exist (create one with tidemark init)");
-  // Whatever else it holds (a tidemark.conf, say), a directory without a control file is
-  // not one: create() writes it last.
-  if (!exists(storage::control_file_path(dir)))
-    throw config_error("\"" + dir + "\" is not a Tidemark data directory: it has no "
-                       "global/tidemark.control (tidemark init and database::create write it "
-                       "last, so a directory whose create did not finish has none either)");
-}
 
 storage::recorded_protection record_of(torn_page_protection mode) {
   switch (mode) {
@@ -290,30 +272,6 @@ void replay(engine& e, recovery_report& report, storage::received_wal* arrival) 
   e.next_xid.store(summary.next_xid);
   report.seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-}
-
-int lock_data_directory(const std::string& dir) {
-  std::string path = dir + "/tidemark.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw config_error("cannot open " + path + ": " + std::strerror(errno));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    throw config_error("data directory \"" + dir + "\" is in use by another process");
-  }
-  return fd;
-}
-
-int share_data_directory_lock(const std::string& dir) {
-  std::string path = dir + "/tidemark.lock";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    ::close(fd);
-    throw config_error("data directory \"" + dir + "\" is in use by another process");
-  }
-  return fd;
 }
 
 } // namespace tidemark::runtime

@@ -41,16 +41,6 @@ std::optional<torn_page_protection> protection_of(storage::recorded_protection r
 /// True unless the last stop was clean.
 bool needs_recovery(const storage::control_data& control);
 
-/// One process per data directory: an exclusive advisory lock on <dir>/tidemark.lock,
-/// held through the returned descriptor. config_error when another process holds it.
-int lock_data_directory(const std::string& dir);
-/// A shared lock on the directory's lock file, for a read-only open: -1 when there is no
-/// lock file (nothing is created); config_error when a writer holds it.
-int share_data_directory_lock(const std::string& dir);
-
-/// Throws config_error when `dir` is missing or not a Tidemark data directory (it has no
-/// control file, whatever else it holds).
-void check_data_directory(const std::string& dir);
 
 /// Validates WAL from the redo point (modifying nothing), makes it durable when recovery
 /// is needed, and builds the engine's storage objects. Throws data_error naming what is

@@ -106,14 +106,12 @@ bool wal_prefetcher::wait_for_redo(lsn_t lsn) {
   return !stopping_.load(std::memory_order_seq_cst);
 }
 
-void wal_prefetcher::run() {
-  const std::size_t batch = batch_pages(pool_.size());
-  const std::size_t ahead_limit = ahead_pages(pool_.size());
-  std::vector<buffer_id> claimed;
-  std::vector<page_read> reads;
-  // Pages read ahead, per record end, that redo has not reached yet.
-  std::deque<std::pair<lsn_t, std::size_t>> ahead;
-  std::size_t ahead_count = 0;
+// What the thread keeps while it runs.
+struct wal_prefetcher::run_state {
+  run_state(std::size_t pool_buffers, bool into_pool)
+    : batch(batch_pages(pool_buffers)), ahead_limit(ahead_pages(pool_buffers)),
+      recent_window(into_pool ? ahead_limit : recent_slots) {}
+
   // Blocks looked at lately (direct-mapped by page). A hot page (a branch, a teller, the
   // history tail) is not looked up in the pool again on every record that touches it,
   // which would contend with redo's own pins for nothing: an entry counts for
@@ -123,142 +121,168 @@ void wal_prefetcher::run() {
   // read it does not need.
   struct seen_block {
     page_id id{0, 0};
-    std::uint64_t at = 0;  // reference count when last looked at (0: empty)
-    lsn_t image_end = 0;   // end of the latest record restoring it from an image
+    std::uint64_t at = 0; // reference count when last looked at (0: empty)
+    lsn_t image_end = 0;  // end of the latest record restoring it from an image
   };
-  std::vector<seen_block> recent(recent_slots);
+
+  const std::size_t batch;       // pages read by one read_pages call
+  const std::size_t ahead_limit; // pages read ahead that redo has not reached, at most
+  const std::uint64_t recent_window;
+  std::vector<buffer_id> claimed; // the batch being gathered, with its reads
+  std::vector<page_read> reads;
+  // Pages read ahead, per record end, that redo has not reached yet.
+  std::deque<std::pair<lsn_t, std::size_t>> ahead;
+  std::size_t ahead_count = 0;
+  std::vector<seen_block> recent = std::vector<seen_block>(recent_slots);
   std::uint64_t references = 0;
-  lookup_sampler sampler(cached_streak_to_sample, sampling_stride);
-  const std::uint64_t recent_window = into_pool_ ? ahead_limit : recent_slots;
-  // True when `block` needs no look in the pool; remembers it either way.
-  auto skip_block = [&](const block_ref_view& block, lsn_t record_end, lsn_t redo) {
-    const page_id id = block.id;
-    seen_block& slot =
-      recent[(std::uint64_t{id.rel} * 0x9E3779B97F4A7C15ull ^ id.block) % recent_slots];
-    ++references;
-    bool same = slot.at != 0 && slot.id.rel == id.rel && slot.id.block == id.block;
-    bool skip = same && (references - slot.at <= recent_window || slot.image_end > redo);
-    if (!same)
-      slot.image_end = 0;
-    slot.id = id;
-    slot.at = references;
-    if (block.image != nullptr)
-      slot.image_end = record_end;
-    return skip;
-  };
+  lookup_sampler sampler{cached_streak_to_sample, sampling_stride};
+};
 
-  // Reads the claimed pages and makes them readable; on failure leaves them invalid (their
-  // pins read for themselves) and rethrows.
-  auto read_claimed = [&] {
-    if (claimed.empty())
-      return;
-    try {
-      files_.read_pages(reads.data(), reads.size());
-    } catch (...) {
-      for (buffer_id b : claimed)
-        pool_.finish_prefetch(b, false);
-      claimed.clear();
-      reads.clear();
-      throw;
-    }
-    for (buffer_id b : claimed)
-      pool_.finish_prefetch(b, true);
-    report_.reads += claimed.size();
-    ++report_.batches;
-    claimed.clear();
-    reads.clear();
-  };
+// True when `block` needs no look in the pool; remembers it either way.
+bool wal_prefetcher::skip_block(run_state& st, const block_ref_view& block, lsn_t record_end,
+                                lsn_t redo) {
+  const page_id id = block.id;
+  run_state::seen_block& slot =
+    st.recent[(std::uint64_t{id.rel} * 0x9E3779B97F4A7C15ull ^ id.block) % recent_slots];
+  ++st.references;
+  bool same = slot.at != 0 && slot.id.rel == id.rel && slot.id.block == id.block;
+  bool skip = same && (st.references - slot.at <= st.recent_window || slot.image_end > redo);
+  if (!same)
+    slot.image_end = 0;
+  slot.id = id;
+  slot.at = st.references;
+  if (block.image != nullptr)
+    slot.image_end = record_end;
+  return skip;
+}
 
-  if (into_pool_)
-    pool_.reserve_pins(static_cast<std::uint32_t>(batch));
+// Reads the claimed pages and makes them readable; on failure leaves them invalid (their
+// pins read for themselves) and rethrows.
+void wal_prefetcher::read_claimed(run_state& st) {
+  if (st.claimed.empty())
+    return;
   try {
-    wal_reader reader(io_, wal_dir_, segment_size_, page_size_, start_);
-    // Following arriving WAL: what was claimed is read before waiting for more, since
-    // redo may need it next.
-    struct read_then_wait final : wal_arrival {
-      wal_arrival* inner;
-      std::function<void()> before;
-      lsn_t wait_beyond(lsn_t lsn) override {
-        before();
-        return inner->wait_beyond(lsn);
-      }
-    } follower;
-    if (arrival_ != nullptr) {
-      follower.inner = arrival_;
-      follower.before = read_claimed;
-      reader.follow(&follower, rereads_);
+    files_.read_pages(st.reads.data(), st.reads.size());
+  } catch (...) {
+    for (buffer_id b : st.claimed)
+      pool_.finish_prefetch(b, false);
+    st.claimed.clear();
+    st.reads.clear();
+    throw;
+  }
+  for (buffer_id b : st.claimed)
+    pool_.finish_prefetch(b, true);
+  report_.reads += st.claimed.size();
+  ++report_.batches;
+  st.claimed.clear();
+  st.reads.clear();
+}
+
+// Claims (or advises) the blocks of the record ending at `record_end` that redo will need
+// to read; returns how many pages it claimed for reading into the pool.
+std::size_t wal_prefetcher::prefetch_blocks(run_state& st, const record_view& record,
+                                            lsn_t record_end, lsn_t redo) {
+  std::size_t issued = 0;
+  for (std::size_t i = 0; i < record.block_count; ++i) {
+    const block_ref_view& block = record.blocks[i];
+    bool skip = skip_block(st, block, record_end, redo);
+    if (block.image != nullptr) {
+      ++report_.images;
+      continue;
     }
-    lsn_t position = start_;
-    while (!stopping_.load(std::memory_order_relaxed) && position < end_) {
-      lsn_t redo = redo_lsn_.load(std::memory_order_seq_cst);
-      while (!ahead.empty() && ahead.front().first <= redo) {
-        ahead_count -= ahead.front().second;
-        ahead.pop_front();
-      }
-      if (ahead_count >= ahead_limit || position >= redo + distance_) {
-        read_claimed(); // before sleeping: redo may need these next
-        lsn_t until = ahead_count >= ahead_limit ? ahead.front().first
-                                                 : position - distance_ / 2;
-        if (!wait_for_redo(std::max(until, redo + 1)))
-          break;
-        continue;
-      }
-      const record_view* record = reader.next();
-      if (record == nullptr)
+    if (skip) {
+      ++report_.blocks_cached;
+      continue;
+    }
+    if (!st.sampler.look())
+      continue; // every page looked up lately was cached
+    if (!into_pool_) { // the kernel reads it; redo's own read then finds it cached
+      bool cached = pool_.holds(block.id);
+      st.sampler.found(cached);
+      if (cached)
+        ++report_.blocks_cached;
+      else if (files_.will_need(block.id))
+        ++report_.advised;
+      continue;
+    }
+    buffer_id buffer;
+    bool cached = !pool_.start_prefetch(block.id, &buffer);
+    st.sampler.found(cached);
+    if (cached) {
+      ++report_.blocks_cached;
+      continue;
+    }
+    st.claimed.push_back(buffer);
+    st.reads.push_back({block.id, pool_.page(buffer)});
+    ++issued;
+    if (st.claimed.size() == st.batch)
+      read_claimed(st);
+  }
+  return issued;
+}
+
+// Decodes WAL ahead of redo and prefetches what its records need, within the limits,
+// until the end, a stop, or an error (thrown).
+void wal_prefetcher::follow_wal(run_state& st) {
+  wal_reader reader(io_, wal_dir_, segment_size_, page_size_, start_);
+  // Following arriving WAL: what was claimed is read before waiting for more, since
+  // redo may need it next.
+  struct read_then_wait final : wal_arrival {
+    wal_arrival* inner;
+    std::function<void()> before;
+    lsn_t wait_beyond(lsn_t lsn) override {
+      before();
+      return inner->wait_beyond(lsn);
+    }
+  } follower;
+  if (arrival_ != nullptr) {
+    follower.inner = arrival_;
+    follower.before = [this, &st] { read_claimed(st); };
+    reader.follow(&follower, rereads_);
+  }
+  lsn_t position = start_;
+  while (!stopping_.load(std::memory_order_relaxed) && position < end_) {
+    lsn_t redo = redo_lsn_.load(std::memory_order_seq_cst);
+    while (!st.ahead.empty() && st.ahead.front().first <= redo) {
+      st.ahead_count -= st.ahead.front().second;
+      st.ahead.pop_front();
+    }
+    if (st.ahead_count >= st.ahead_limit || position >= redo + distance_) {
+      read_claimed(st); // before sleeping: redo may need these next
+      lsn_t until = st.ahead_count >= st.ahead_limit ? st.ahead.front().first
+                                                     : position - distance_ / 2;
+      if (!wait_for_redo(std::max(until, redo + 1)))
         break;
-      position = record->end_lsn();
-      ++report_.records;
-      if (position <= redo)
-        continue; // redo is past it already
-      std::size_t issued = 0;
-      for (std::size_t i = 0; i < record->block_count; ++i) {
-        const block_ref_view& block = record->blocks[i];
-        bool skip = skip_block(block, position, redo);
-        if (block.image != nullptr) {
-          ++report_.images;
-          continue;
-        }
-        if (skip) {
-          ++report_.blocks_cached;
-          continue;
-        }
-        if (!sampler.look())
-          continue; // every page looked up lately was cached
-        if (!into_pool_) { // the kernel reads it; redo's own read then finds it cached
-          bool cached = pool_.holds(block.id);
-          sampler.found(cached);
-          if (cached)
-            ++report_.blocks_cached;
-          else if (files_.will_need(block.id))
-            ++report_.advised;
-          continue;
-        }
-        buffer_id buffer;
-        bool cached = !pool_.start_prefetch(block.id, &buffer);
-        sampler.found(cached);
-        if (cached) {
-          ++report_.blocks_cached;
-          continue;
-        }
-        claimed.push_back(buffer);
-        reads.push_back({block.id, pool_.page(buffer)});
-        ++issued;
-        if (claimed.size() == batch)
-          read_claimed();
-      }
-      if (issued > 0) {
-        ahead.emplace_back(position, issued);
-        ahead_count += issued;
-      }
+      continue;
     }
-    read_claimed();
+    const record_view* record = reader.next();
+    if (record == nullptr)
+      break;
+    position = record->end_lsn();
+    ++report_.records;
+    if (position <= redo)
+      continue; // redo is past it already
+    if (std::size_t issued = prefetch_blocks(st, *record, position, redo); issued > 0) {
+      st.ahead.emplace_back(position, issued);
+      st.ahead_count += issued;
+    }
+  }
+  read_claimed(st);
+}
+
+void wal_prefetcher::run() {
+  run_state st(pool_.size(), into_pool_);
+  if (into_pool_)
+    pool_.reserve_pins(static_cast<std::uint32_t>(st.batch));
+  try {
+    follow_wal(st);
   } catch (const std::exception& error) {
     report_.error = error.what();
-    for (buffer_id b : claimed) // claimed, not read yet (read_claimed finished its own)
+    for (buffer_id b : st.claimed) // claimed, not read yet (read_claimed finished its own)
       pool_.finish_prefetch(b, false);
   }
   if (into_pool_)
-    pool_.release_pins(static_cast<std::uint32_t>(batch));
+    pool_.release_pins(static_cast<std::uint32_t>(st.batch));
   went_idle();
 }
 

@@ -123,7 +123,13 @@ private:
   static constexpr lsn_t never = std::numeric_limits<lsn_t>::max();
   static constexpr std::uint32_t publish_every = 64;
 
+  struct run_state;
   void run();
+  void follow_wal(run_state& st);
+  std::size_t prefetch_blocks(run_state& st, const record_view& record, lsn_t record_end,
+                              lsn_t redo);
+  bool skip_block(run_state& st, const block_ref_view& block, lsn_t record_end, lsn_t redo);
+  void read_claimed(run_state& st);
   void went_idle();
   void wake();
   /// Sleeps until redo reaches `lsn` or stop() is called; false on stop.

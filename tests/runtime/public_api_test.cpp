@@ -183,19 +183,55 @@ TEST_CASE("public API: a session outliving its database gets usage_error, never 
   CHECK_THROWS_AS(moved.begin(), usage_error);
 }
 
-TEST_CASE("public API: a second open of a directory in use is refused, and so is check_files") {
+TEST_CASE("public API: a directory in use is refused naming who holds it, and so is check_files") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 10);
+  open_options read_only;
+  read_only.read_only = true;
   auto db = open_quiet(scratch.dir);
-  CHECK_THROWS_AS(open_quiet(scratch.dir), config_error);
-  CHECK_THROWS_AS(database::check_files(scratch.dir), config_error);
+  CHECK_THROWS_WITH_AS(open_quiet(scratch.dir),
+                       doctest::Contains("is already open in this process"), config_error);
+  CHECK_THROWS_WITH_AS(database::open(scratch.dir, read_only),
+                       doctest::Contains("is open for writing in this process"), config_error);
+  CHECK_THROWS_WITH_AS(database::check_files(scratch.dir),
+                       doctest::Contains("is open for writing in this process"), config_error);
   db->close();
   db.reset();
+  { // readers share the directory; a writer waits for both to close
+    auto first = database::open(scratch.dir, read_only);
+    auto second = database::open(scratch.dir, read_only);
+    CHECK(database::check_files(scratch.dir).failures == 0);
+    CHECK_THROWS_WITH_AS(open_quiet(scratch.dir),
+                         doctest::Contains("is already open in this process"), config_error);
+    first->close();
+    CHECK_THROWS_WITH_AS(open_quiet(scratch.dir),
+                         doctest::Contains("is already open in this process"), config_error);
+  }
+  db = open_quiet(scratch.dir); // every lock given up: the table forgets closed opens
+  db->close();
   file_check_report report = database::check_files(scratch.dir);
   CHECK(report.pages_checked >= 1);
   CHECK(report.failures == 0);
-  CHECK_THROWS_AS(database::check_files(scratch.root + "/missing"), config_error);
-  CHECK_THROWS_AS(database::create(scratch.dir, {}), config_error); // exists, not empty
+  CHECK_THROWS_WITH_AS(database::check_files(scratch.root + "/missing"),
+                       doctest::Contains("does not exist"), config_error);
+  CHECK_THROWS_WITH_AS(database::create(scratch.dir, {}),
+                       doctest::Contains("exists and is not empty"), config_error);
+}
+
+TEST_CASE("public API: a path through a regular file is refused naming that, not as in use or not empty") {
+  scratch_directory scratch;
+  const std::string file = scratch.root + "/plain-file";
+  std::ofstream(file) << "not a directory\n";
+  CHECK_THROWS_WITH_AS(open_quiet(file), doctest::Contains("is not a directory"), config_error);
+  CHECK_THROWS_WITH_AS(database::check_files(file),
+                       doctest::Contains("is not a directory"), config_error);
+  CHECK_THROWS_WITH_AS(open_quiet(file + "/db"),
+                       doctest::Contains("Not a directory"), config_error);
+  CHECK_THROWS_WITH_AS(database::create(file, {}),
+                       doctest::Contains("exists and is not a directory"), config_error);
+  CHECK_THROWS_WITH_AS(database::create(file + "/db", {}),
+                       doctest::Contains("Not a directory"), config_error);
+  CHECK(std::filesystem::is_regular_file(file)); // nothing made or removed
 }
 
 TEST_CASE("public API: a directory holding only tidemark.conf is not a data directory") {

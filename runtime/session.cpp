@@ -1,0 +1,173 @@
+// The commit path: what every transaction of every application thread runs through (see
+// session.hpp). A commit applies its changes to the pages, inserts one WAL record, sends
+// the wal_writer one message and sleeps until a group-commit fdatasync covers the record
+// (and, with synchronous_standby, until a standby has it).
+#include "runtime/session.hpp"
+
+#include "runtime/database.hpp"
+
+#include <caf/send.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace tidemark::runtime {
+
+session::session(database& db)
+  : db_(&db),
+    txn_(std::make_unique<storage::page_transaction>(
+      *db.internals().pool, db.internals().wal.get(), *db.internals().tails,
+      db.internals().full_page_writes(), db.internals().commit_log.get(),
+      [e = &db.internals()](const std::string& why) { e->fail(why); })) {}
+
+void session::check_running() const {
+  const engine& e = db_->internals();
+  if (e.failed())
+    throw tidemark::engine_stopped_error("the engine stopped after a failure (the next open "
+                                         "runs crash recovery): " + e.failure());
+}
+
+void session::wait_durable(storage::lsn_t lsn) {
+  engine& e = db_->internals();
+  if (e.wal == nullptr) // read-only: everything on disk was made durable by the clean stop
+    return;
+  if (!e.config.synchronous_commit || lsn <= e.wal->flushed_lsn())
+    return;
+  // Group commit: the wal_writer starts a sync covering `lsn` (together with every other
+  // commit waiting), and the sync's completion wakes this thread.
+  caf::anon_send(db_->wal_writer(), messages::flush_wanted{lsn});
+  e.wal->wait_for_flush(lsn);
+}
+
+void session::wait_for_standby(storage::lsn_t lsn) {
+  engine& e = db_->internals();
+  if (lsn == 0 || e.config.synchronous_standby == settings::standby_wait::off)
+    return;
+  e.standby_acknowledged.wait_for(lsn);
+}
+
+void session::settle_read() {
+  if (txn_->active())
+    return; // the commit waits for everything the transaction read
+  try {
+    wait_durable(txn_->newest_seen());
+  } catch (const storage::wal_not_durable& error) {
+    db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
+    throw tidemark::engine_stopped_error(std::string("a read saw a change that may not be "
+                                                     "durable: ") + error.what());
+  }
+}
+
+void session::begin() {
+  if (txn_->active())
+    throw tidemark::usage_error("begin() inside a transaction: commit() or rollback() it first");
+  check_running();
+  txn_->begin(db_->internals().next_xid.fetch_add(1));
+}
+
+void session::check_block(storage::page_id id, bool changing) const {
+  if (id.block < db_->internals().files->nblocks(id.rel))
+    return; // the common case: a block the relation has
+  storage::block_id limit = txn_->extendable_to(id.rel); // blocks [0, limit) may be read
+  if (id.block < limit || (changing && id.block == limit))
+    return;
+  throw tidemark::usage_error(
+    "block " + std::to_string(id.block) + " is past the end of relation " +
+    std::to_string(id.rel) + " (" + std::to_string(limit) + " blocks" +
+    (changing ? "; a change may extend a relation by its next block only)" : ")"));
+}
+
+std::int64_t session::read_i64(storage::page_id id, std::uint16_t offset) {
+  check_running();
+  std::int64_t value = txn_->read_i64(id, offset);
+  settle_read();
+  return value;
+}
+
+void session::read_bytes(storage::page_id id, std::uint16_t offset, void* out,
+                         std::uint16_t length) {
+  check_running();
+  txn_->read_bytes(id, offset, out, length);
+  settle_read();
+}
+
+storage::page_rows session::rows_on(storage::page_id id) {
+  check_running();
+  storage::page_rows rows = txn_->rows_on(id);
+  settle_read();
+  return rows;
+}
+
+storage::block_id session::relation_size(storage::rel_id rel) { return txn_->relation_size(rel); }
+
+void session::check_writable(const char* operation) const {
+  if (db_->read_only())
+    throw tidemark::usage_error(std::string(operation) + ": the database is open read-only");
+  if (db_->is_standby())
+    throw tidemark::usage_error(std::string(operation) +
+                                ": the database is a standby (read-only until promoted)");
+}
+
+void session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
+  check_writable("add_i64");
+  txn_->add_i64(id, offset, delta);
+}
+
+void session::write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
+                          std::uint16_t length) {
+  check_writable("write_bytes");
+  txn_->write_bytes(id, offset, data, length);
+}
+
+void session::append_row(storage::rel_id rel, const void* row, std::uint16_t row_size) {
+  check_writable("append_row");
+  txn_->append_row(rel, row, row_size);
+}
+
+storage::xid_t session::transaction_id() const { return txn_->xid(); }
+
+void session::rollback() { txn_->abort(); }
+
+storage::xid_t session::commit() {
+  if (!txn_->active())
+    throw tidemark::usage_error("commit() without begin()");
+  try {
+    check_running();
+  } catch (...) {
+    txn_->abort();
+    throw;
+  }
+  storage::xid_t xid = txn_->xid();
+  storage::lsn_t seen = txn_->newest_seen();
+  storage::lsn_range position;
+  try {
+    position = txn_->commit(); // ends the transaction, whatever happens
+  } catch (const tidemark::commit_outcome_unknown&) {
+    throw; // logged, then the engine stopped: status_of() tells after the next open
+  } catch (...) {
+    // A failure after applying stopped the engine: say so. Otherwise (conflict_error,
+    // usage_error, page_corrupt_error, io_error) nothing was applied.
+    check_running();
+    throw;
+  }
+  try {
+    wait_durable(std::max(position.end, seen));
+    wait_for_standby(position.end);
+  } catch (const storage::position_stopped& error) {
+    throw tidemark::commit_outcome_unknown(
+      "transaction " + std::to_string(xid) + " is durable here, but no synchronous standby "
+      "confirmed it before " + error.what() + "; after a failover it may be absent", xid);
+  } catch (const storage::wal_not_durable& error) {
+    db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
+    if (position.end == 0)
+      throw tidemark::engine_stopped_error("transaction " + std::to_string(xid) +
+                                           " read changes that may not be durable: " + error.what());
+    throw tidemark::commit_outcome_unknown(
+      "the outcome of transaction " + std::to_string(xid) + " is unknown: its WAL record was "
+      "written but the engine stopped before it was durable (" + error.what() + "); after the "
+      "next open it is either wholly present or wholly absent", xid);
+  }
+  return xid;
+}
+
+} // namespace tidemark::runtime
