@@ -48,43 +48,6 @@ std::optional<storage::fault_config> internal(const std::optional<fault_injectio
   return internal(*f);
 }
 
-recovery_report public_report(const runtime::recovery_report& r) {
-  recovery_report p;
-  p.needed = r.needed;
-  p.previous_state = r.previous_state;
-  p.protection = r.protection;
-  p.protection_switched = r.protection_switched;
-  p.startup_sync_files = r.startup_sync_files;
-  p.startup_sync_seconds = r.startup_sync_seconds;
-  p.redo_lsn = r.redo_lsn;
-  p.end_lsn = r.end_lsn;
-  p.end_reason = r.end_reason;
-  p.records = r.records;
-  p.blocks_applied = r.blocks_applied;
-  p.images_restored = r.images_restored;
-  p.pages_repaired = r.pages_repaired;
-  p.repaired_checksum = r.repaired_checksum;
-  p.repaired_lsn = r.repaired_lsn;
-  p.repaired_bytes = r.repaired_bytes;
-  p.ring_images_read = r.ring_images_read;
-  p.ring_records_read = r.ring_records_read;
-  p.ring_bytes_read = r.ring_bytes_read;
-  p.ring_bounded = r.ring_bounded;
-  p.repair_seconds = r.repair_seconds;
-  p.wal_bytes = r.wal_bytes;
-  p.pages_read = r.pages_read;
-  p.pages_prefetched = r.pages_prefetched;
-  p.prefetch_hits = r.prefetch_hits;
-  p.pages_advised = r.pages_advised;
-  p.prefetch_error = r.prefetch_error;
-  p.pages_written_by_redo = r.pages_written_by_redo;
-  p.pages_written_by_bgwriter = r.pages_written_by_bgwriter;
-  p.pages_written_by_checkpoint = r.pages_written_by_checkpoint;
-  p.checkpoint_seconds = r.checkpoint_seconds;
-  p.seconds = r.seconds;
-  return p;
-}
-
 // Set while an observer or log callback runs on this thread: such a callback runs on a
 // Tidemark thread that a checkpoint or close would wait for.
 thread_local bool in_callback = false;
@@ -188,7 +151,7 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
     internal_options.log = options.log;
     auto state = std::make_shared<impl>();
     state->db = runtime::database::open_read_only(dir, internal_options);
-    state->recovery = public_report(state->db->recovery());
+    state->recovery = state->db->recovery();
     return std::unique_ptr<database>(new database(std::move(state)));
   }
   runtime::open_options internal_options;
@@ -207,7 +170,7 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
   internal_options.stream = options.stream;
   auto state = std::make_shared<impl>();
   state->db = runtime::database::open(dir, internal_options);
-  state->recovery = public_report(state->db->recovery());
+  state->recovery = state->db->recovery();
   state->traced = options.trace;
   if (options.events) {
     std::shared_ptr<observer> events = options.events;
@@ -254,24 +217,14 @@ const recovery_report& database::recovery() const { return impl_->recovery; }
 base_backup_report database::base_backup(const std::string& new_dir, const std::string& primary,
                                          const std::string& name,
                                          const std::function<void(const std::string&)>& progress) {
-  runtime::base_backup_report r = runtime::base_backup(new_dir, primary, name, progress);
-  base_backup_report report;
-  report.standby_name = r.name;
-  report.files = r.files;
-  report.bytes = r.bytes;
-  report.pages_reread = r.pages_reread;
-  report.wal_bytes = r.wal_bytes;
-  report.redo_lsn = r.redo_lsn;
-  report.end_lsn = r.end_lsn;
-  report.seconds = r.seconds;
-  return report;
+  return runtime::base_backup(new_dir, primary, name, progress);
 }
 
 void database::promote() {
   refuse_in_callback("promote");
   impl_->check_open("promote");
   impl_->db->promote();
-  impl_->recovery = public_report(impl_->db->recovery());
+  impl_->recovery = impl_->db->recovery();
 }
 
 bool database::is_standby() const { return impl_->db->is_standby(); }

@@ -124,7 +124,7 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
   check_data_directory(dir);
   if (options.standby) // a standby recovers in its primary's mode and switches with it
     return open_once(dir, options);
-  std::optional<recovery_report> earlier;
+  std::optional<recovery_outcome> earlier;
   if (auto crashed_mode = mode_to_recover_in(dir, options)) {
     // Recover and stop cleanly in the crashed run's mode, then start in the new one.
     open_options recover_options = options;
@@ -255,7 +255,7 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
 }
 
 void database::log_recovery() const {
-  const recovery_report& r = recovery_;
+  const recovery_outcome& r = recovery_;
   char line[1024];
   std::snprintf(
     line, sizeof line,

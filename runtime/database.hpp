@@ -55,53 +55,18 @@ using standby_status = tidemark::standby_status;
 
 /// Copies a running primary's data directory into `new_dir` (which must not exist or be
 /// empty) for a standby (runtime/standby.cpp). `progress` sees lines as it goes.
-struct base_backup_report {
-  std::string name; // the standby's
-  std::uint64_t files = 0, bytes = 0, pages_reread = 0, wal_bytes = 0;
-  storage::lsn_t redo_lsn = 0, end_lsn = 0;
-  double seconds = 0;
-};
+using base_backup_report = tidemark::base_backup_report;
 base_backup_report base_backup(const std::string& new_dir, const std::string& primary,
                                const std::string& name,
                                const std::function<void(const std::string&)>& progress);
 
-struct recovery_report {
-  bool needed = false;
-  std::string previous_state;
-  std::string protection;              // the torn-page protection recovery ran in
-  bool protection_switched = false;    // recovered in the crashed run's mode, then restarted
-  std::uint64_t startup_sync_files = 0; // fsynced before recovery wrote (0 with syncfs)
-  double startup_sync_seconds = 0;
-  storage::lsn_t redo_lsn = 0;
-  storage::lsn_t end_lsn = 0;
+/// What recovery did (the public report) and where redo stopped, which a standby needs to
+/// restart its WAL there.
+struct recovery_outcome : tidemark::recovery_report {
   storage::lsn_t last_record_lsn = 0; // the start of the last record replayed
-  std::string end_reason;
   /// A standby's redo ended where its stream ended (the record at end_lsn was cut off
   /// there), not at a record that failed to read.
   bool ended_at_stream_end = false;
-  std::uint64_t records = 0;
-  std::uint64_t blocks_applied = 0;
-  std::uint64_t images_restored = 0;
-  std::uint64_t pages_repaired = 0;    // restored from the doublewrite ring
-  std::uint64_t repaired_checksum = 0; // of which the on-disk page failed verification
-  std::uint64_t repaired_lsn = 0;      // of which the on-disk page was valid but older
-  std::uint64_t repaired_bytes = 0;    // of which it had the same LSN but other bytes
-  std::uint64_t ring_images_read = 0;  // doublewrite images the repair read
-  std::uint64_t ring_records_read = 0; // of intact records
-  std::uint64_t ring_bytes_read = 0;   // of the ring file, in all its passes
-  bool ring_bounded = false;           // a header bounded the repair to the live records
-  double repair_seconds = 0;
-  std::uint64_t wal_bytes = 0;         // from the redo point to where redo stopped
-  std::uint64_t pages_read = 0;        // by redo itself
-  std::uint64_t pages_prefetched = 0;  // read ahead of redo (recovery_prefetch)
-  std::uint64_t prefetch_hits = 0;     // of which redo used before they were evicted
-  std::uint64_t pages_advised = 0;     // left to the kernel to read ahead (a pool under 1 MB)
-  std::string prefetch_error;          // why prefetch stopped early (redo read for itself)
-  std::uint64_t pages_written_by_redo = 0;     // victims redo (or its prefetch) wrote itself
-  std::uint64_t pages_written_by_bgwriter = 0; // during redo
-  std::uint64_t pages_written_by_checkpoint = 0; // by the end-of-recovery checkpoint
-  double checkpoint_seconds = 0;       // the end-of-recovery checkpoint
-  double seconds = 0;                  // redo
 };
 
 class database {
@@ -141,7 +106,7 @@ public:
   /// the actors stop, the shutdown checkpoint's included.
   void observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event);
 
-  const recovery_report& recovery() const { return recovery_; }
+  const recovery_outcome& recovery() const { return recovery_; }
   /// Standby only: ends streaming, replays what arrived, runs the end-of-recovery
   /// checkpoint in the next generation and accepts writes. usage_error before the copy is
   /// consistent (backup_end_lsn not yet received) or when not a standby.
@@ -200,8 +165,8 @@ private:
   messages::wal_receiver_actor wal_receiver_;
   std::thread standby_redo_;
   std::exception_ptr standby_redo_error_;
-  recovery_report standby_redo_report_; // the redo thread's until it is joined
-  recovery_report recovery_;
+  recovery_outcome standby_redo_report_; // the redo thread's until it is joined
+  recovery_outcome recovery_;
   bool detach_io_actors_ = true;
   bool read_only_ = false;
   bool closed_ = false;

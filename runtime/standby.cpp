@@ -294,7 +294,7 @@ void copy_files(backup_client& client, storage::io_engine& io, const std::string
         if (length == 0)
           break;
         messages::file_chunk chunk = client.ask<messages::file_chunk>(
-          messages::file_fetch{report.name, f.path, offset, length});
+          messages::file_fetch{report.standby_name, f.path, offset, length});
         if (!chunk.bytes.empty())
           io.write(fd, chunk.bytes.data(), chunk.bytes.size(), offset);
         report.bytes += chunk.bytes.size();
@@ -328,7 +328,7 @@ void copy_wal(backup_client& client, storage::io_engine& io, const std::string& 
   storage::lsn_t at = start;
   while (at < report.end_lsn) {
     messages::standby_position me;
-    me.name = report.name;
+    me.name = report.standby_name;
     me.system_id = control.system_id;
     me.generation = control.generation;
     me.written = me.flushed = at;
@@ -358,10 +358,10 @@ base_backup_report base_backup(const std::string& new_dir, const std::string& pr
   if (::rmdir(new_dir.c_str()) != 0 && errno != ENOENT) // made again once the primary answers
     throw config_error("cannot use \"" + new_dir + "\": " + std::strerror(errno));
   base_backup_report report;
-  report.name = backup_name(name_given);
+  report.standby_name = backup_name(name_given);
   backup_client client(primary);
   messages::backup_manifest manifest =
-    client.ask<messages::backup_manifest>(messages::backup_begin{report.name});
+    client.ask<messages::backup_manifest>(messages::backup_begin{report.standby_name});
   storage::control_data control;
   if (manifest.control.size() != sizeof control)
     throw tidemark::data_error("base backup: the primary sent a control file of " +
@@ -373,13 +373,13 @@ base_backup_report base_backup(const std::string& new_dir, const std::string& pr
   std::unique_ptr<storage::io_engine> io = storage::make_io_engine(storage::io_method::sync);
   storage::write_whole_file(*io, config_file_path(new_dir), manifest.config);
   copy_files(client, *io, new_dir, manifest, report, progress);
-  messages::backup_end end = client.ask<messages::backup_end>(messages::backup_finish{report.name});
+  messages::backup_end end = client.ask<messages::backup_end>(messages::backup_finish{report.standby_name});
   report.end_lsn = end.end_lsn;
   copy_wal(client, *io, new_dir, control, report);
 
   standby_file standby;
   standby.primary = primary_text;
-  standby.name = report.name;
+  standby.name = report.standby_name;
   standby.generation = control.generation;
   standby.backup_end_lsn = report.end_lsn;
   write_standby_file(*io, new_dir, standby);

@@ -34,7 +34,7 @@ void check_init_setting(const std::string& key, std::uint64_t configured, std::u
 std::string wal_dir(const std::string& data_dir) { return data_dir + "/wal"; }
 
 // Pass 1: read all WAL from the redo point without changing anything.
-void validate_wal(engine& e, recovery_report& report, storage::lsn_t* prev) {
+void validate_wal(engine& e, recovery_outcome& report, storage::lsn_t* prev) {
   const storage::control_data c = e.control();
   storage::wal_reader reader(*e.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
   if (reader.read_at(c.checkpoint_lsn) == nullptr)
@@ -61,7 +61,7 @@ void validate_wal(engine& e, recovery_report& report, storage::lsn_t* prev) {
 // them all durable before recovery overwrites anything: the ring before it is reused, the
 // pages redo skips as already newer (they are never written again, and the WAL that would
 // rebuild them is recycled once the redo point moves), the commit-status log, the WAL.
-void sync_data_directory(engine& e, recovery_report& report) {
+void sync_data_directory(engine& e, recovery_outcome& report) {
   storage::directory_sync_report synced =
     storage::sync_directory_tree(*e.io, e.data_dir, e.config.recovery_init_sync_method);
   report.startup_sync_files = synced.files;
@@ -70,7 +70,7 @@ void sync_data_directory(engine& e, recovery_report& report) {
 
 // DESIGN §6 step 3: eager repair from the doublewrite ring. It runs whatever the current
 // setting says when the crashed run wrote through the ring (or did not record its mode).
-void repair_torn_pages(engine& e, recovery_report& report) {
+void repair_torn_pages(engine& e, recovery_outcome& report) {
   auto recorded = static_cast<storage::recorded_protection>(e.control().protection);
   if (recorded != storage::recorded_protection::doublewrite &&
       recorded != storage::recorded_protection::unknown)
@@ -92,7 +92,7 @@ void repair_torn_pages(engine& e, recovery_report& report) {
 
 // "LOG:  redo in progress: at 0/1A2B3C40, 45 % of 268 MB of WAL, 1234567 records, 412000
 // records/s"
-void log_redo_progress(const engine& e, const recovery_report& report, storage::lsn_t redo_lsn,
+void log_redo_progress(const engine& e, const recovery_outcome& report, storage::lsn_t redo_lsn,
                        const storage::redo_progress& at) {
   const double total = double(report.end_lsn - redo_lsn);
   const double done = double(at.position - redo_lsn);
@@ -187,9 +187,9 @@ settings resolve_settings(const std::string& data_dir, const std::vector<std::st
   return s;
 }
 
-recovery_report prepare_storage(engine& e) {
+recovery_outcome prepare_storage(engine& e) {
   const storage::control_data control = e.control();
-  recovery_report report;
+  recovery_outcome report;
   report.previous_state = storage::to_string(static_cast<storage::cluster_state>(control.state));
   report.redo_lsn = control.redo_lsn;
   storage::lsn_t prev = 0;
@@ -205,7 +205,7 @@ recovery_report prepare_storage(engine& e) {
   return report;
 }
 
-void replay(engine& e, recovery_report& report, storage::received_wal* arrival) {
+void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival) {
   if (!report.needed)
     return;
   // Where redo starts. On a standby the checkpointer's restartpoints replace the control

@@ -46,11 +46,11 @@ bool needs_recovery(const storage::control_data& control);
 /// is needed, and builds the engine's storage objects. Throws data_error naming what is
 /// corrupt. Then the actors start, and replay() runs redo with them (the bgwriter cleans
 /// and the sync worker absorbs during recovery).
-recovery_report prepare_storage(engine& e);
+recovery_outcome prepare_storage(engine& e);
 
 /// Redo from the redo point (DESIGN §6 step 4), when report.needed. With `arrival` (a
 /// standby) redo follows the WAL as it arrives and returns only once the stream ended
 /// (promotion or stop); report.end_lsn and last_record_lsn then say where it stopped.
-void replay(engine& e, recovery_report& report, storage::received_wal* arrival = nullptr);
+void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival = nullptr);
 
 } // namespace tidemark::runtime

@@ -42,28 +42,12 @@ std::string lsn_text(std::uint64_t lsn) {
 
 workload::json_object status_json(const standby_status& s, double records_per_second) {
   workload::json_object r;
-  r.set("connected", s.connected);
-  r.set("primary", s.primary);
-  r.set("error", s.error);
-  r.set("failed", s.failed);
-  r.set("primary_flushed", s.primary_flushed);
-  r.set("received", s.received);
-  r.set("flushed", s.flushed);
-  r.set("replayed", s.replayed);
-  r.set("backup_end", s.backup_end);
+  workload::set_fields(r, s);
   r.set("consistent", s.flushed >= s.backup_end);
   r.set("bytes_behind.received", s.primary_flushed > s.received ? s.primary_flushed - s.received : 0);
   r.set("bytes_behind.flushed", s.primary_flushed > s.flushed ? s.primary_flushed - s.flushed : 0);
   r.set("bytes_behind.replayed", s.primary_flushed > s.replayed ? s.primary_flushed - s.replayed : 0);
-  r.set("seconds_behind", s.seconds_behind);
-  r.set("records", s.records);
-  r.set("restartpoints", s.restartpoints);
-  r.set("restart_redo", s.restart_redo);
   r.set("records_per_second", records_per_second);
-  r.set("pages_read", s.pages_read);
-  r.set("pages_prefetched", s.prefetched);
-  r.set("prefetch_hits", s.prefetch_hits);
-  r.set("wal_rereads", s.wal_rereads);
   return r;
 }
 
@@ -131,14 +115,7 @@ int cmd_basebackup(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", line.c_str());
     });
   workload::json_object r;
-  r.set("standby_name", report.standby_name);
-  r.set("files", report.files);
-  r.set("bytes", report.bytes);
-  r.set("pages_reread", report.pages_reread);
-  r.set("wal_bytes", report.wal_bytes);
-  r.set("redo_lsn", report.redo_lsn);
-  r.set("end_lsn", report.end_lsn);
-  r.set("seconds", report.seconds);
+  workload::set_fields(r, report);
   std::printf("%s\n", r.render().c_str());
   if (args.has("--json"))
     r.write_file(args.text("--json"));

@@ -149,37 +149,8 @@ int cmd_bench(int argc, char** argv) {
 }
 
 void fill_recovery(json_object& r, const recovery_report& rec) {
-  r.set("recovery.needed", rec.needed);
-  r.set("recovery.previous_state", rec.previous_state);
-  r.set("recovery.protection", rec.protection);
-  r.set("recovery.protection_switched", rec.protection_switched);
-  r.set("recovery.startup_sync_files", rec.startup_sync_files);
-  r.set("recovery.startup_sync_seconds", rec.startup_sync_seconds);
-  r.set("recovery.records", rec.records);
-  r.set("recovery.blocks_applied", rec.blocks_applied);
-  r.set("recovery.images_restored", rec.images_restored);
-  r.set("recovery.seconds", rec.seconds);
-  r.set("recovery.wal_bytes", rec.wal_bytes);
-  r.set("recovery.pages_read", rec.pages_read);
-  r.set("recovery.pages_prefetched", rec.pages_prefetched);
-  r.set("recovery.prefetch_hits", rec.prefetch_hits);
-  r.set("recovery.pages_advised", rec.pages_advised);
-  r.set("recovery.prefetch_error", rec.prefetch_error);
-  r.set("recovery.pages_written_by_redo", rec.pages_written_by_redo);
-  r.set("recovery.pages_written_by_bgwriter", rec.pages_written_by_bgwriter);
-  r.set("recovery.pages_written_by_checkpoint", rec.pages_written_by_checkpoint);
-  r.set("recovery.checkpoint_seconds", rec.checkpoint_seconds);
-  r.set("repair.images_read", rec.ring_images_read);
-  r.set("repair.records_read", rec.ring_records_read);
-  r.set("repair.bytes_read", rec.ring_bytes_read);
-  r.set("repair.bounded", rec.ring_bounded);
-  r.set("repair.seconds", rec.repair_seconds);
+  set_fields(r, rec);
   r.set("recovery.records_per_second", rec.seconds > 0 ? double(rec.records) / rec.seconds : 0.0);
-  r.set("recovery.wal_end", rec.end_reason);
-  r.set("pages_repaired", rec.pages_repaired);
-  r.set("repair.checksum_failed", rec.repaired_checksum);
-  r.set("repair.older_lsn", rec.repaired_lsn);
-  r.set("repair.same_lsn_other_bytes", rec.repaired_bytes);
 }
 
 // Writes the fault-injecting engine issued (crash tests pick crash points from it).

@@ -22,6 +22,7 @@
 
 #include <tidemark/errors.hpp>
 #include <tidemark/options.hpp>
+#include <tidemark/reports.hpp>
 #include <tidemark/statistics.hpp>
 #include <tidemark/types.hpp>
 
@@ -32,101 +33,6 @@
 #include <vector>
 
 namespace tidemark {
-
-/// What the start did before the database accepted work.
-struct recovery_report {
-  bool needed = false;                  // the last stop was not clean
-  std::string previous_state;           // as the control file said
-  std::string protection;               // the torn-page protection recovery ran in
-  bool protection_switched = false;     // recovered in the crashed run's mode, then reopened
-  std::uint64_t startup_sync_files = 0; // fsynced before recovery wrote (0 with syncfs)
-  double startup_sync_seconds = 0;
-  std::uint64_t redo_lsn = 0, end_lsn = 0;
-  std::string end_reason;               // why redo stopped where it did
-  std::uint64_t records = 0;            // WAL records replayed
-  std::uint64_t blocks_applied = 0;
-  std::uint64_t images_restored = 0;    // full-page images written back
-  std::uint64_t pages_repaired = 0;     // restored from the doublewrite buffer
-  std::uint64_t repaired_checksum = 0;  // of which the on-disk page failed verification
-  std::uint64_t repaired_lsn = 0;       // of which it was valid but older
-  std::uint64_t repaired_bytes = 0;     // of which it had the same LSN but other bytes
-  std::uint64_t ring_images_read = 0;   // doublewrite images the repair read
-  std::uint64_t ring_records_read = 0;  // of intact records
-  std::uint64_t ring_bytes_read = 0;    // of the ring file, in all its passes
-  bool ring_bounded = false;            // the ring's header bounded the repair to live records
-  double repair_seconds = 0;            // the doublewrite repair
-  std::uint64_t wal_bytes = 0;          // from the redo point to where redo stopped
-  std::uint64_t pages_read = 0;         // read by redo itself
-  std::uint64_t pages_prefetched = 0;   // read ahead of redo (recovery_prefetch)
-  std::uint64_t prefetch_hits = 0;      // of which redo used before they were evicted
-  std::uint64_t pages_advised = 0;      // left to the kernel to read ahead (a pool under 128 buffers)
-  std::string prefetch_error;           // why prefetch stopped early (redo read for itself)
-  std::uint64_t pages_written_by_redo = 0;       // victims redo (or its prefetch) wrote itself
-  std::uint64_t pages_written_by_bgwriter = 0;   // during redo
-  std::uint64_t pages_written_by_checkpoint = 0; // by the end-of-recovery checkpoint
-  double checkpoint_seconds = 0;        // the end-of-recovery checkpoint
-  double seconds = 0;                   // redo
-};
-
-/// What check_files() found. failures counts every problem of every kind.
-struct file_check_report {
-  bool control_file_ok = false;
-  bool needs_recovery = false;             // the last stop was not clean (pages may be torn)
-  std::uint64_t wal_records = 0, wal_bytes = 0; // valid WAL from the redo point on
-  std::string wal_end;                     // why that WAL ends where it does
-  std::uint64_t pages_checked = 0;
-  std::uint64_t ring_images = 0;           // doublewrite ring images in intact records
-  std::uint64_t failures = 0;
-  std::vector<std::string> first_failures; // "bad checksum in base/3.0 block 17", ...
-};
-
-/// What a simulated power loss did (fault injection only).
-struct power_loss_report {
-  std::uint64_t unsynced_writes = 0, survived = 0, lost = 0, torn = 0;
-};
-
-/// A standby's stream as it stands (database::standby()). LSNs are WAL byte positions.
-struct standby_status {
-  bool connected = false;     // streaming from its primary now
-  std::string primary;        // HOST:PORT
-  std::string error;          // why it is not streaming, when it is not; why it stopped
-  /// The standby stopped after a failure (error says why and where redo stopped, e.g. WAL
-  /// fsynced here that could not be read back): it neither replays nor confirms WAL to its
-  /// primary, and promote() refuses. Close it and open it again (or promote it offline):
-  /// redo then reads its WAL afresh.
-  bool failed = false;
-  std::uint64_t primary_flushed = 0; // durable on the primary, as it last said
-  std::uint64_t received = 0;        // written here
-  std::uint64_t flushed = 0;         // ... and fsynced here
-  std::uint64_t replayed = 0;        // ... and applied by redo
-  std::uint64_t backup_end = 0;      // promotable once flushed reaches it
-  std::uint64_t records = 0;         // replayed since this open
-  std::uint64_t restartpoints = 0;   // made since this open
-  std::uint64_t restart_redo = 0;    // a restart replays from here (its last restartpoint)
-  std::uint64_t wal_rereads = 0;     // WAL redo (or its prefetch) read again after it read back
-                                     // wrong (zeros, short, an error) where it had been fsynced
-  double seconds_behind = 0;  // since the primary last answered, while replay is behind it
-  std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0; // by replay
-};
-
-/// One standby as its primary sees it (database::standbys()).
-struct standby_info {
-  std::string name;
-  bool connected = false;
-  std::uint64_t sent = 0, written = 0, flushed = 0, replayed = 0; // WAL positions
-  std::uint64_t pages_read = 0, prefetch_hits = 0;                 // by its replay
-  double seconds_since_heard = 0;
-};
-
-/// What database::base_backup() copied.
-struct base_backup_report {
-  std::string standby_name;
-  std::uint64_t files = 0, bytes = 0;
-  std::uint64_t pages_reread = 0; // torn while being copied: copied again from memory
-  std::uint64_t wal_bytes = 0;
-  std::uint64_t redo_lsn = 0, end_lsn = 0; // replay from redo_lsn; consistent at end_lsn
-  double seconds = 0;
-};
 
 class session;
 struct internal_access; // the library's own tests and tools
