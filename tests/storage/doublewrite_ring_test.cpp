@@ -1,23 +1,18 @@
-// Doublewrite ring, its records and eager repair. The repair decision table is walked over
-// every combination of its inputs, each mapped to exactly one action; repair restores pages
-// a checksum never flags (older LSN, same LSN with other bytes) and ignores torn records and
-// images; records round-trip compressible and incompressible pages and yield nothing when
-// torn or partly overwritten; the ring refuses illegal chunk transitions, never places a
-// record over one whose chunk is not FREE, nor over FREE space behind a horizon not yet
-// durable, and makes writers wait instead of overwriting. With an intact header repair reads
-// only the chain from its horizon (across the end of the ring too), whichever header a torn
-// or lost header write leaves; sequences never repeat across runs; a ring from before the
-// header slots is read whole. The ring file is written with zeros a step ahead of its
-// newest record, never past the ring's end; a power loss that tears or loses those zeros,
-// the newest records and the file's growth loses no durable record, in a fresh ring and in
-// one reopened on what an earlier power loss left.
-#include "storage/doublewrite_record.hpp"
-#include "storage/doublewrite_repair.hpp"
+// The doublewrite ring (storage/doublewrite_ring.hpp): it refuses illegal chunk
+// transitions, never places a record over one whose chunk is not FREE, nor over FREE space
+// behind a horizon not yet durable, and makes writers wait instead of overwriting;
+// sequences never repeat across runs. The ring file is written with zeros a step ahead of
+// its newest record, never past the ring's end; a power loss that tears or loses those
+// zeros, the newest records and the file's growth loses no durable record, in a fresh ring
+// and in one reopened on what an earlier power loss left. (Repair, which these cases use
+// to see what a crash leaves, has its own tests in doublewrite_repair_test.cpp.)
 #include "storage/doublewrite_ring.hpp"
 
+#include "storage/doublewrite_record.hpp"
+#include "storage/doublewrite_repair.hpp"
 #include "storage/fault_engine.hpp"
 
-#include "delegating_engine.hpp"
+#include "doublewrite_support.hpp"
 #include "invariant_abort.hpp"
 #include "test_support.hpp"
 
@@ -28,363 +23,18 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
+#include <vector>
 
 namespace tidemark::storage {
 namespace {
 
-constexpr std::size_t page_size = 8192;
-
-TEST_CASE("doublewrite repair: the decision table covers every input exactly once") {
-  // Rows: (verdict, disk vs slot LSN, same bytes) -> action, with the crash story.
-  struct row {
-    page_verdict disk;
-    int lsn_order; // -1 disk older, 0 equal, +1 disk newer
-    bool same_bytes;
-    repair_action expected;
-  };
-  std::vector<row> table;
-  for (page_verdict v : {page_verdict::ok, page_verdict::all_zero, page_verdict::bad_checksum,
-                         page_verdict::wrong_identity})
-    for (int order : {-1, 0, 1})
-      for (bool same : {false, true}) {
-        repair_action expected;
-        if (v != page_verdict::ok)
-          expected = repair_action::restore; // torn, misdirected or lost in-place write
-        else if (order < 0)
-          expected = repair_action::restore; // in-place write lost, or torn yet verifying
-        else if (order == 0)
-          expected = same ? repair_action::keep      // the write made it
-                          : repair_action::restore;  // torn in a way the checksum missed
-        else
-          expected = repair_action::keep; // a later write made it: the slot is stale
-        table.push_back({v, order, same, expected});
-      }
-  CHECK(table.size() == 24);
-  for (const row& r : table) {
-    repair_inputs in;
-    in.disk = r.disk;
-    in.slot_lsn = 1000;
-    in.disk_lsn = r.disk == page_verdict::ok ? 1000 + r.lsn_order * 10 : 0;
-    in.same_bytes = r.same_bytes;
-    CHECK_MESSAGE(decide_repair(in) == r.expected,
-                  "verdict " << to_string(r.disk) << " order " << r.lsn_order << " same " << r.same_bytes);
-  }
-}
-
-struct repair_fixture {
-  test::temp_dir dir;
-  std::unique_ptr<io_engine> io = make_io_engine(io_method::sync);
-  relation_files files{*io, dir.path() + "", page_size, 16 * page_size};
-  std::string ring_path = dir.file("ring");
-
-  std::vector<unsigned char> page(page_id id, lsn_t lsn, unsigned char fill) {
-    std::vector<unsigned char> p(page_size, 0);
-    std::memset(p.data() + 64, fill, 1000);
-    set_page_lsn(p.data(), lsn);
-    finalize_page_for_write(p.data(), page_size, id, true);
-    return p;
-  }
-  void write_records(const std::vector<std::vector<unsigned char>>& records) {
-    int fd = io->open_file(ring_path, true);
-    std::uint64_t at = 0;
-    for (const auto& record : records) {
-      io->write(fd, record.data(), record.size(), at);
-      at += record.size();
-    }
-    io->close_file(fd);
-  }
-  static std::vector<unsigned char> encoded(const std::vector<std::vector<unsigned char>>& pages) {
-    std::vector<const unsigned char*> images;
-    for (const auto& p : pages)
-      images.push_back(p.data());
-    std::vector<unsigned char> out(max_record_bytes(static_cast<std::uint32_t>(pages.size()), page_size));
-    out.resize(encode_batch(images.data(), static_cast<std::uint32_t>(images.size()), page_size, 7,
-                            out.data()));
-    return out;
-  }
-  std::vector<unsigned char> disk(page_id id) {
-    std::vector<unsigned char> p(page_size);
-    files.read_page(id, p.data());
-    return p;
-  }
-};
-
-TEST_CASE("doublewrite repair: pages are restored whether or not a checksum noticed anything") {
-  repair_fixture f;
-  page_id lost{1, 0}, equal_lsn{1, 1}, newer_on_disk{1, 2}, torn{1, 3};
-  f.files.write_page(lost, f.page(lost, 100, 'a').data());                 // valid, older
-  f.files.write_page(equal_lsn, f.page(equal_lsn, 200, 'b').data());       // valid, same LSN
-  f.files.write_page(newer_on_disk, f.page(newer_on_disk, 900, 'c').data());
-  auto torn_page = f.page(torn, 300, 'd');
-  std::memset(torn_page.data() + 4096, 'x', 4096); // second half from another version
-  f.files.write_page(torn, torn_page.data());
-  auto slot_torn = f.page(torn, 300, 'd');
-  auto broken_image = f.page({1, 4}, 999, 'e');
-  broken_image[5000] ^= 1; // an image whose own checksum fails: never used
-  auto torn_record = f.encoded({f.page({1, 5}, 999, 'f')});
-  torn_record[100] ^= 1; // a record torn by the crash: never used
-  f.write_records({f.encoded({f.page(lost, 150, 'A'), f.page(lost, 120, 'Z')}),
-                   f.encoded({f.page(equal_lsn, 200, 'B'), f.page(newer_on_disk, 800, 'C')}),
-                   f.encoded({slot_torn, broken_image}), torn_record});
-  repair_report report = repair_from_ring(*f.io, f.ring_path, f.files);
-  CHECK(report.images_read == 6);
-  CHECK(report.pages_considered == 4); // the broken image's page has no valid image
-  CHECK(report.pages_repaired == 3);
-  CHECK(report.repaired_lsn == 1);
-  CHECK(report.repaired_bytes == 1);
-  CHECK(report.repaired_checksum == 1);
-  CHECK(f.disk(lost) == f.page(lost, 150, 'A')); // the newest slot wins (D5)
-  CHECK(f.disk(equal_lsn) == f.page(equal_lsn, 200, 'B'));
-  CHECK(f.disk(newer_on_disk) == f.page(newer_on_disk, 900, 'c'));
-  CHECK(f.disk(torn) == slot_torn);
-  CHECK(page_is_all_zero(f.disk({1, 4}).data(), page_size)); // the broken image restored nothing
-  CHECK(page_is_all_zero(f.disk({1, 5}).data(), page_size)); // nor the torn record
-}
-
-TEST_CASE("doublewrite repair: a newer image that fails its checksum hides no older valid one") {
-  for (bool broken_first : {true, false}) {
-    CAPTURE(broken_first);
-    repair_fixture f;
-    page_id id{1, 0};
-    auto valid = f.page(id, 100, 'v');
-    auto broken = f.page(id, 200, 'w');
-    broken[5000] ^= 1;
-    auto twin = f.page(id, 100, 'v'); // the same LSN again, broken: skipped for the valid one
-    twin[6000] ^= 1;
-    if (broken_first)
-      f.write_records({f.encoded({broken, twin}), f.encoded({valid})});
-    else
-      f.write_records({f.encoded({valid}), f.encoded({broken, twin})});
-    repair_report report = repair_from_ring(*f.io, f.ring_path, f.files);
-    CHECK(report.images_read == 3);
-    CHECK(report.pages_repaired == 1);
-    CHECK(f.disk(id) == valid);
-  }
-}
-
-std::vector<std::vector<unsigned char>> ring_images(const std::vector<unsigned char>& ring) {
-  std::vector<std::vector<unsigned char>> images;
-  for_each_ring_image(ring.data(), ring.size(), ring.size(), page_size, [&](const ring_image& image) {
-    const unsigned char* page = image.page();
-    REQUIRE(page != nullptr);
-    images.emplace_back(page, page + page_size);
-  });
-  return images;
-}
-
-TEST_CASE("doublewrite record: compressible and incompressible pages round-trip") {
-  repair_fixture f;
-  auto text = f.page({1, 0}, 10, 'a');                       // mostly zeros: compresses
-  auto noise = test::random_bytes(page_size, 9);             // does not
-  auto record = f.encoded({text, noise, text});
-  CHECK(record.size() % ring_record_alignment == 0);
-  CHECK(record.size() < 2 * page_size + 4096);                // the text pages were compressed
-  CHECK(record.size() <= max_record_bytes(3, page_size));
-  auto images = ring_images(record);
-  REQUIRE(images.size() == 3);
-  CHECK(images[0] == text);
-  CHECK(images[1] == noise);
-  CHECK(images[2] == text);
-}
-
-TEST_CASE("doublewrite record: a torn record, or one partly overwritten by a later one, yields nothing") {
-  repair_fixture f;
-  std::vector<std::vector<unsigned char>> noise;
-  for (unsigned i = 0; i < 4; ++i)
-    noise.push_back(test::random_bytes(page_size, 20 + i));
-  auto older = f.encoded(noise);                    // about 32 kB
-  auto newer = f.encoded({f.page({1, 1}, 20, 'b')}); // one 4 kB block
-  std::vector<unsigned char> ring = older;
-  CHECK(ring_images(ring).size() == 4);
-  std::copy(newer.begin(), newer.end(), ring.begin()); // the newer record over the older's head
-  auto images = ring_images(ring);
-  REQUIRE(images.size() == 1);
-  CHECK(images[0] == f.page({1, 1}, 20, 'b'));
-  // Only part of a record in the buffer: the scan stops at its start, to go on from there.
-  std::size_t seen = 0;
-  std::vector<unsigned char> two = newer;
-  two.insert(two.end(), older.begin(), older.end());
-  const std::size_t cut = newer.size() + 3 * page_size; // inside the older record
-  CHECK(for_each_ring_image(two.data(), cut, cut, page_size, [&](const ring_image&) { ++seen; }) ==
-        newer.size());
-  CHECK(seen == 1);
-  for (std::size_t at : {std::size_t(40), older.size() / 2, std::size_t(4 * page_size)}) {
-    auto torn = older;
-    std::fill(torn.begin() + static_cast<long>(at), torn.end(), 0); // lost from `at` on
-    CHECK(ring_images(torn).empty());
-  }
-}
-
-// The image of block `id` at `lsn` the driven rings stage: finalized, with random bytes
-// past its header (incompressible).
-std::vector<unsigned char> staged_image(page_id id, lsn_t lsn) {
-  auto bytes = test::random_bytes(page_size, id.block * 10 + lsn);
-  std::memset(bytes.data(), 0, page_header_size);
-  set_page_lsn(bytes.data(), lsn);
-  finalize_page_for_write(bytes.data(), page_size, id, true);
-  return bytes;
-}
-
-// Stages the images of `pages` blocks from `first` of relation 1 at `lsn` in a new chunk.
-std::uint32_t stage_blocks(doublewrite_ring& ring, block_id first, lsn_t lsn, std::uint32_t pages = 3) {
-  std::uint32_t c = ring.acquire({});
-  for (std::uint32_t i = 0; i < pages; ++i) {
-    page_id id{1, first + i};
-    std::memcpy(ring.slot_memory(c, i), staged_image(id, lsn).data(), page_size);
-    ring.entries(c).push_back({id, lsn, 0});
-  }
-  return c;
-}
-
-// A ring driven as the batcher drives it, over relation files no page was written to in
-// place: every page repair restores came from a record it used. Records of three
-// incompressible pages take 28 kB (seven alignment blocks).
-struct driven_ring {
-  static constexpr std::uint32_t pages_per_record = 3;
-  static constexpr std::uint64_t record_bytes = 7 * ring_record_alignment;
-  test::temp_dir dir;
-  std::unique_ptr<io_engine> io = make_io_engine(io_method::sync);
-  relation_files files{*io, dir.path(), page_size, 64 * page_size};
-  std::string ring_dir = dir.file("doublewrite");
-  std::string ring_path = ring_dir + "/ring";
-  std::unique_ptr<doublewrite_ring> ring;
-
-  explicit driven_ring(std::uint32_t ring_pages) { open(ring_pages); }
-  void open(std::uint32_t ring_pages) {
-    ring = std::make_unique<doublewrite_ring>(*io, ring_dir, page_size, ring_pages, 4, 3);
-  }
-  std::uint32_t stage(block_id first, lsn_t lsn) { return stage_blocks(*ring, first, lsn); }
-  // A record of blocks [first, first + 3), durable in the ring and written in place
-  // (DATA_WRITTEN: live until its data-file fsync).
-  std::uint32_t synced(block_id first, lsn_t lsn = 100) {
-    std::uint32_t c = stage(first, lsn);
-    REQUIRE(ring->write(c));
-    ring->sync(c);
-    ring->advance(c, dw_state::data_written);
-    return c;
-  }
-  void retire(std::uint32_t c) {
-    ring->advance(c, dw_state::data_fsynced);
-    ring->release(c);
-  }
-  // The process ends (its ring with it) and the next start repairs from what is on disk.
-  repair_report crash_and_repair() {
-    ring.reset();
-    return repair_from_ring(*io, ring_path, files);
-  }
-  // Whether repair restored any of the record of blocks [first, first + 3): all or none.
-  bool restored(block_id first) {
-    std::size_t n = 0;
-    std::vector<unsigned char> p(page_size);
-    for (std::uint32_t i = 0; i < pages_per_record; ++i) {
-      files.read_page({1, first + i}, p.data());
-      n += !page_is_all_zero(p.data(), page_size);
-    }
-    REQUIRE((n == 0 || n == pages_per_record));
-    return n != 0;
-  }
-  std::vector<unsigned char> file() {
-    int fd = io->open_file(ring_path, false);
-    std::vector<unsigned char> bytes(io->file_size(fd));
-    io->read(fd, bytes.data(), bytes.size(), 0);
-    io->close_file(fd);
-    return bytes;
-  }
-  void overwrite(std::uint64_t at, const unsigned char* bytes, std::size_t length) {
-    int fd = io->open_file(ring_path, false);
-    io->write(fd, bytes, length, at);
-    io->close_file(fd);
-  }
-  // The newest intact header on disk, and its slot.
-  ring_header newest_header(unsigned* slot = nullptr) {
-    ring_header h;
-    unsigned s = 0;
-    REQUIRE(newest_ring_header(file().data(), &h, &s));
-    if (slot != nullptr)
-      *slot = s;
-    return h;
-  }
-  // The sequences of the intact records in the record area, by offset.
-  std::map<std::uint64_t, std::uint64_t> records() {
-    std::vector<unsigned char> bytes = file();
-    std::map<std::uint64_t, std::uint64_t> found;
-    for (std::uint64_t at = ring_records_start; at < bytes.size();) {
-      ring_record_info info = inspect_ring_record(bytes.data() + at, bytes.size() - at, page_size);
-      if (info.kind != ring_record_info::intact) {
-        at += ring_record_alignment;
-        continue;
-      }
-      found[at] = info.sequence;
-      at += info.length;
-    }
-    return found;
-  }
-};
-
-// Notes the byte ranges read from the ring file. Repair reads from several threads at once.
-class ring_read_recorder final : public test::delegating_engine {
-public:
-  ring_read_recorder() : delegating_engine(make_io_engine(io_method::sync)) {}
-  std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override {
-    if (path_of(fd).size() >= 5 && path_of(fd).compare(path_of(fd).size() - 5, 5, "/ring") == 0) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      reads.emplace_back(offset, length);
-    }
-    return delegating_engine::read(fd, data, length, offset);
-  }
-  std::vector<std::pair<std::uint64_t, std::size_t>> reads; // read once repair has returned
-
-private:
-  std::mutex mutex_;
-};
-
-TEST_CASE("doublewrite repair: with an intact header only the chain is read, and stale records before the horizon are neither used nor read") {
-  driven_ring f(64); // room for nine records: no wrap
-  for (block_id first : {0, 3, 6, 9})
-    f.retire(f.synced(first)); // stale: FREE, still intact in the file
-  f.synced(12);
-  f.synced(15); // live: the horizon is 12's record
-  CHECK(f.records().size() == 6);
-  ring_check_report checked = check_ring(*f.io, f.ring_path, page_size);
-  CHECK(checked.images == 6 * driven_ring::pages_per_record); // the header slots are no record
-  CHECK(checked.unreadable == 0);
-  f.ring.reset(); // the process ends; the next start repairs, its ring reads watched
-  ring_read_recorder recorder;
-  repair_report report = repair_from_ring(recorder, f.ring_path, f.files);
-  CHECK(report.bounded);
-  CHECK(report.records_read == 2);
-  CHECK(report.images_read == 6);
-  CHECK(report.pages_repaired == 6);
-  CHECK(f.restored(12));
-  CHECK(f.restored(15));
-  for (block_id first : {0, 3, 6, 9})
-    CHECK_FALSE(f.restored(first));
-  // The header slots, a first look of one block each at the horizon and at the start of
-  // the record area, the pass following the chain (its window reads on into the zeros the
-  // file is written with ahead of its records, up to the file's end), and one pass per
-  // repair thread over the chain's two records: never the stale records.
-  const std::uint64_t horizon_at = ring_records_start + 4 * driven_ring::record_bytes;
-  const std::uint64_t file_bytes = std::filesystem::file_size(f.ring_path);
-  CHECK(report.ring_bytes_read <= ring_records_start + 2 * ring_record_alignment +
-                                    (file_bytes - horizon_at) +
-                                    repair_threads() * 2 * driven_ring::record_bytes);
-  // Of the stale records' bytes, only the first look at the start of the record area.
-  const std::uint64_t stale_end = horizon_at;
-  std::uint64_t ring_bytes = 0;
-  for (const auto& [at, length] : recorder.reads) {
-    ring_bytes += length;
-    bool outside = at + length <= ring_records_start || at >= stale_end;
-    bool first_look = at == ring_records_start && length <= ring_record_alignment;
-    CHECK_MESSAGE((outside || first_look), "read [" << at << ", " << at + length
-                                                    << ") of a stale record");
-  }
-  CHECK(ring_bytes == report.ring_bytes_read);
-  CHECK(report.seconds >= 0);
-}
+constexpr std::size_t page_size = test::dw_page_size;
+using test::driven_ring;
+using test::stage_blocks;
+using test::staged_image;
 
 TEST_CASE("doublewrite ring: the file is written with zeros a step ahead of its newest record, up to the ring's end") {
   constexpr std::uint64_t step = std::uint64_t{1} << 20;
@@ -490,25 +140,6 @@ TEST_CASE("doublewrite ring: a power loss during the first pass, its zeros and n
   }
 }
 
-TEST_CASE("doublewrite repair: a live part that wraps around the end of the ring is followed to its newest record") {
-  driven_ring f(24); // the record area holds six records; the seventh goes to its start
-  std::vector<std::uint32_t> stale;
-  for (block_id first : {0, 3, 6})
-    f.retire(f.synced(first));
-  for (block_id first : {9, 12, 15, 18, 21})
-    f.synced(first); // 18 and 21 over 0 and 3, at the start
-  std::map<std::uint64_t, std::uint64_t> on_disk = f.records();
-  REQUIRE(on_disk.size() == 6);
-  CHECK(on_disk.begin()->first == ring_records_start); // the newest records are at the start
-  CHECK(f.newest_header().horizon_at == ring_records_start + 3 * driven_ring::record_bytes);
-  repair_report report = f.crash_and_repair();
-  CHECK(report.bounded);
-  CHECK(report.records_read == 5);
-  for (block_id first : {9, 12, 15, 18, 21})
-    CHECK(f.restored(first));
-  CHECK_FALSE(f.restored(6)); // stale, between the newest record and the horizon
-}
-
 TEST_CASE("doublewrite ring: space of FREE chunks behind a horizon not yet durable is not reused until a header past it is") {
   SUBCASE("no batch to carry the header: an fdatasync of the header alone") {
     driven_ring f(8); // two records fit, a third goes to the start
@@ -547,54 +178,6 @@ TEST_CASE("doublewrite ring: space of FREE chunks behind a horizon not yet durab
     CHECK(f.ring->counters().fsyncs.load() == 4);
     CHECK(f.ring->counters().horizon_fsyncs.load() == 0);
     CHECK(f.ring->state(c) == dw_state::data_written);
-  }
-}
-
-TEST_CASE("doublewrite repair: a torn or lost newest header leaves the previous one, whose chain is intact") {
-  for (int damage : {0, 1, 2}) { // 0: the newest header torn, 1: its write lost, 2: both torn
-    CAPTURE(damage);
-    driven_ring f(8); // two records fit: every record after the second reuses FREE space
-    std::uint32_t r1 = f.synced(0);
-    std::uint32_t r2 = f.synced(3);
-    f.retire(r1);
-    std::uint32_t r3 = f.stage(6, 100);
-    if (!f.ring->write(r3)) { // over r1, once a header past it is durable
-      CHECK(f.ring->sync_horizon());
-      REQUIRE(f.ring->write(r3));
-    }
-    f.ring->sync(r3);
-    f.ring->advance(r3, dw_state::data_written); // live: its pages may be torn in place
-    f.retire(r2);
-    // The next record, over r2: the next header is written either alone before it or with
-    // it, and the crash comes during that header's fdatasync.
-    std::vector<unsigned char> before = f.file();
-    const std::uint64_t previous = f.newest_header().header_sequence;
-    std::uint32_t r4 = f.stage(9, 100);
-    if (f.ring->write(r4))
-      f.ring->sync(r4);
-    else
-      CHECK(f.ring->sync_horizon());
-    unsigned slot = 0;
-    REQUIRE(f.newest_header(&slot).header_sequence == previous + 1);
-    const std::uint64_t at = std::uint64_t{slot} * ring_record_alignment;
-    std::vector<unsigned char> damaged(before.begin() + static_cast<long>(at),
-                                       before.begin() + static_cast<long>(at + ring_record_alignment));
-    if (damage != 1) { // torn: its first sector new, the rest as before
-      std::vector<unsigned char> now = f.file();
-      std::copy(now.begin() + static_cast<long>(at), now.begin() + static_cast<long>(at + 512),
-                damaged.begin());
-      damaged[20] ^= 1;
-    }
-    f.overwrite(at, damaged.data(), damaged.size());
-    if (damage == 2) {
-      std::vector<unsigned char> other(ring_record_alignment, 0);
-      other[0] = 'T';
-      f.overwrite((1 - slot) * ring_record_alignment, other.data(), other.size());
-    }
-    repair_report report = f.crash_and_repair();
-    CHECK(report.bounded == (damage != 2));
-    CHECK(report.records_read == 2); // r2 (FREE, but kept intact for this) and r3
-    CHECK(f.restored(6));            // nothing live missed
   }
 }
 
@@ -638,26 +221,6 @@ TEST_CASE("doublewrite ring: sequences never repeat across runs, so a stale reco
   CHECK(report.records_read == 1); // b, right behind it, is not its next: not followed
   CHECK(f.restored(6));
   CHECK_FALSE(f.restored(3));
-}
-
-TEST_CASE("doublewrite repair: a ring file from before the header slots is read whole, and the ring starts over empty on it") {
-  repair_fixture f;
-  page_id p{1, 0}, q{1, 1};
-  f.write_records({f.encoded({f.page(p, 100, 'p')}), f.encoded({f.page(q, 100, 'q')})}); // from offset 0
-  repair_report report = repair_from_ring(*f.io, f.ring_path, f.files);
-  CHECK_FALSE(report.bounded);
-  CHECK(report.records_read == 2);
-  CHECK(report.pages_repaired == 2);
-  // The header slots (the file's first two blocks, the old records), then both records
-  // once to find each page's newest image and once more by each repair thread.
-  CHECK(report.ring_bytes_read == (2 + 2 + 2 * repair_threads()) * ring_record_alignment);
-  CHECK(f.disk(p) == f.page(p, 100, 'p'));
-  CHECK(f.disk(q) == f.page(q, 100, 'q'));
-  // Opened after that repair: nothing old is left to be mistaken for a new record.
-  doublewrite_ring ring(*f.io, f.dir.path(), page_size, 16, 8, 2);
-  int fd = f.io->open_file(f.ring_path, false);
-  CHECK(f.io->file_size(fd) == ring_record_alignment); // the first header alone
-  f.io->close_file(fd);
 }
 
 TEST_CASE("doublewrite ring: default staging holds two bgwriter rounds beside the other writers") {
