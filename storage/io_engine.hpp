@@ -2,7 +2,7 @@
 // of these. Engines: synchronous pread/pwrite/fdatasync (`sync`), io_uring (`io_uring`), and
 // the fault-injecting engine that wraps either (fault_engine.hpp).
 //
-// Contract every engine keeps (tests/io_engine_test.cpp checks both real engines alike):
+// Contract every engine keeps (tests/storage/io_engine_test.cpp checks both real engines alike):
 //  - read() returns the number of bytes read; fewer than asked only at end of file, the
 //    rest of the buffer is zero-filled.
 //  - write() and write_batch() return only when every byte was handed to the kernel; short
