@@ -29,6 +29,10 @@ using tidemark::tools::faults_of;
 using tidemark::tools::options_with_faults;
 using tidemark::tools::with_fault_flags;
 
+#ifndef TIDEMARK_VERSION
+#error "TIDEMARK_VERSION is defined by CMakeLists.txt from project(tidemark VERSION ...)"
+#endif
+
 namespace {
 
 constexpr int exit_ok = 0, exit_failure = 1, exit_usage = 2;
@@ -47,6 +51,7 @@ const char* usage_text =
   "                   [--set KEY=VALUE]... [FAULTS]  stream and replay until promoted or stopped\n"
   "  tidemark promote -D DIR [--timeout SECONDS] [--set KEY=VALUE]... [FAULTS]\n"
   "                   make a standby a primary (FAULTS apply when no standby runs in DIR)\n"
+  "  tidemark --version\n"
   "FAULTS (run on the fault-injecting I/O engine, for crash tests):\n"
   "  [--crash-after-writes N [--crash-mode lose-unsynced|torn|process] [--seed N]]\n"
   "  [--fail-fsync-after N [--fail-fsync-match PATH-PART]] [--fault-journal FILE]\n"
@@ -313,6 +318,10 @@ int dispatch(int argc, char** argv) {
     return tidemark::tools::cmd_standby(argc, argv);
   if (command == "promote")
     return tidemark::tools::cmd_promote(argc, argv);
+  if (command == "--version") {
+    std::printf("tidemark %s\n", TIDEMARK_VERSION);
+    return exit_ok;
+  }
   if (command == "-h" || command == "--help" || command == "help") {
     std::printf("%s", usage_text);
     return exit_ok;
