@@ -3,6 +3,7 @@
 # make test-unit : the unit tests alone (ctest -L unit), well under a minute
 # make test-sanitize : the same tests under AddressSanitizer + UBSan (shorter crash loops)
 # make test-tsan : the unit tests (actors included) under ThreadSanitizer
+# make settings-doc : docs/settings.md from tidemark settings --markdown (a test compares them)
 
 BUILD ?= build
 BUILD_SAN ?= build-sanitize
@@ -11,7 +12,7 @@ JOBS ?= $(shell nproc)
 PACKAGES = libcaf-dev liburing-dev liblz4-dev libboost-dev doctest-dev cmake g++ python3 pkg-config make
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build run test test-unit test-sanitize test-tsan clean
+.PHONY: all deps build run test test-unit test-sanitize test-tsan settings-doc clean
 
 all: build
 
@@ -54,6 +55,11 @@ test-tsan: deps
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=ignore_noninstrumented_modules=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
 	  ctest --output-on-failure -j $(JOBS) -L unit
+
+settings-doc: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target tidemark_cli
+	$(BUILD)/tidemark settings --markdown > docs/settings.md
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_TSAN)

@@ -352,8 +352,8 @@ const std::vector<setting_entry>& setting_table() {
                          {{"full_page_writes", mode::full_page_writes},
                           {"doublewrite", mode::doublewrite},
                           {"off", mode::off}},
-                         "how pages torn by a crash are repaired (from WAL page images, from the "
-                         "doublewrite ring, or not)"),
+                         "how pages torn by a crash are repaired (WAL images, doublewrite ring, "
+                         "or not)"),
     time_setting("checkpoint_timeout", &settings::checkpoint_timeout, milliseconds(1000),
                  milliseconds(1000), milliseconds(86'400'000), false,
                  "time between automatic checkpoints"),
@@ -373,12 +373,12 @@ const std::vector<setting_entry>& setting_table() {
     bool_setting("synchronous_commit", false, &settings::synchronous_commit,
                  "acknowledge commits only once their WAL is durable"),
     choice_setting<io>("io_method", &settings::io, {{"io_uring", io::io_uring}, {"sync", io::sync}},
-                       "how batches of page writes are issued (one io_uring submission, or one "
-                       "system call each)"),
+                       "how batches of page writes are issued (one io_uring submission, or a "
+                       "call each)"),
     choice_setting<sync>("recovery_init_sync_method", &settings::recovery_init_sync_method,
                          {{"fsync", sync::fsync}, {"syncfs", sync::syncfs}},
-                         "after a crash, how the data directory is made durable first (every "
-                         "file fsynced, or syncfs)"),
+                         "after a crash, how the directory is made durable first (fsync each "
+                         "file, or syncfs)"),
     bool_setting("recovery_prefetch", false, &settings::recovery_prefetch,
                  "redo reads the blocks of the WAL records ahead of it in the background"),
     size_setting("recovery_prefetch_distance", false, &settings::recovery_prefetch_distance, KiB,

@@ -4,6 +4,7 @@
 #include "tools/directory_commands.hpp"
 #include "tools/fault_flags.hpp"
 #include "tools/replication_commands.hpp"
+#include "tools/settings_command.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -19,7 +20,7 @@ namespace {
 constexpr std::size_t line_width = 88;
 
 const flag_spec set_flag_run = {"--set", "KEY=VALUE",
-                                "a setting for this run, over DIR/tidemark.conf (repeatable)",
+                                "a setting for this run (tidemark settings lists them)",
                                 false, true};
 
 } // namespace
@@ -31,7 +32,8 @@ const std::vector<command>& commands() {
      "makes it all durable before the first checkpoint.",
      {{"-D", "DIR", "the new data directory (missing or empty)", true},
       {"-s", "SCALE", "size: 100 000 accounts per unit (1 .. 100000; default 1)"},
-      {"--set", "KEY=VALUE", "a setting written to DIR/tidemark.conf (repeatable)", false, true}},
+      {"--set", "KEY=VALUE", "a setting for DIR/tidemark.conf (tidemark settings lists them)",
+       false, true}},
      true, cmd_init},
     {"bench", "run the TPC-B-like workload and print a JSON report",
      "Opens DIR (recovering it first after a crash), runs CLIENTS sessions on their own\n"
@@ -67,6 +69,12 @@ const std::vector<command>& commands() {
      {{"-D", "DIR", "a data directory (of any layout)", true},
       {"--json", "FILE", "also write the report to FILE"}},
      false, cmd_check},
+    {"settings", "list every setting with its default, range and meaning",
+     "The list comes from the table the settings parser uses; docs/settings.md is its\n"
+     "--markdown output.",
+     {{"--json", "", "print JSON: one object per setting"},
+      {"--markdown", "", "print the Markdown table of docs/settings.md"}},
+     false, cmd_settings},
     {"basebackup", "copy a running primary into a new standby directory",
      "The primary must have replication_listen set. The copy is consistent once a standby\n"
      "has replayed its WAL to the end position printed.",
@@ -194,6 +202,7 @@ std::string program_help() {
     out += "  " + c.name + std::string(width - c.name.size(), ' ') + c.summary + "\n";
   out += "  help" + std::string(width - 4, ' ') + "print this help, or a command's (tidemark help "
          "COMMAND)\n\n"
+         "Settings: tidemark settings lists them; --set KEY=VALUE gives one to a command.\n"
          "Exit status: 0 success; 1 runtime error or failed verification; 2 bad usage or\n"
          "configuration; 3 simulated crash (the fault flags).\n";
   return out;

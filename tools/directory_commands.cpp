@@ -4,6 +4,7 @@
 #include "tools/directory_commands.hpp"
 
 #include "tools/fault_flags.hpp"
+#include "tools/settings_command.hpp"
 #include "workload/ack_log.hpp"
 #include "workload/json.hpp"
 #include "workload/tpcb/bench.hpp"
@@ -86,7 +87,7 @@ int cmd_init(const cli_args& args) {
   auto scale = static_cast<std::uint32_t>(args.count("-s", 1, 1, 100000));
   auto last_report = std::chrono::steady_clock::now();
   create_options options;
-  options.settings = args.sets();
+  options.settings = checked_sets(args);
   options.faults = faults_of(args);
   options.initial_data = [&](initial_loader& loader) {
     tpcb::layout shape(loader.page_size(), scale);

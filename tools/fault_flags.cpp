@@ -1,6 +1,8 @@
 // The fault flags: see fault_flags.hpp.
 #include "tools/fault_flags.hpp"
 
+#include "tools/settings_command.hpp"
+
 namespace tidemark::tools {
 
 const std::vector<flag_spec>& fault_flags() {
@@ -63,7 +65,7 @@ std::optional<fault_injection> faults_of(const cli_args& args) {
 
 open_options options_with_faults(const cli_args& args) {
   open_options options;
-  options.settings = args.sets();
+  options.settings = checked_sets(args);
   options.faults = faults_of(args);
   options.trace = args.has("--trace");
   return options;

@@ -21,7 +21,7 @@ const std::vector<flag_spec>& fault_flags();
 /// flag that needs another (--crash-mode without --crash-after-writes) or a bad mode.
 std::optional<fault_injection> faults_of(const cli_args& args);
 
-/// open_options with the command's --set settings, its faults and --trace.
+/// open_options with the command's --set settings (checked_sets()), its faults and --trace.
 open_options options_with_faults(const cli_args& args);
 
 } // namespace tidemark::tools

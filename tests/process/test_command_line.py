@@ -1,8 +1,12 @@
 """The command line as a user first meets it. tidemark --help (and tidemark help) lists
 every command; for each, COMMAND --help, COMMAND -h and tidemark help COMMAND print the
 same text on stdout with exit 0: a usage line and one line for every option (90 columns
-at most), and every option shown is one the command accepts. --version prints the version CMakeLists.txt's
-project() gives. An unknown command or option is refused with exit 2 and the usage."""
+at most), and every option shown is one the command accepts. --version prints the version
+CMakeLists.txt's project() gives. An unknown command or option is refused with exit 2 and
+the usage. tidemark settings (text and --json) lists exactly the settings of the
+tidemark.conf that init writes, with the defaults it writes, and a misspelt setting in
+--set is refused with exit 2, naming the setting meant, before anything is created."""
+import json
 import os
 import re
 
@@ -76,6 +80,62 @@ def project_version():
         return re.search(r"project\(tidemark VERSION (\S+)", f.read()).group(1)
 
 
+def conf_settings(path):
+    """{key: value} of a tidemark.conf, and the keys marked (init)."""
+    values, init = {}, set()
+    with open(path) as f:
+        for line in f:
+            text, _, comment = line.partition("#")
+            if not text.strip():
+                continue
+            key, _, value = text.partition("=")
+            values[key.strip()] = value.strip()
+            if "(init)" in comment:
+                init.add(key.strip())
+    return values, init
+
+
+def check_settings(tm, directory):
+    data = os.path.join(directory, "defaults")
+    tm.init(data, settings=())
+    conf, init = conf_settings(os.path.join(data, "tidemark.conf"))
+    check(len(conf) > 20, f"tidemark.conf holds only {sorted(conf)}")
+
+    result = tm.run("settings")
+    check(result.returncode == 0, f"settings exited {result.returncode}: {result.stderr}")
+    listed = dict(re.findall(r"^(\w+) = (\S+)", result.stdout, re.MULTILINE))
+    check(set(listed) == set(conf),
+          f"tidemark settings lists {sorted(set(listed) - set(conf))} that tidemark.conf lacks "
+          f"and lacks {sorted(set(conf) - set(listed))}")
+    for key, value in conf.items():
+        check(listed.get(key) == value,
+              f"{key}: tidemark settings shows default {listed.get(key)!r}, init wrote {value!r}")
+
+    as_json = tm.run("settings", "--json")
+    check(as_json.returncode == 0, f"settings --json exited {as_json.returncode}")
+    entries = json.loads(as_json.stdout)
+    check([e["name"] for e in entries] == list(conf),
+          "settings --json does not list tidemark.conf's keys in its order")
+    for e in entries:
+        shown = e["default"] if e["default"] else "''"
+        check(shown == conf.get(e["name"]), f"{e['name']}: --json default {shown!r}")
+        check(e["fixed_at_init"] == (e["name"] in init), f"{e['name']}: fixed_at_init disagrees")
+        check(all(e[field] for field in ("type", "allowed", "meaning")),
+              f"{e['name']}: an empty field in {e}")
+    print(f"settings: {len(listed)} listed, the {len(conf)} of tidemark.conf with its defaults",
+          flush=True)
+
+    new = os.path.join(directory, "never-made")
+    typo = tm.run("init", "-D", new, "--set", "shared_bufers=64MB")
+    check(typo.returncode == 2 and "shared_bufers" in typo.stderr
+          and "shared_buffers" in typo.stderr and not os.path.exists(new),
+          f"init --set shared_bufers: exit {typo.returncode}: {typo.stderr}")
+    unknown = tm.run("bench", "-D", data, "-t", "1", "--set", "no_such_setting=1")
+    check(unknown.returncode == 2 and "no_such_setting" in unknown.stderr,
+          f"bench --set no_such_setting=1: exit {unknown.returncode}: {unknown.stderr}")
+    print(f"unknown setting: exit 2: {typo.stderr.strip()}", flush=True)
+
+
 def main():
     args = parse_args()
     tm = Tidemark(args.tidemark)
@@ -108,6 +168,7 @@ def main():
         late = tm.run("bench", "-D", directory, "-c", "2", "--help")
         check(late.returncode == 0 and late.stdout.startswith("usage: tidemark bench"),
               f"bench -D DIR -c 2 --help: exit {late.returncode}")
+        check_settings(tm, directory)
         missing = tm.run("verify")
         check(missing.returncode == 2 and "-D" in missing.stderr,
               f"verify without -D: exit {missing.returncode}: {missing.stderr}")
