@@ -1,5 +1,8 @@
-// Settings parsing and validation: see config.hpp.
+// Settings parsing and validation, and the one table of settings they and
+// tidemark::describe_settings() (tidemark/settings.hpp) are made from: see config.hpp.
 #include "runtime/config.hpp"
+
+#include <tidemark/settings.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -123,33 +126,38 @@ bool parse_bool(const std::string& key, const std::string& text) {
   throw config_error("invalid value for " + key + ": \"" + text + "\" (expected on or off)");
 }
 
+// "1 .. 16", "0 .. 1073741823", "0.5": whole numbers in full.
+std::string show_number(double value) {
+  std::ostringstream out;
+  out.precision(15);
+  out << value;
+  return out.str();
+}
+
 void check_range(const std::string& key, double value, double low, double high,
-                 const std::string& shown_low, const std::string& shown_high) {
+                 const std::string& range) {
   if (value < low || value > high)
-    throw config_error(key + " is out of range: valid values are " + shown_low + " .. " +
-                       shown_high);
+    throw config_error(key + " is out of range: valid values are " + range);
+}
+
+std::string bytes_range(std::uint64_t low, std::uint64_t high) {
+  return format_bytes(low) + " .. " + format_bytes(high);
 }
 
 void check_bytes(const std::string& key, std::uint64_t value, std::uint64_t low, std::uint64_t high) {
   check_range(key, static_cast<double>(value), static_cast<double>(low), static_cast<double>(high),
-              format_bytes(low), format_bytes(high));
+              bytes_range(low, high));
 }
 
-void check_time(const std::string& key, std::chrono::milliseconds value,
-                std::chrono::milliseconds low, std::chrono::milliseconds high) {
-  check_range(key, static_cast<double>(value.count()), static_cast<double>(low.count()),
-              static_cast<double>(high.count()), std::to_string(low.count()) + "ms",
-              std::to_string(high.count()) + "ms");
+std::string number_range(double low, double high) {
+  return show_number(low) + " .. " + show_number(high);
 }
 
 double parse_real(const std::string& key, const std::string& text, double low, double high) {
   number_with_unit v = split_number(key, text);
   if (!v.unit.empty())
     throw config_error("invalid value for " + key + ": \"" + text + "\" is not a number");
-  std::ostringstream lo, hi;
-  lo << low;
-  hi << high;
-  check_range(key, v.number, low, high, lo.str(), hi.str());
+  check_range(key, v.number, low, high, number_range(low, high));
   return v.number;
 }
 
@@ -163,12 +171,18 @@ std::uint32_t parse_count(const std::string& key, const std::string& text, doubl
 constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB, TiB = 1024 * GiB;
 using std::chrono::milliseconds;
 
+// One setting: how it is parsed, checked and shown, and what describe_settings() says of
+// it. The descriptive fields are made from the same constants the checks use (the
+// builders below), so a listing cannot promise a range the parser does not keep.
 struct setting_entry {
   const char* name;
   bool init_only;
+  const char* type;    // setting_description::type
+  std::string unit;    // what a plain number counts
+  std::string allowed; // the range or the alternatives
   std::function<void(settings&, const std::string&)> set;
   std::function<std::string(const settings&)> show;
-  const char* help;
+  const char* help;    // one line of meaning
 };
 
 std::string show_ms(milliseconds ms) {
@@ -181,265 +195,228 @@ std::string show_ms(milliseconds ms) {
   return std::to_string(ms.count()) + "ms";
 }
 
+// A limit of a duration range in its largest whole unit: "100ms", "1s", "1h", "1d".
+std::string show_limit(milliseconds ms) {
+  const std::pair<std::int64_t, const char*> units[] = {
+    {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "min"}, {1000, "s"}};
+  for (const auto& [size, name] : units)
+    if (ms.count() != 0 && ms.count() % size == 0)
+      return std::to_string(ms.count() / size) + name;
+  return std::to_string(ms.count()) + "ms";
+}
+
 std::string show_real(double v) {
   std::ostringstream out;
   out << v;
   return out.str();
 }
 
+// What a plain number counts, for a size whose plain numbers count `plain` bytes.
+std::string size_unit(std::uint64_t plain) {
+  return plain == 1 ? "B" : format_bytes(plain).substr(1); // "kB", "MB"
+}
+
+// A size (B, kB, MB, GB, TB; a plain number counts `plain` bytes, or pages when `plain` is
+// 0) from `low` to `high` and, when `multiple` is not 0, a multiple of it.
+setting_entry size_setting(const char* name, bool init, std::uint64_t settings::*field,
+                           std::uint64_t plain, std::uint64_t low, std::uint64_t high,
+                           const char* help, std::uint64_t multiple = 0) {
+  std::string allowed = bytes_range(low, high);
+  if (multiple != 0)
+    allowed += ", a multiple of " + format_bytes(multiple);
+  return {name, init, "size", plain == 0 ? "pages" : size_unit(plain), allowed,
+          [=](settings& s, const std::string& v) {
+            std::uint64_t bytes = parse_bytes(name, v, plain == 0 ? s.page_size : plain);
+            check_bytes(name, bytes, low, high);
+            if (multiple != 0 && bytes % multiple != 0)
+              throw config_error(std::string(name) + " must be a multiple of " +
+                                 format_bytes(multiple));
+            s.*field = bytes;
+          },
+          [=](const settings& s) { return format_bytes(s.*field); }, help};
+}
+
+// A duration (ms, s, min, h, d; a plain number counts `plain`) from `low` to `high`, or 0
+// (off) when `zero_is_off`.
+setting_entry time_setting(const char* name, milliseconds settings::*field, milliseconds plain,
+                           milliseconds low, milliseconds high, bool zero_is_off, const char* help) {
+  std::string range = show_limit(low) + " .. " + show_limit(high);
+  std::string allowed = zero_is_off ? "0 (off) or " + range : range;
+  return {name, false, "duration", plain.count() == 1 ? "ms" : "s", allowed,
+          [=](settings& s, const std::string& v) {
+            milliseconds t = parse_time(name, v, plain);
+            if (!(zero_is_off && t.count() == 0) && (t < low || t > high))
+              throw config_error(std::string(name) + " is out of range: valid values are " +
+                                 allowed + (zero_is_off ? ", got " + v : ""));
+            s.*field = t;
+          },
+          [=](const settings& s) { return show_ms(s.*field); }, help};
+}
+
+// A whole number of `unit` from `low` to `high`.
+setting_entry count_setting(const char* name, std::uint32_t settings::*field, const char* unit,
+                            double low, double high, const char* help) {
+  return {name, false, "integer", unit, number_range(low, high),
+          [=](settings& s, const std::string& v) { s.*field = parse_count(name, v, low, high); },
+          [=](const settings& s) { return std::to_string(s.*field); }, help};
+}
+
+setting_entry real_setting(const char* name, double settings::*field, double low, double high,
+                           const char* help) {
+  return {name, false, "real", "", number_range(low, high),
+          [=](settings& s, const std::string& v) { s.*field = parse_real(name, v, low, high); },
+          [=](const settings& s) { return show_real(s.*field); }, help};
+}
+
+setting_entry bool_setting(const char* name, bool init, bool settings::*field, const char* help) {
+  return {name, init, "boolean", "", "on | off",
+          [=](settings& s, const std::string& v) { s.*field = parse_bool(name, v); },
+          [=](const settings& s) { return std::string(s.*field ? "on" : "off"); }, help};
+}
+
+// One of `choices` (any case), each a name and the value it sets.
+template <class T>
+setting_entry choice_setting(const char* name, T settings::*field,
+                             std::vector<std::pair<std::string, T>> choices, const char* help) {
+  std::string listed, in_error;
+  for (const auto& choice : choices) {
+    listed += (listed.empty() ? "" : " | ") + choice.first;
+    in_error += (in_error.empty() ? "" : ", ") + choice.first;
+  }
+  return {name, false, "enum", "", listed,
+          [=](settings& s, const std::string& v) {
+            std::string m = lower(v);
+            for (const auto& choice : choices)
+              if (m == choice.first) {
+                s.*field = choice.second;
+                return;
+              }
+            throw config_error("invalid value for " + std::string(name) + ": \"" + v +
+                               "\" (valid values: " + in_error + ")");
+          },
+          [=](const settings& s) {
+            for (const auto& choice : choices)
+              if (s.*field == choice.second)
+                return choice.first;
+            return std::string("?");
+          },
+          help};
+}
+
+constexpr std::uint64_t page_sizes[] = {4 * KiB, 8 * KiB, 16 * KiB, 32 * KiB};
+constexpr std::uint64_t min_shared_buffers = 16; // pages
+
+std::string page_size_list(const char* separator) {
+  std::string list;
+  for (std::uint64_t size : page_sizes)
+    list += (list.empty() ? "" : separator) + format_bytes(size);
+  return list;
+}
+
 const std::vector<setting_entry>& setting_table() {
+  using io = storage::io_method;
+  using sync = storage::directory_sync_method;
+  using wait = settings::standby_wait;
+  using mode = torn_page_protection;
   static const std::vector<setting_entry> table = {
-    {"page_size", true,
+    {"page_size", true, "size", "B", page_size_list(" | "),
      [](settings& s, const std::string& v) {
        std::uint64_t size = parse_bytes("page_size", v, 1);
-       if (size != 4096 && size != 8192 && size != 16384 && size != 32768)
-         throw config_error("page_size is out of range: valid values are 4kB, 8kB, 16kB, 32kB");
+       if (std::find(std::begin(page_sizes), std::end(page_sizes), size) == std::end(page_sizes))
+         throw config_error("page_size is out of range: valid values are " + page_size_list(", "));
        s.page_size = size;
      },
-     [](const settings& s) { return format_bytes(s.page_size); }, "page size, fixed at init"},
-    {"data_checksums", true,
-     [](settings& s, const std::string& v) { s.data_checksums = parse_bool("data_checksums", v); },
-     [](const settings& s) { return std::string(s.data_checksums ? "on" : "off"); },
-     "CRC32C page checksums, fixed at init"},
-    {"segment_size", true,
+     [](const settings& s) { return format_bytes(s.page_size); }, "size of every page and buffer"},
+    bool_setting("data_checksums", true, &settings::data_checksums,
+                 "a CRC32C checksum on every page, verified when it is read"),
+    size_setting("segment_size", true, &settings::segment_size, MiB, 64 * KiB, TiB,
+                 "relation segment file size"),
+    size_setting("wal_segment_size", true, &settings::wal_segment_size, MiB, 64 * KiB, GiB,
+                 "WAL segment file size", 64 * KiB),
+    {"shared_buffers", false, "size", "pages",
+     std::to_string(min_shared_buffers) + " pages .. " + format_bytes(256 * GiB),
      [](settings& s, const std::string& v) {
-       s.segment_size = parse_bytes("segment_size", v, MiB);
-       check_bytes("segment_size", s.segment_size, 64 * KiB, TiB);
-     },
-     [](const settings& s) { return format_bytes(s.segment_size); },
-     "relation segment file size, fixed at init"},
-    {"wal_segment_size", true,
-     [](settings& s, const std::string& v) {
-       s.wal_segment_size = parse_bytes("wal_segment_size", v, MiB);
-       check_bytes("wal_segment_size", s.wal_segment_size, 64 * KiB, GiB);
-       if (s.wal_segment_size % (64 * KiB) != 0)
-         throw config_error("wal_segment_size must be a multiple of 64kB");
-     },
-     [](const settings& s) { return format_bytes(s.wal_segment_size); },
-     "WAL segment file size, fixed at init"},
-    {"shared_buffers", false,
-     [](settings& s, const std::string& v) {
-       s.shared_buffers = parse_bytes("shared_buffers", v, s.page_size);
-       check_bytes("shared_buffers", s.shared_buffers, 16 * s.page_size, 256 * GiB);
+       std::uint64_t bytes = parse_bytes("shared_buffers", v, s.page_size);
+       check_bytes("shared_buffers", bytes, min_shared_buffers * s.page_size, 256 * GiB);
+       s.shared_buffers = bytes;
      },
      [](const settings& s) { return format_bytes(s.shared_buffers); },
      "buffer pool size (a bare number counts pages)"},
-    {"wal_buffers", false,
-     [](settings& s, const std::string& v) {
-       s.wal_buffers = parse_bytes("wal_buffers", v, s.page_size);
-       check_bytes("wal_buffers", s.wal_buffers, 256 * KiB, 4 * GiB);
-     },
-     [](const settings& s) { return format_bytes(s.wal_buffers); }, "WAL insert buffer size"},
-    {"wal_sync_concurrency", false,
-     [](settings& s, const std::string& v) {
-       s.wal_sync_concurrency = parse_count("wal_sync_concurrency", v, 1, 16);
-     },
-     [](const settings& s) { return std::to_string(s.wal_sync_concurrency); },
-     "WAL fdatasyncs group commit keeps in flight at once"},
-    {"idle_poll", false,
-     [](settings& s, const std::string& v) { s.idle_poll = parse_bool("idle_poll", v); },
-     [](const settings& s) { return std::string(s.idle_poll ? "on" : "off"); },
-     "spin on idle CPUs at the lowest priority while commits are in flight"},
-    {"torn_page_protection", false,
-     [](settings& s, const std::string& v) {
-       std::string m = lower(v);
-       if (m == "full_page_writes")
-         s.protection = torn_page_protection::full_page_writes;
-       else if (m == "doublewrite")
-         s.protection = torn_page_protection::doublewrite;
-       else if (m == "off")
-         s.protection = torn_page_protection::off;
-       else
-         throw config_error("invalid value for torn_page_protection: \"" + v +
-                            "\" (valid values: full_page_writes, doublewrite, off)");
-     },
-     [](const settings& s) { return std::string(to_string(s.protection)); },
-     "full_page_writes | doublewrite | off"},
-    {"checkpoint_timeout", false,
-     [](settings& s, const std::string& v) {
-       s.checkpoint_timeout = parse_time("checkpoint_timeout", v, milliseconds(1000));
-       check_time("checkpoint_timeout", s.checkpoint_timeout, milliseconds(1000),
-                  milliseconds(86'400'000));
-     },
-     [](const settings& s) { return show_ms(s.checkpoint_timeout); },
-     "time between automatic checkpoints"},
-    {"max_wal_size", false,
-     [](settings& s, const std::string& v) {
-       s.max_wal_size = parse_bytes("max_wal_size", v, MiB);
-       check_bytes("max_wal_size", s.max_wal_size, 128 * KiB, TiB);
-     },
-     [](const settings& s) { return format_bytes(s.max_wal_size); },
-     "WAL volume that triggers a checkpoint"},
-    {"checkpoint_completion_target", false,
-     [](settings& s, const std::string& v) {
-       s.checkpoint_completion_target = parse_real("checkpoint_completion_target", v, 0, 1);
-     },
-     [](const settings& s) { return show_real(s.checkpoint_completion_target); },
-     "fraction of the interval a checkpoint spreads its writes over"},
-    {"bgwriter_delay", false,
-     [](settings& s, const std::string& v) {
-       s.bgwriter_delay = parse_time("bgwriter_delay", v, milliseconds(1));
-       check_time("bgwriter_delay", s.bgwriter_delay, milliseconds(10), milliseconds(10'000));
-     },
-     [](const settings& s) { return show_ms(s.bgwriter_delay); }, "background writer round"},
-    {"write_back_sweep", false,
-     [](settings& s, const std::string& v) {
-       s.write_back_sweep = parse_time("write_back_sweep", v, milliseconds(1000));
-       auto ms = s.write_back_sweep.count();
-       if (ms != 0 && (ms < 1'000 || ms > 3'600'000))
-         throw config_error("write_back_sweep is out of range: valid values are 0 (off) or "
-                            "1s .. 1h, got " + v);
-     },
-     [](const settings& s) { return show_ms(s.write_back_sweep); },
-     "one paced write-back pass over the data files written since their fsync (0: off)"},
-    {"bgwriter_lru_maxpages", false,
-     [](settings& s, const std::string& v) {
-       s.bgwriter_lru_maxpages = parse_count("bgwriter_lru_maxpages", v, 0, 1073741823);
-     },
-     [](const settings& s) { return std::to_string(s.bgwriter_lru_maxpages); },
-     "most buffers the background writer writes per round"},
-    {"bgwriter_lru_multiplier", false,
-     [](settings& s, const std::string& v) {
-       s.bgwriter_lru_multiplier = parse_real("bgwriter_lru_multiplier", v, 0, 10);
-     },
-     [](const settings& s) { return show_real(s.bgwriter_lru_multiplier); },
-     "clean buffers kept ahead of demand, as a multiple of recent allocations"},
-    {"synchronous_commit", false,
-     [](settings& s, const std::string& v) {
-       s.synchronous_commit = parse_bool("synchronous_commit", v);
-     },
-     [](const settings& s) { return std::string(s.synchronous_commit ? "on" : "off"); },
-     "acknowledge commits only once their WAL is durable"},
-    {"io_method", false,
-     [](settings& s, const std::string& v) {
-       std::string m = lower(v);
-       if (m == "io_uring")
-         s.io = storage::io_method::io_uring;
-       else if (m == "sync")
-         s.io = storage::io_method::sync;
-       else
-         throw config_error("invalid value for io_method: \"" + v +
-                            "\" (valid values: io_uring, sync)");
-     },
-     [](const settings& s) {
-       return std::string(s.io == storage::io_method::io_uring ? "io_uring" : "sync");
-     },
-     "io_uring | sync"},
-    {"recovery_init_sync_method", false,
-     [](settings& s, const std::string& v) {
-       std::string m = lower(v);
-       if (m == "fsync")
-         s.recovery_init_sync_method = storage::directory_sync_method::fsync;
-       else if (m == "syncfs")
-         s.recovery_init_sync_method = storage::directory_sync_method::syncfs;
-       else
-         throw config_error("invalid value for recovery_init_sync_method: \"" + v +
-                            "\" (valid values: fsync, syncfs)");
-     },
-     [](const settings& s) {
-       return std::string(s.recovery_init_sync_method == storage::directory_sync_method::fsync
-                            ? "fsync" : "syncfs");
-     },
-     "after a crash, make the data directory durable first: fsync every file | syncfs"},
-    {"recovery_prefetch", false,
-     [](settings& s, const std::string& v) {
-       s.recovery_prefetch = parse_bool("recovery_prefetch", v);
-     },
-     [](const settings& s) { return std::string(s.recovery_prefetch ? "on" : "off"); },
-     "redo reads the blocks of the WAL records ahead of it in the background"},
-    {"recovery_prefetch_distance", false,
-     [](settings& s, const std::string& v) {
-       s.recovery_prefetch_distance = parse_bytes("recovery_prefetch_distance", v, KiB);
-       check_bytes("recovery_prefetch_distance", s.recovery_prefetch_distance, 8 * KiB, GiB);
-     },
-     [](const settings& s) { return format_bytes(s.recovery_prefetch_distance); },
-     "how far ahead of redo prefetch reads, in bytes of WAL"},
-    {"recovery_progress_interval", false,
-     [](settings& s, const std::string& v) {
-       s.recovery_progress_interval = parse_time("recovery_progress_interval", v, milliseconds(1000));
-       auto ms = s.recovery_progress_interval.count();
-       if (ms != 0 && (ms < 100 || ms > 3'600'000))
-         throw config_error("recovery_progress_interval is out of range: valid values are 0 "
-                            "(off) or 100ms .. 1h, got " + v);
-     },
-     [](const settings& s) { return show_ms(s.recovery_progress_interval); },
-     "how often a recovery logs where it is (0: never)"},
-    {"replication_listen", false,
+    size_setting("wal_buffers", false, &settings::wal_buffers, 0, 256 * KiB, 4 * GiB,
+                 "WAL insert buffer size"),
+    count_setting("wal_sync_concurrency", &settings::wal_sync_concurrency, "fsyncs", 1, 16,
+                  "WAL fdatasyncs group commit keeps in flight at once"),
+    bool_setting("idle_poll", false, &settings::idle_poll,
+                 "spin on idle CPUs at the lowest priority while commits are in flight"),
+    choice_setting<mode>("torn_page_protection", &settings::protection,
+                         {{"full_page_writes", mode::full_page_writes},
+                          {"doublewrite", mode::doublewrite},
+                          {"off", mode::off}},
+                         "how pages torn by a crash are repaired (WAL images, doublewrite ring, "
+                         "or not)"),
+    time_setting("checkpoint_timeout", &settings::checkpoint_timeout, milliseconds(1000),
+                 milliseconds(1000), milliseconds(86'400'000), false,
+                 "time between automatic checkpoints"),
+    size_setting("max_wal_size", false, &settings::max_wal_size, MiB, 128 * KiB, TiB,
+                 "WAL volume that triggers a checkpoint"),
+    real_setting("checkpoint_completion_target", &settings::checkpoint_completion_target, 0, 1,
+                 "fraction of the interval a checkpoint spreads its writes over"),
+    time_setting("bgwriter_delay", &settings::bgwriter_delay, milliseconds(1), milliseconds(10),
+                 milliseconds(10'000), false, "background writer round"),
+    time_setting("write_back_sweep", &settings::write_back_sweep, milliseconds(1000),
+                 milliseconds(1000), milliseconds(3'600'000), true,
+                 "one paced write-back pass over the data files written since their fsync (0: off)"),
+    count_setting("bgwriter_lru_maxpages", &settings::bgwriter_lru_maxpages, "buffers", 0,
+                  1073741823, "most buffers the background writer writes per round"),
+    real_setting("bgwriter_lru_multiplier", &settings::bgwriter_lru_multiplier, 0, 10,
+                 "clean buffers kept ahead of demand, as a multiple of recent allocations"),
+    bool_setting("synchronous_commit", false, &settings::synchronous_commit,
+                 "acknowledge commits only once their WAL is durable"),
+    choice_setting<io>("io_method", &settings::io, {{"io_uring", io::io_uring}, {"sync", io::sync}},
+                       "how batches of page writes are issued (one io_uring submission, or a "
+                       "call each)"),
+    choice_setting<sync>("recovery_init_sync_method", &settings::recovery_init_sync_method,
+                         {{"fsync", sync::fsync}, {"syncfs", sync::syncfs}},
+                         "after a crash, how the directory is made durable first (fsync each "
+                         "file, or syncfs)"),
+    bool_setting("recovery_prefetch", false, &settings::recovery_prefetch,
+                 "redo reads the blocks of the WAL records ahead of it in the background"),
+    size_setting("recovery_prefetch_distance", false, &settings::recovery_prefetch_distance, KiB,
+                 8 * KiB, GiB, "how far ahead of redo prefetch reads, in bytes of WAL"),
+    time_setting("recovery_progress_interval", &settings::recovery_progress_interval,
+                 milliseconds(1000), milliseconds(100), milliseconds(3'600'000), true,
+                 "how often a recovery logs where it is (0: never)"),
+    {"replication_listen", false, "address", "", "HOST:PORT (port 0: any free port), or '' (none)",
      [](settings& s, const std::string& v) {
        if (!v.empty())
          parse_endpoint("replication_listen", v, true);
        s.replication_listen = v;
      },
      [](const settings& s) { return s.replication_listen; },
-     "HOST:PORT the WAL sender listens on for standbys and base backups (empty: none; port 0: any free port)"},
-    {"max_standby_wal_size", false,
-     [](settings& s, const std::string& v) {
-       s.max_standby_wal_size = parse_bytes("max_standby_wal_size", v, MiB);
-       check_bytes("max_standby_wal_size", s.max_standby_wal_size, MiB, std::uint64_t(1) << 40);
-     },
-     [](const settings& s) { return format_bytes(s.max_standby_wal_size); },
-     "WAL kept for a standby behind the primary; further behind, it must be seeded again"},
-    {"synchronous_standby", false,
-     [](settings& s, const std::string& v) {
-       using w = settings::standby_wait;
-       std::string m = lower(v);
-       if (m == "off")
-         s.synchronous_standby = w::off;
-       else if (m == "remote_write")
-         s.synchronous_standby = w::remote_write;
-       else if (m == "remote_flush")
-         s.synchronous_standby = w::remote_flush;
-       else if (m == "remote_apply")
-         s.synchronous_standby = w::remote_apply;
-       else
-         throw config_error("invalid value for synchronous_standby: \"" + v +
-                            "\" (valid values: off, remote_write, remote_flush, remote_apply)");
-     },
-     [](const settings& s) { return std::string(to_string(s.synchronous_standby)); },
-     "a commit also waits for a standby to have written | flushed | replayed it"},
-    {"doublewrite_batch_pages", false,
-     [](settings& s, const std::string& v) {
-       s.doublewrite_batch_pages = parse_count("doublewrite_batch_pages", v, 1, 1024);
-     },
-     [](const settings& s) { return std::to_string(s.doublewrite_batch_pages); },
-     "pages per doublewrite batch"},
-    {"doublewrite_flush_delay", false,
-     [](settings& s, const std::string& v) {
-       s.doublewrite_flush_delay = parse_time("doublewrite_flush_delay", v, milliseconds(1));
-       check_time("doublewrite_flush_delay", s.doublewrite_flush_delay, milliseconds(0),
-                  milliseconds(100));
-     },
-     [](const settings& s) { return show_ms(s.doublewrite_flush_delay); },
-     "how long a small background batch may wait to share a doublewrite ring fdatasync"},
-    {"doublewrite_ring_pages", false,
-     [](settings& s, const std::string& v) {
-       s.doublewrite_ring_pages = parse_count("doublewrite_ring_pages", v, 0, 1048576);
-     },
-     [](const settings& s) { return std::to_string(s.doublewrite_ring_pages); },
-     "doublewrite ring file size in pages (0: 512 MB worth); batches are stored compressed"},
-    {"actor_scheduler", false,
-     [](settings& s, const std::string& v) {
-       std::string m = lower(v);
-       if (m == "sharing")
-         s.scheduler_sharing = true;
-       else if (m == "stealing")
-         s.scheduler_sharing = false;
-       else
-         throw config_error("invalid value for actor_scheduler: \"" + v +
-                            "\" (valid values: sharing, stealing)");
-     },
-     [](const settings& s) { return std::string(s.scheduler_sharing ? "sharing" : "stealing"); },
-     "CAF scheduler policy for sessions: sharing | stealing"},
-    {"actor_threads", false,
-     [](settings& s, const std::string& v) {
-       s.scheduler_threads = parse_count("actor_threads", v, 0, 256);
-     },
-     [](const settings& s) { return std::to_string(s.scheduler_threads); },
-     "CAF scheduler threads for sessions (0: one per CPU core)"},
-    {"log_checkpoints", false,
-     [](settings& s, const std::string& v) { s.log_checkpoints = parse_bool("log_checkpoints", v); },
-     [](const settings& s) { return std::string(s.log_checkpoints ? "on" : "off"); },
-     "print one line per checkpoint"},
+     "where the WAL sender listens for standbys and base backups"},
+    size_setting("max_standby_wal_size", false, &settings::max_standby_wal_size, MiB, MiB, TiB,
+                 "WAL kept for a standby behind the primary; further behind, it must be seeded again"),
+    choice_setting<wait>("synchronous_standby", &settings::synchronous_standby,
+                         {{"off", wait::off},
+                          {"remote_write", wait::remote_write},
+                          {"remote_flush", wait::remote_flush},
+                          {"remote_apply", wait::remote_apply}},
+                         "whether a commit also waits for a standby to have written, flushed or "
+                         "replayed it"),
+    count_setting("doublewrite_batch_pages", &settings::doublewrite_batch_pages, "pages", 1, 1024,
+                  "pages per doublewrite batch"),
+    time_setting("doublewrite_flush_delay", &settings::doublewrite_flush_delay, milliseconds(1),
+                 milliseconds(0), milliseconds(100), false,
+                 "how long a small background batch may wait to share a doublewrite ring fdatasync"),
+    count_setting("doublewrite_ring_pages", &settings::doublewrite_ring_pages, "pages", 0, 1048576,
+                  "doublewrite ring file size in pages (0: 512 MB worth); batches are stored compressed"),
+    choice_setting<bool>("actor_scheduler", &settings::scheduler_sharing,
+                         {{"sharing", true}, {"stealing", false}},
+                         "CAF scheduler policy for sessions"),
+    count_setting("actor_threads", &settings::scheduler_threads, "threads", 0, 256,
+                  "CAF scheduler threads for sessions (0: one per CPU core)"),
+    bool_setting("log_checkpoints", false, &settings::log_checkpoints,
+                 "print one line per checkpoint"),
   };
   return table;
 }
@@ -546,10 +523,23 @@ std::string render_config_file(const settings& s) {
   std::ostringstream out;
   out << "# Tidemark configuration. Edit and restart; --set KEY=VALUE overrides one run.\n"
       << "# Settings marked (init) are fixed when the data directory is created.\n\n";
-  for (const setting_entry& e : setting_table())
-    out << e.name << " = " << (e.show(s).empty() ? "''" : e.show(s)) << "\t# " << e.help << (e.init_only ? " (init)" : "")
-        << "\n";
+  for (const setting_entry& e : setting_table()) {
+    // Where the value is one of a list, or an address, the comment names what it takes.
+    const bool listed = (e.allowed.find(" | ") != std::string::npos &&
+                         std::string(e.type) != "boolean") ||
+                        std::string(e.type) == "address";
+    out << e.name << " = " << (e.show(s).empty() ? "''" : e.show(s)) << "\t# " << e.help
+        << (listed ? ": " + e.allowed : "") << (e.init_only ? " (init)" : "") << "\n";
+  }
   return out.str();
 }
 
 } // namespace tidemark::runtime
+
+std::vector<tidemark::setting_description> tidemark::describe_settings() {
+  const runtime::settings defaults;
+  std::vector<setting_description> out;
+  for (const runtime::setting_entry& e : runtime::setting_table())
+    out.push_back({e.name, e.type, e.show(defaults), e.unit, e.allowed, e.init_only, e.help});
+  return out;
+}

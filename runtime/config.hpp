@@ -1,6 +1,8 @@
 // Configuration: every setting of DESIGN §8 (the value, actors/settings.hpp), parsing in
 // postgresql.conf style with PostgreSQL's units, range checks that name the key and its
-// range, and the settings that are fixed when a data directory is created.
+// range, and the settings that are fixed when a data directory is created. One table in
+// config.cpp holds each setting's parser, checks, rendering and description; the file
+// init writes and tidemark::describe_settings() (tidemark/settings.hpp) are made from it.
 //
 // Invariants:
 //  - A settings value that left validate() satisfies every range and cross-setting rule

@@ -2,26 +2,63 @@
 #include "tools/cli_args.hpp"
 
 #include <cmath>
+#include <sstream>
 
 namespace tidemark::tools {
 
-cli_args::cli_args(int argc, char** argv, int first, const std::set<std::string>& allowed) {
+namespace {
+
+const flag_spec* find_flag(const std::vector<flag_spec>& flags, const std::string& flag) {
+  for (const flag_spec& f : flags)
+    if (f.flag == flag)
+      return &f;
+  return nullptr;
+}
+
+bool is_help(const std::string& arg) { return arg == "-h" || arg == "--help"; }
+
+std::string number_text(double value) { // 1024, 0.05, 86400
+  std::ostringstream out;
+  out.precision(15);
+  out << value;
+  return out.str();
+}
+
+} // namespace
+
+cli_args::cli_args(int argc, char** argv, int first, const std::vector<flag_spec>& flags) {
+  // -h or --help where a flag may stand (not as another flag's value) wins over any error.
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (is_help(arg)) {
+      help_ = true;
+      return;
+    }
+    const flag_spec* spec = find_flag(flags, arg);
+    if (spec != nullptr && !spec->value.empty())
+      ++i;
+  }
   for (int i = first; i < argc; ++i) {
     std::string flag = argv[i];
     std::string value;
+    bool inline_value = false;
     auto eq = flag.find('=');
     if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
       value = flag.substr(eq + 1);
       flag = flag.substr(0, eq);
-    } else {
-      if (allowed.count(flag) == 0)
-        throw config_error("unknown option \"" + flag + "\"");
+      inline_value = true;
+    }
+    const flag_spec* spec = find_flag(flags, flag);
+    if (spec == nullptr)
+      throw bad_usage("unknown option \"" + flag + "\"");
+    if (spec->value.empty()) {
+      if (inline_value)
+        throw bad_usage("option " + flag + " takes no value");
+    } else if (!inline_value) {
       if (i + 1 >= argc)
-        throw config_error("option " + flag + " needs a value");
+        throw bad_usage("option " + flag + " needs a value (" + spec->value + ")");
       value = argv[++i];
     }
-    if (allowed.count(flag) == 0)
-      throw config_error("unknown option \"" + flag + "\"");
     if (flag == "--set")
       sets_.push_back(value);
     else
@@ -36,7 +73,7 @@ std::string cli_args::text(const std::string& flag, const std::string& fallback)
 
 std::string cli_args::required(const std::string& flag) const {
   if (!has(flag))
-    throw config_error("missing required option " + flag);
+    throw bad_usage("missing required option " + flag);
   return text(flag);
 }
 
@@ -52,10 +89,10 @@ double cli_args::real(const std::string& flag, double fallback, double low, doub
     used = 0;
   }
   if (used != v.size() || v.empty() || !std::isfinite(d))
-    throw config_error("option " + flag + " expects a number, got \"" + v + "\"");
+    throw bad_usage("option " + flag + " expects a number, got \"" + v + "\"");
   if (d < low || d > high)
-    throw config_error("option " + flag + " is out of range: " + std::to_string(low) + " .. " +
-                       std::to_string(high));
+    throw bad_usage("option " + flag + " is out of range: " + number_text(low) + " .. " +
+                    number_text(high));
   return d;
 }
 
@@ -63,7 +100,7 @@ std::uint64_t cli_args::count(const std::string& flag, std::uint64_t fallback, s
                               std::uint64_t high) const {
   double d = real(flag, double(fallback), double(low), double(high));
   if (d != std::floor(d))
-    throw config_error("option " + flag + " expects a whole number");
+    throw bad_usage("option " + flag + " expects a whole number");
   return static_cast<std::uint64_t>(d);
 }
 

@@ -106,8 +106,7 @@ private:
 
 } // namespace
 
-int cmd_basebackup(int argc, char** argv) {
-  cli_args args(argc, argv, 2, {"-D", "--primary", "--name", "--json"});
+int cmd_basebackup(const cli_args& args) {
   std::string dir = args.required("-D");
   std::string primary = args.required("--primary");
   base_backup_report report = database::base_backup(
@@ -127,9 +126,7 @@ int cmd_basebackup(int argc, char** argv) {
   return exit_ok;
 }
 
-int cmd_standby(int argc, char** argv) {
-  cli_args args(argc, argv, 2,
-                with_fault_flags({"-D", "--primary", "--json", "--set", "--status-interval"}));
+int cmd_standby(const cli_args& args) {
   std::string dir = args.required("-D");
   auto interval = std::chrono::milliseconds(
     static_cast<std::int64_t>(args.real("--status-interval", 1.0, 0.05, 3600) * 1000));
@@ -220,8 +217,7 @@ int cmd_standby(int argc, char** argv) {
   return exit_ok;
 }
 
-int cmd_promote(int argc, char** argv) {
-  cli_args args(argc, argv, 2, with_fault_flags({"-D", "--set", "--timeout"}));
+int cmd_promote(const cli_args& args) {
   std::string dir = args.required("-D");
   auto timeout = std::chrono::milliseconds(
     static_cast<std::int64_t>(args.real("--timeout", 60, 1, 86400) * 1000));

@@ -7,10 +7,12 @@
 // itself, replaying the WAL the standby had received.
 #pragma once
 
+#include "tools/cli_args.hpp"
+
 namespace tidemark::tools {
 
-int cmd_basebackup(int argc, char** argv);
-int cmd_standby(int argc, char** argv);
-int cmd_promote(int argc, char** argv);
+int cmd_basebackup(const cli_args& args);
+int cmd_standby(const cli_args& args);
+int cmd_promote(const cli_args& args);
 
 } // namespace tidemark::tools

@@ -2,8 +2,9 @@
 // the engine's background work, and the test hooks (fault injection, message tracing).
 //
 // Settings are KEY=VALUE texts with PostgreSQL's units ("shared_buffers=256MB",
-// "checkpoint_timeout=30s"); a new directory's tidemark.conf lists them all with one-line
-// explanations (docs/embedding.md, "Settings"). create() writes them to the
+// "checkpoint_timeout=30s"); describe_settings() (tidemark/settings.hpp) lists them all
+// with their defaults, ranges and meanings, as does a new directory's tidemark.conf
+// (docs/embedding.md, "Settings"). create() writes them to the
 // directory's tidemark.conf; open() reads that file and applies its own settings on top,
 // for that run only. A setting that is unknown, malformed or out of range is a
 // config_error naming it, and nothing is created or opened.

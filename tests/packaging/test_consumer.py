@@ -5,11 +5,15 @@ add_subdirectory of the source tree. The program run is examples/embed_minimal.c
 pkg-config every example is also compiled and linked, and a C++20 source (consumer/
 cxx20_pkg_config.cpp) stays C++20 with pkg-config's flags. The install holds exactly the
 public headers (include/tidemark/*.hpp), so the consumers' include path has nothing else.
+When the build installs the tidemark program (TIDEMARK_INSTALLS_TOOL=ON: Tidemark is the
+top-level project), PREFIX/bin/tidemark --version runs from the prefix and prints the
+version; otherwise nothing is installed in bin/.
 find_package(Tidemark) with a dependency missing (a TIDEMARK_*_LIBRARY or _INCLUDE_DIR
 cache entry pointing at nothing) must fail naming that dependency, not with a pkg-config or
 linker error.
 usage: test_consumer.py BUILD_DIR SOURCE_DIR [EXTRA_FLAGS]"""
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -70,6 +74,23 @@ def check_runs(program, scratch, label):
     print(f"{label}: {output.strip()}", flush=True)
 
 
+def check_installed_tool(prefix):
+    """PREFIX/bin/tidemark runs and prints its version when the build installs it; bin/
+    stays empty when it does not."""
+    program = os.path.join(prefix, "bin", "tidemark")
+    if os.environ.get("TIDEMARK_INSTALLS_TOOL", "OFF").upper() not in ("ON", "1", "TRUE", "YES"):
+        if os.path.exists(program):
+            raise SystemExit(f"FAIL: {program} was installed by a build that does not install the tool")
+        print("install: no tidemark program (this build does not install it)", flush=True)
+        return
+    if not os.access(program, os.X_OK):
+        raise SystemExit(f"FAIL: cmake --install did not install {program}")
+    version = run([program, "--version"]).stdout.strip()
+    if not re.fullmatch(r"tidemark \d+\.\d+\.\d+", version):
+        raise SystemExit(f"FAIL: {program} --version printed {version!r}, expected 'tidemark X.Y.Z'")
+    print(f"install: {program} --version: {version}", flush=True)
+
+
 def main():
     build, source = sys.argv[1], sys.argv[2]
     flags = sys.argv[3] if len(sys.argv) > 3 else ""
@@ -91,6 +112,7 @@ def main():
                         for name in os.listdir(os.path.join(source, "include", "tidemark")))
         if installed != public:
             raise SystemExit(f"FAIL: installed headers {installed}, expected the public ones {public}")
+        check_installed_tool(prefix)
 
         package = os.path.join(scratch, "package")
         run(["cmake", "-S", consumer, "-B", package, f"-DCMAKE_PREFIX_PATH={prefix}",

@@ -47,13 +47,14 @@ def parse_args():
 
 class Tidemark:
     def __init__(self, binary):
-        self.binary = binary
+        self.binary = os.path.abspath(binary)
 
-    def run(self, *args, timeout=300):
-        """Runs the program to its end. One that outlives `timeout` is a hang: its threads'
-        stacks are printed (gdb, where installed) before it is killed and the test fails."""
+    def run(self, *args, timeout=300, cwd=None):
+        """Runs the program to its end (in `cwd`, when given). One that outlives `timeout` is
+        a hang: its threads' stacks are printed (gdb, where installed) before it is killed
+        and the test fails."""
         process = subprocess.Popen([self.binary, *args], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
+                                   stderr=subprocess.PIPE, text=True, cwd=cwd)
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
