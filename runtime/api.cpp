@@ -274,6 +274,8 @@ block_number database::relation_blocks(relation_id relation) const {
 transaction_status database::status_of(transaction_id id) const {
   impl_->check_open("status_of");
   runtime::engine& e = impl_->engine();
+  if (id >= e.next_xid.load()) // never assigned: nothing to read (and no file to create)
+    return transaction_status::unknown;
   // Open read-only, there is no commit-status log in memory: its files hold every status.
   storage::xact_status status =
     e.commit_log != nullptr

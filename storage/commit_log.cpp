@@ -1,6 +1,7 @@
 // The commit-status log: see commit_log.hpp for the layout and invariants.
 #include "storage/commit_log.hpp"
 
+#include "storage/check.hpp"
 #include "storage/wal_log.hpp"
 
 #include <sys/stat.h>
@@ -65,6 +66,7 @@ void commit_log::write_locked(slot& s, write_source source) {
 // The slot holding `page`, reading it in (after writing out the least recently used
 // slot if that one is dirty).
 commit_log::slot& commit_log::page_locked(std::uint64_t page) {
+  TIDEMARK_CHECK(page / segment_pages <= UINT32_MAX, "a transaction id within the log's segment names");
   ++clock_;
   for (slot& s : slots_)
     if (s.page == std::int64_t(page)) {

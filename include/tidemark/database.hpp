@@ -121,8 +121,8 @@ public:
   /// Blocks relation `relation` has (appended rows extend it). Throws: usage_error (a
   /// relation id out of range, or closed).
   block_number relation_blocks(relation_id relation) const;
-  /// What the commit-status log records for `id` (unknown: never committed or aborted, or
-  /// too old to be kept). Open read-only too: it then reads the log's files. Throws:
+  /// What the commit-status log records for `id` (unknown: never committed or aborted, too
+  /// old to be kept, or an id this database has not assigned yet). Open read-only too: it then reads the log's files. Throws:
   /// usage_error (closed), io_error (a page of the log could not be read or written).
   transaction_status status_of(transaction_id id) const;
 

@@ -123,6 +123,16 @@ TEST_CASE("public API: a commit changes several pages at once and survives a reo
   s.read_bytes({7, 0}, page_header_bytes, text, 4);
   CHECK(std::string(text) == "abc");
   CHECK(db->status_of(committed) == transaction_status::committed);
+  // Ids never assigned are unknown, however large, and reading them creates nothing (an
+  // id past the log's segment names once answered with a small id's status).
+  const auto xact_files = [&] {
+    return std::distance(std::filesystem::directory_iterator(scratch.dir + "/xact"), {});
+  };
+  const auto files_before = xact_files();
+  for (transaction_id id : {committed + 1000, (transaction_id(1) << 40),
+                            (transaction_id(1) << 52) + committed, ~transaction_id(0)})
+    CHECK(db->status_of(id) == transaction_status::unknown);
+  CHECK(xact_files() == files_before);
   CHECK(db->setting("shared_buffers") == "1MB");
   CHECK_THROWS_AS(db->setting("no_such_setting"), config_error);
 }
