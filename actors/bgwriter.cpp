@@ -41,13 +41,13 @@ private:
 
 // One cleaning round. Returns true if the round found nothing to do.
 bool clean_round(bgwriter_state& st) {
-  context& e = *st.ctx;
-  storage::buffer_pool& pool = *e.pool;
+  context& ctx = *st.ctx;
+  storage::buffer_pool& pool = *ctx.pool;
   clock_reading reading;
   pool.clock_position(&reading.hand, &reading.passes);
   reading.allocations = pool.counters().allocations.load(std::memory_order_relaxed);
   cleaning_plan plan = st.estimator->plan(reading);
-  std::uint32_t maxpages = e.config.bgwriter_lru_maxpages;
+  std::uint32_t maxpages = ctx.config.bgwriter_lru_maxpages;
   std::uint32_t next = plan.start;
   std::uint64_t passes = st.estimator->next_passes();
   std::uint32_t scanned = 0, written = 0;
@@ -69,10 +69,10 @@ bool clean_round(bgwriter_state& st) {
   }
   st.sink->flush();
   pool.rearm_supply_alarm();
-  if (written > 0 && e.trace)
-    e.trace->record(actor_role::bgwriter, actor_role::bgwriter, "bgwriter_write", written);
+  if (written > 0 && ctx.trace)
+    ctx.trace->record(actor_role::bgwriter, actor_role::bgwriter, "bgwriter_write", written);
   if (written >= maxpages && maxpages > 0)
-    e.bgwriter.maxwritten_clean.fetch_add(1, std::memory_order_relaxed);
+    ctx.bgwriter.maxwritten_clean.fetch_add(1, std::memory_order_relaxed);
   st.estimator->finished(plan, scanned, next, passes, reusable);
   return st.estimator->idle();
 }
@@ -83,21 +83,21 @@ void schedule_tick(bgwriter_pointer self, std::chrono::milliseconds after) {
 
 void round_and_reschedule(bgwriter_pointer self) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   bool idle = false;
-  if (!e.failed() && e.config.bgwriter_lru_maxpages > 0) {
+  if (!ctx.failed() && ctx.config.bgwriter_lru_maxpages > 0) {
     try {
       idle = clean_round(st);
     } catch (const std::exception& error) {
-      e.fail(std::string("bgwriter write failed: ") + error.what());
+      ctx.fail(std::string("bgwriter write failed: ") + error.what());
     }
   }
   st.idle_rounds = idle ? st.idle_rounds + 1 : 0;
   if (st.idle_rounds >= idle_rounds_before_hibernating) {
-    e.pool->notify_on_next_allocation();
-    schedule_tick(self, e.config.bgwriter_delay * hibernate_factor);
+    ctx.pool->notify_on_next_allocation();
+    schedule_tick(self, ctx.config.bgwriter_delay * hibernate_factor);
   } else {
-    schedule_tick(self, e.config.bgwriter_delay);
+    schedule_tick(self, ctx.config.bgwriter_delay);
   }
 }
 

@@ -70,26 +70,26 @@ checkpoint_run& current_run(checkpointer_state& st) {
   return *st.run;
 }
 
-void trace(context& e, actor_role to, const char* type, std::uint64_t a = 0,
+void trace(context& ctx, actor_role to, const char* type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
-  if (e.trace)
-    e.trace->record(actor_role::checkpointer, to, type, a, b, c);
+  if (ctx.trace)
+    ctx.trace->record(actor_role::checkpointer, to, type, a, b, c);
 }
 
 // ---- schedule (C4) -----------------------------------------------------------------------
 
-double wal_budget(const context& e) {
-  return double(e.config.max_wal_size) / (1.0 + e.config.checkpoint_completion_target);
+double wal_budget(const context& ctx) {
+  return double(ctx.config.max_wal_size) / (1.0 + ctx.config.checkpoint_completion_target);
 }
 
 /// Where the schedule says the write phase should be: the larger of the elapsed share of
 /// the write window in time and in WAL.
-double write_schedule(const context& e, const checkpoint_run& run) {
-  double window = e.config.checkpoint_completion_target * write_share;
+double write_schedule(const context& ctx, const checkpoint_run& run) {
+  double window = ctx.config.checkpoint_completion_target * write_share;
   if (window <= 0)
     return 1.0;
-  double by_time = ms_since(run.started) / double(e.config.checkpoint_timeout.count());
-  double by_wal = double(e.wal->inserted_lsn() - run.redo) / wal_budget(e);
+  double by_time = ms_since(run.started) / double(ctx.config.checkpoint_timeout.count());
+  double by_wal = double(ctx.wal->inserted_lsn() - run.redo) / wal_budget(ctx);
   return std::max(by_time, by_wal) / window;
 }
 
@@ -100,14 +100,14 @@ double write_progress(const checkpoint_run& run) {
 /// Time left for the sync phase (0: unpaced): until completion_target of the interval, or
 /// sooner if WAL, at the rate it has been consumed since the redo point, would reach
 /// completion_target of the WAL trigger's budget first (C4).
-std::uint64_t sync_pace_ms(const context& e, const checkpoint_run& run) {
+std::uint64_t sync_pace_ms(const context& ctx, const checkpoint_run& run) {
   if (run.immediate || run.hurried)
     return 0;
-  double target = e.config.checkpoint_completion_target;
+  double target = ctx.config.checkpoint_completion_target;
   double elapsed = ms_since(run.started);
-  double left = target * double(e.config.checkpoint_timeout.count()) - elapsed;
-  double used = double(e.wal->inserted_lsn() - run.redo);
-  double wal_left = target * wal_budget(e) - used;
+  double left = target * double(ctx.config.checkpoint_timeout.count()) - elapsed;
+  double used = double(ctx.wal->inserted_lsn() - run.redo);
+  double wal_left = target * wal_budget(ctx) - used;
   if (left <= 0 || wal_left <= 0)
     return 0;
   if (used > 0 && elapsed > 0)
@@ -119,8 +119,8 @@ std::uint64_t sync_pace_ms(const context& e, const checkpoint_run& run) {
 
 void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = false) {
   auto& st = self->state;
-  context& e = *st.ctx;
-  e.checkpoints.phase.store(phase);
+  context& ctx = *st.ctx;
+  ctx.checkpoints.phase.store(phase);
   if (st.subscribers.empty() || !st.run)
     return;
   const checkpoint_run& run = current_run(st);
@@ -130,7 +130,7 @@ void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = f
   event.buffers_total = run.to_write.size();
   event.buffers_written = run.written;
   event.progress = write_progress(run);
-  event.schedule = phase == checkpoint_phase::write ? write_schedule(e, run) : 0;
+  event.schedule = phase == checkpoint_phase::write ? write_schedule(ctx, run) : 0;
   event.napping = napping;
   for (const checkpoint_observer_actor& subscriber : st.subscribers)
     self->send(subscriber, event);
@@ -141,27 +141,27 @@ void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = f
 void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool immediate,
                       std::vector<caf::typed_response_promise<checkpoint_done>> waiters) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   checkpoint_run run;
   run.reason = reason;
   run.immediate = immediate;
   run.started = steady_clock::now();
-  run.previous_redo = e.control().redo_lsn;
+  run.previous_redo = ctx.control().redo_lsn;
   run.waiters = std::move(waiters);
   if (reason == checkpoint_reason::restartpoint) { // at the newest checkpoint redo replayed
-    run.restart_at = e.last_replayed_checkpoint();
+    run.restart_at = ctx.last_replayed_checkpoint();
     run.redo = run.restart_at.redo_lsn;
   } else {
-    run.redo = e.wal->begin_redo_point();
+    run.redo = ctx.wal->begin_redo_point();
   }
-  storage::buffer_pool& pool = *e.pool;
+  storage::buffer_pool& pool = *ctx.pool;
   for (storage::buffer_id b = 0; b < pool.size(); ++b)
     if (pool.is_dirty(b))
       run.to_write.emplace_back(pool.tag(b), b);
   std::sort(run.to_write.begin(), run.to_write.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   st.last_start = run.started;
-  trace(e, actor_role::checkpointer, "checkpoint_begin", run.redo, run.to_write.size(),
+  trace(ctx, actor_role::checkpointer, "checkpoint_begin", run.redo, run.to_write.size(),
         static_cast<std::uint64_t>(reason));
   st.run = std::move(run);
   publish(self, checkpoint_phase::write);
@@ -176,13 +176,13 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
 // sink's flush lets go of its staged pages and its ring chunk: the writer waited for (redo or a
 // session writing a victim) may itself be waiting for a chunk, and in doublewrite mode
 // there are only a few chunks of staging memory.
-bool write_or_await(context& e, buffer_sink& sink, storage::buffer_id buffer) {
+bool write_or_await(context& ctx, buffer_sink& sink, storage::buffer_id buffer) {
   while (!sink.add(buffer, false)) {
-    if (!e.pool->write_in_progress(buffer))
+    if (!ctx.pool->write_in_progress(buffer))
       return false;
     sink.flush();
-    trace(e, actor_role::checkpointer, "checkpoint_awaits_write", buffer);
-    e.pool->wait_for_write(buffer);
+    trace(ctx, actor_role::checkpointer, "checkpoint_awaits_write", buffer);
+    ctx.pool->wait_for_write(buffer);
   }
   return true;
 }
@@ -203,12 +203,12 @@ void start_sync_phase(checkpointer_pointer self);
 void write_step(checkpointer_pointer self) {
   auto& st = self->state;
   checkpoint_run& run = current_run(st);
-  context& e = *st.ctx;
-  bool hurry = run.immediate || run.hurried || e.failed();
+  context& ctx = *st.ctx;
+  bool hurry = run.immediate || run.hurried || ctx.failed();
   std::size_t total = run.to_write.size();
   std::size_t due = hurry ? total
                           : std::min(total, static_cast<std::size_t>(
-                                              std::ceil(write_schedule(e, run) * double(total))));
+                                              std::ceil(write_schedule(ctx, run) * double(total))));
   due = std::min(total, std::max(due, run.next + 1)); // at least one buffer per step
   try {
     write_due(st, due);
@@ -227,10 +227,10 @@ void write_step(checkpointer_pointer self) {
 
 // ---- SYNC and FINISH -------------------------------------------------------------------------
 
-storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
+storage::lsn_t write_checkpoint_record(context& ctx, const checkpoint_run& run) {
   storage::checkpoint_payload payload{};
   payload.redo_lsn = run.redo;
-  payload.next_xid = e.next_xid.load();
+  payload.next_xid = ctx.next_xid.load();
   payload.time_unix_ms = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch())
@@ -239,10 +239,10 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   record.reset(storage::record_type::checkpoint, 0);
   record.set_main_data(&payload, sizeof payload);
   record.finish();
-  auto position = e.wal->insert(record, e.wal->redo_lsn());
+  auto position = ctx.wal->insert(record, ctx.wal->redo_lsn());
   TIDEMARK_CHECK(position.has_value(), "only the checkpointer moves the redo point");
-  e.wal->flush(position->end);
-  storage::control_data control = e.control();
+  ctx.wal->flush(position->end);
+  storage::control_data control = ctx.control();
   control.state = static_cast<std::uint32_t>(run.reason == checkpoint_reason::shutdown
                                                ? storage::cluster_state::shut_down
                                                : storage::cluster_state::in_production);
@@ -250,39 +250,39 @@ storage::lsn_t write_checkpoint_record(context& e, const checkpoint_run& run) {
   control.redo_lsn = run.redo;
   control.next_xid = payload.next_xid;
   control.checkpoint_time_unix_ms = payload.time_unix_ms;
-  if (run.reason == checkpoint_reason::end_of_recovery && e.promoting.exchange(false))
+  if (run.reason == checkpoint_reason::end_of_recovery && ctx.promoting.exchange(false))
     ++control.generation; // a promoted standby's history goes on apart from its old primary's
-  storage::write_control_file(*e.io, e.data_dir, control);
-  e.set_control(control);
-  trace(e, actor_role::checkpointer, "control_file_written", position->start, run.redo);
+  storage::write_control_file(*ctx.io, ctx.data_dir, control);
+  ctx.set_control(control);
+  trace(ctx, actor_role::checkpointer, "control_file_written", position->start, run.redo);
   // C2: only now that the control file moved on, and not what a standby still needs
-  e.wal->remove_segments_before(std::min(run.redo, e.standby_keep.load()));
-  trace(e, actor_role::checkpointer, "wal_recycled", run.redo);
+  ctx.wal->remove_segments_before(std::min(run.redo, ctx.standby_keep.load()));
+  trace(ctx, actor_role::checkpointer, "wal_recycled", run.redo);
   return position->start;
 }
 
 // A standby's FINISH: no record of its own (its WAL is the primary's); the control file
 // points at the replayed checkpoint record, so that a restart replays from its redo point.
-storage::lsn_t write_restartpoint(context& e, const checkpoint_run& run) {
-  storage::control_data control = e.control();
+storage::lsn_t write_restartpoint(context& ctx, const checkpoint_run& run) {
+  storage::control_data control = ctx.control();
   control.state = static_cast<std::uint32_t>(storage::cluster_state::in_recovery);
   control.checkpoint_lsn = run.restart_at.checkpoint_lsn;
   control.redo_lsn = run.redo;
   control.next_xid = std::max<std::uint64_t>(control.next_xid, run.restart_at.next_xid);
   control.checkpoint_time_unix_ms = run.restart_at.time_unix_ms;
-  storage::write_control_file(*e.io, e.data_dir, control);
-  e.set_control(control);
-  e.standby.restart_redo.store(run.redo);
-  trace(e, actor_role::checkpointer, "control_file_written", control.checkpoint_lsn, run.redo);
-  e.wal->remove_segments_before(std::min(run.redo, e.standby_keep.load()));
-  trace(e, actor_role::checkpointer, "wal_recycled", run.redo);
+  storage::write_control_file(*ctx.io, ctx.data_dir, control);
+  ctx.set_control(control);
+  ctx.standby.restart_redo.store(run.redo);
+  trace(ctx, actor_role::checkpointer, "control_file_written", control.checkpoint_lsn, run.redo);
+  ctx.wal->remove_segments_before(std::min(run.redo, ctx.standby_keep.load()));
+  trace(ctx, actor_role::checkpointer, "wal_recycled", run.redo);
   return control.checkpoint_lsn;
 }
 
-void log_checkpoint(context& e, const checkpoint_run& run, const sync_phase_done& sync) {
-  if (!e.config.log_checkpoints)
+void log_checkpoint(context& ctx, const checkpoint_run& run, const sync_phase_done& sync) {
+  if (!ctx.config.log_checkpoints)
     return;
-  double share = 100.0 * double(run.written) / double(e.pool->size());
+  double share = 100.0 * double(run.written) / double(ctx.pool->size());
   double sync_s = double(sync.total_us) / 1e6;
   char line[512];
   std::snprintf(line, sizeof line,
@@ -295,7 +295,7 @@ void log_checkpoint(context& e, const checkpoint_run& run, const sync_phase_done
                 static_cast<unsigned long long>(sync.files), double(sync.longest_us) / 1e6,
                 sync.files ? sync_s / double(sync.files) : 0.0,
                 static_cast<unsigned long long>((run.redo - run.previous_redo) / 1024));
-  e.log(line);
+  ctx.log(line);
 }
 
 void start_next_if_queued(checkpointer_pointer self) {
@@ -311,19 +311,19 @@ void start_next_if_queued(checkpointer_pointer self) {
 
 void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   checkpoint_run& run = current_run(st);
   publish(self, checkpoint_phase::finish);
   storage::lsn_t checkpoint_lsn;
   try {
-    checkpoint_lsn = run.reason == checkpoint_reason::restartpoint ? write_restartpoint(e, run)
-                                                                   : write_checkpoint_record(e, run);
+    checkpoint_lsn = run.reason == checkpoint_reason::restartpoint ? write_restartpoint(ctx, run)
+                                                                   : write_checkpoint_record(ctx, run);
   } catch (const std::exception& error) {
     fail_run(self, std::string("checkpoint record failed: ") + error.what());
     return;
   }
-  trace(e, actor_role::checkpointer, "checkpoint_record", checkpoint_lsn, run.redo);
-  auto& counters = e.checkpoints;
+  trace(ctx, actor_role::checkpointer, "checkpoint_record", checkpoint_lsn, run.redo);
+  auto& counters = ctx.checkpoints;
   (run.reason == checkpoint_reason::time           ? counters.timed
    : run.reason == checkpoint_reason::restartpoint ? counters.restartpoints
                                                    : counters.requested)
@@ -331,9 +331,9 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   counters.write_ms.fetch_add(static_cast<std::uint64_t>(run.write_ms));
   counters.sync_ms.fetch_add(sync.total_us / 1000);
   counters.buffers_written.fetch_add(run.written);
-  log_checkpoint(e, run, sync);
+  log_checkpoint(ctx, run, sync);
   publish(self, checkpoint_phase::idle);
-  st.idle_lsn = e.wal->inserted_lsn();
+  st.idle_lsn = ctx.wal->inserted_lsn();
   checkpoint_done done{checkpoint_lsn, run.redo, run.written};
   for (auto& waiter : run.waiters)
     waiter.deliver(done);
@@ -347,28 +347,28 @@ void request_sync_phase(checkpointer_pointer self);
 // phase starts once they are written in place and registered.
 void start_sync_phase(checkpointer_pointer self) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   publish(self, checkpoint_phase::sync);
-  if (!e.doublewrite()) {
+  if (!ctx.doublewrite()) {
     request_sync_phase(self);
     return;
   }
-  self->request(e.batcher, caf::infinite, dw_flush_request{})
+  self->request(ctx.batcher, caf::infinite, dw_flush_request{})
     .then([=](const dw_flushed&) { request_sync_phase(self); },
           [=](const caf::error& error) { fail_run(self, error_text(error)); });
 }
 
 void request_sync_phase(checkpointer_pointer self) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   try {
-    e.commit_log->write_dirty(storage::write_source::checkpointer);
+    ctx.commit_log->write_dirty(storage::write_source::checkpointer);
   } catch (const std::exception& error) {
     fail_run(self, std::string("commit-status log write failed: ") + error.what());
     return;
   }
-  sync_phase_request request{sync_pace_ms(e, current_run(st))};
-  trace(e, actor_role::sync_worker, "sync_phase_request", request.pace_ms);
+  sync_phase_request request{sync_pace_ms(ctx, current_run(st))};
+  trace(ctx, actor_role::sync_worker, "sync_phase_request", request.pace_ms);
   self->request(st.sync_worker, caf::infinite, request)
     .then([=](const sync_phase_done& done) { finish_checkpoint(self, done); },
           [=](const caf::error& error) { fail_run(self, error_text(error)); });
@@ -376,11 +376,11 @@ void request_sync_phase(checkpointer_pointer self) {
 
 void fail_run(checkpointer_pointer self, const std::string& why) {
   auto& st = self->state;
-  context& e = *st.ctx;
-  e.fail(why);
-  trace(e, actor_role::checkpointer, "checkpoint_failed");
+  context& ctx = *st.ctx;
+  ctx.fail(why);
+  trace(ctx, actor_role::checkpointer, "checkpoint_failed");
   publish(self, checkpoint_phase::idle);
-  auto error = caf::make_error(caf::sec::runtime_error, e.failure());
+  auto error = caf::make_error(caf::sec::runtime_error, ctx.failure());
   for (auto& waiter : current_run(st).waiters)
     waiter.deliver(error);
   for (auto& waiter : st.queued)
@@ -397,10 +397,10 @@ void hurry(checkpointer_pointer self, const char* why) {
   auto& st = self->state;
   if (!st.run || st.run->immediate || st.run->hurried)
     return;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   st.run->hurried = true;
-  trace(e, actor_role::checkpointer, why);
-  checkpoint_phase phase = e.checkpoints.phase.load();
+  trace(ctx, actor_role::checkpointer, why);
+  checkpoint_phase phase = ctx.checkpoints.phase.load();
   if (phase == checkpoint_phase::write)
     self->send(self, step_atom::value); // the nap's own step finds the phase over, or writes
   else if (phase == checkpoint_phase::sync)
@@ -411,14 +411,14 @@ void hurry(checkpointer_pointer self, const char* why) {
 void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immediate,
                 caf::typed_response_promise<checkpoint_done> promise) {
   auto& st = self->state;
-  context& e = *st.ctx;
-  trace(e, actor_role::checkpointer, "checkpoint_request", static_cast<std::uint64_t>(reason),
+  context& ctx = *st.ctx;
+  trace(ctx, actor_role::checkpointer, "checkpoint_request", static_cast<std::uint64_t>(reason),
         immediate);
-  if (e.failed()) {
-    promise.deliver(caf::make_error(caf::sec::runtime_error, "engine failed: " + e.failure()));
+  if (ctx.failed()) {
+    promise.deliver(caf::make_error(caf::sec::runtime_error, "engine failed: " + ctx.failure()));
     return;
   }
-  if (e.recovering.load() && reason != checkpoint_reason::end_of_recovery) {
+  if (ctx.recovering.load() && reason != checkpoint_reason::end_of_recovery) {
     // Until recovery has finished, a checkpoint would move the redo point past WAL that
     // redo has not applied yet (DESIGN §6).
     promise.deliver(caf::make_error(caf::sec::runtime_error,
@@ -443,51 +443,51 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
 // budget, and redo has replayed a checkpoint record newer than the last restartpoint's.
 void consider_restartpoint(checkpointer_pointer self) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   if (st.run)
     return;
-  context::replayed_checkpoint replayed = e.last_replayed_checkpoint();
-  const storage::control_data control = e.control();
+  context::replayed_checkpoint replayed = ctx.last_replayed_checkpoint();
+  const storage::control_data control = ctx.control();
   if (replayed.checkpoint_lsn <= control.checkpoint_lsn)
     return;
-  bool timed = steady_clock::now() - st.last_start >= e.config.checkpoint_timeout;
-  bool by_wal = double(e.standby.replayed.load() - control.redo_lsn) >= wal_budget(e);
+  bool timed = steady_clock::now() - st.last_start >= ctx.config.checkpoint_timeout;
+  bool by_wal = double(ctx.standby.replayed.load() - control.redo_lsn) >= wal_budget(ctx);
   if (timed || by_wal)
     begin_checkpoint(self, checkpoint_reason::restartpoint, false, {});
 }
 
 void on_tick(checkpointer_pointer self) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   self->delayed_send(self, tick_interval, tick_atom::value);
-  if (!e.failed() && e.recovering.load() && e.restartpoints.load()) {
+  if (!ctx.failed() && ctx.recovering.load() && ctx.restartpoints.load()) {
     consider_restartpoint(self);
     return;
   }
-  if (e.failed() || e.recovering.load())
+  if (ctx.failed() || ctx.recovering.load())
     return; // during redo the redo point stays put and its WAL must not be recycled
   try {
-    e.wal->prepare_segments_ahead(wal_segments_ahead); // keeps segment creation off commits
+    ctx.wal->prepare_segments_ahead(wal_segments_ahead); // keeps segment creation off commits
   } catch (const std::exception& error) {
-    e.fail(std::string("cannot create WAL segment: ") + error.what());
+    ctx.fail(std::string("cannot create WAL segment: ") + error.what());
     return;
   }
   if (st.run) {
-    if (double(e.wal->inserted_lsn() - st.run->redo) >= wal_budget(e))
+    if (double(ctx.wal->inserted_lsn() - st.run->redo) >= wal_budget(ctx))
       hurry(self, "checkpoint_hurried_by_wal"); // the next checkpoint is due already
-    else if (e.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
+    else if (ctx.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
              !st.run->immediate)
-      self->send(st.sync_worker, sync_deadline{sync_pace_ms(e, *st.run)}); // re-plans if
+      self->send(st.sync_worker, sync_deadline{sync_pace_ms(ctx, *st.run)}); // re-plans if
                                                                          // WAL runs ahead
     return;
   }
-  bool idle = e.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last checkpoint
-  if (steady_clock::now() - st.last_start >= e.config.checkpoint_timeout) {
+  bool idle = ctx.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last checkpoint
+  if (steady_clock::now() - st.last_start >= ctx.config.checkpoint_timeout) {
     if (idle)
       st.last_start = steady_clock::now();
     else
       begin_checkpoint(self, checkpoint_reason::time, false, {});
-  } else if (double(e.wal->inserted_lsn() - e.control().redo_lsn) >= wal_budget(e)) {
+  } else if (double(ctx.wal->inserted_lsn() - ctx.control().redo_lsn) >= wal_budget(ctx)) {
     begin_checkpoint(self, checkpoint_reason::wal, false, {});
   }
 }

@@ -44,21 +44,21 @@ struct dw_batcher_state {
 
 using dw_batcher_pointer = dw_batcher_actor::stateful_pointer<dw_batcher_state>;
 
-void trace(context& e, actor_role from, actor_role to, const char* type, std::uint64_t a,
+void trace(context& ctx, actor_role from, actor_role to, const char* type, std::uint64_t a,
            std::uint64_t b = 0) {
-  if (e.trace)
-    e.trace->record(from, to, type, a, b);
+  if (ctx.trace)
+    ctx.trace->record(from, to, type, a, b);
 }
 
 // What a batch's in-place writes do to each file it touches: bytes and range (for the
 // sync worker's pacing), one element per segment, in the order the batch first touches it.
-std::vector<storage::file_write> writes_of(context& e, const std::vector<storage::dw_entry>& entries) {
+std::vector<storage::file_write> writes_of(context& ctx, const std::vector<storage::dw_entry>& entries) {
   std::vector<storage::file_write> written(entries.size() + 1);
   std::size_t count = 0;
   for (const storage::dw_entry& entry : entries)
     count = storage::note_write(written.data(), count,
-                                {storage::file_kind::relation, e.files->segment_of(entry.id)},
-                                e.files->offset_in_segment(entry.id), e.files->page_size());
+                                {storage::file_kind::relation, ctx.files->segment_of(entry.id)},
+                                ctx.files->offset_in_segment(entry.id), ctx.files->page_size());
   written.resize(count);
   return written;
 }
@@ -81,17 +81,17 @@ void fail_queued_batches(dw_batcher_pointer self);
 // chunks of half a ring costs one message and one pass, not one of each per chunk.
 void on_chunks_synced(dw_batcher_pointer self, const std::vector<std::uint32_t>& chunks) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   st.asked_synced = false;
   for (std::uint32_t chunk : chunks) {
     TIDEMARK_CHECK_DETAIL(st.awaiting_fsync.erase(chunk) == 1,
                           "a chunk reported synced was awaiting its fsync",
                           "chunk " + std::to_string(chunk));
-    e.ring->advance(chunk, dw_state::data_fsynced);
-    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
+    ctx.ring->advance(chunk, dw_state::data_fsynced);
+    trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
     // Traced before the release: a writer may take the chunk the moment it is free.
-    trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_free", chunk);
-    e.ring->release(chunk);
+    trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_free", chunk);
+    ctx.ring->release(chunk);
     st.hurried.erase(chunk);
   }
   ask_synced(self);
@@ -121,10 +121,10 @@ void ask_synced(dw_batcher_pointer self) {
 // fsync of the data files would not.
 void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   bool needed = st.waiting_for_ring_space ||
-                e.ring->used_bytes() > e.ring->capacity_bytes() / 2 ||
-                (writer_waiting && e.ring->free_chunks() == 0);
+                ctx.ring->used_bytes() > ctx.ring->capacity_bytes() / 2 ||
+                (writer_waiting && ctx.ring->free_chunks() == 0);
   if (!st.hurried.empty() || !needed)
     return;
   sync_now request;
@@ -139,15 +139,15 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   }
   if (request.files.empty())
     return;
-  trace(e, actor_role::dw_batcher, actor_role::sync_worker, "sync_now", request.files.size());
+  trace(ctx, actor_role::dw_batcher, actor_role::sync_worker, "sync_now", request.files.size());
   self->send(st.sync_worker, std::move(request));
 }
 
-void fail_batch(context& e, std::uint32_t chunk, const std::string& why) {
-  e.fail(why);
-  e.ring->fail();
-  for (const storage::dw_entry& entry : e.ring->entries(chunk))
-    e.pool->finish_write(entry.buffer, false);
+void fail_batch(context& ctx, std::uint32_t chunk, const std::string& why) {
+  ctx.fail(why);
+  ctx.ring->fail();
+  for (const storage::dw_entry& entry : ctx.ring->entries(chunk))
+    ctx.pool->finish_write(entry.buffer, false);
 }
 
 void answer_flush_waiters(dw_batcher_pointer self) {
@@ -188,16 +188,16 @@ void drain_soon(dw_batcher_pointer self) {
 // rounds, sounded by the supply alarm, are small, and syncing each alone cost hundreds of
 // ring fdatasyncs a second.
 bool may_gather(const dw_batcher_state& st, actor_role source) {
-  const context& e = *st.ctx;
-  if (e.config.doublewrite_flush_delay.count() == 0 || source == actor_role::backend ||
-      e.recovering.load(std::memory_order_relaxed) || !st.flush_waiters.empty() ||
-      e.pool->supply_size() < e.pool->supply_low_water() / 4 ||
-      st.queued.size() >= e.ring->batch_pages()) // each batch holds a page at least
+  const context& ctx = *st.ctx;
+  if (ctx.config.doublewrite_flush_delay.count() == 0 || source == actor_role::backend ||
+      ctx.recovering.load(std::memory_order_relaxed) || !st.flush_waiters.empty() ||
+      ctx.pool->supply_size() < ctx.pool->supply_low_water() / 4 ||
+      st.queued.size() >= ctx.ring->batch_pages()) // each batch holds a page at least
     return false;
   std::size_t pages = 0;
   for (const auto& [chunk, queued_source] : st.queued)
-    pages += e.ring->entries(chunk).size();
-  return pages < e.ring->batch_pages();
+    pages += ctx.ring->entries(chunk).size();
+  return pages < ctx.ring->batch_pages();
 }
 
 // A batch handed over: queued, and written at the next drain together with every batch
@@ -221,22 +221,22 @@ void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) 
 // when the ring has no room for its record; true when written or failed.
 bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
-  context& e = *st.ctx;
-  storage::doublewrite_ring& ring = *e.ring;
+  context& ctx = *st.ctx;
+  storage::doublewrite_ring& ring = *ctx.ring;
   const auto& entries = ring.entries(chunk);
   st.copies.clear();
   for (std::size_t i = 0; i < entries.size(); ++i)
     st.copies.push_back(
       {entries[i].id, entries[i].lsn, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
   try {
-    e.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
+    ctx.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
     if (!ring.write(chunk))
       return false;
   } catch (const std::exception& error) {
-    fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());
+    fail_batch(ctx, chunk, std::string("doublewrite batch failed: ") + error.what());
     return true;
   }
-  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_written", chunk, entries.size());
+  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_written", chunk, entries.size());
   st.group.emplace_back(chunk, source);
   return true;
 }
@@ -244,34 +244,34 @@ bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role sourc
 // DWB_FSYNCED → DATA_WRITTEN for one batch of the group, then waits for DATA_FSYNCED.
 void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
-  context& e = *st.ctx;
-  storage::doublewrite_ring& ring = *e.ring;
+  context& ctx = *st.ctx;
+  storage::doublewrite_ring& ring = *ctx.ring;
   const auto& entries = ring.entries(chunk);
   st.writes.clear();
   for (std::size_t i = 0; i < entries.size(); ++i)
     st.writes.push_back({entries[i].id, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
-  std::vector<storage::file_write> written = writes_of(e, entries);
+  std::vector<storage::file_write> written = writes_of(ctx, entries);
   std::vector<file_ref> files = refs_of(written);
-  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_inplace_write", chunk,
+  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_inplace_write", chunk,
         st.writes.size());
   try {
     // D1: only after DWB_FSYNCED. No writeback is started here: the pages wait in the page
     // cache, coalescing, for the sync worker's paced write-back and the fsync that retires
     // the chunk.
-    e.files->write_pages(st.writes.data(), st.writes.size());
+    ctx.files->write_pages(st.writes.data(), st.writes.size());
   } catch (const std::exception& error) {
-    fail_batch(e, chunk, std::string("doublewrite batch failed: ") + error.what());
+    fail_batch(ctx, chunk, std::string("doublewrite batch failed: ") + error.what());
     return;
   }
-  e.registry.register_files(written.data(), written.size(), source_of(source));
-  e.writer->count_written(entries.size(), source_of(source));
+  ctx.registry.register_files(written.data(), written.size(), source_of(source));
+  ctx.writer->count_written(entries.size(), source_of(source));
   // Buffers the bgwriter cleaned, and victims a session handed over and left for another,
   // are reusable now: offered to the sessions' next allocations.
   bool offer = source == actor_role::bgwriter || source == actor_role::backend;
   for (const storage::dw_entry& entry : entries)
-    e.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
+    ctx.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);
-  trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_written", chunk);
+  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_written", chunk);
   st.awaiting_fsync.emplace(chunk, files);
   self->send(st.sync_worker, sync_notify{std::move(files), chunk});
   ask_synced(self); // behind the notify: the sync worker knows the chunk when it answers
@@ -294,11 +294,11 @@ void fail_group_and_queue(dw_batcher_pointer self) {
 // horizon. Answers the flush requests once nothing is queued; hurries retirement when needed.
 void write_queued(dw_batcher_pointer self) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   for (;;) {
     st.group.clear();
     st.waiting_for_ring_space = false;
-    while (!st.queued.empty() && !e.failed()) {
+    while (!st.queued.empty() && !ctx.failed()) {
       auto [chunk, source] = st.queued.front();
       if (!write_record(self, chunk, source)) {
         st.waiting_for_ring_space = true;
@@ -306,7 +306,7 @@ void write_queued(dw_batcher_pointer self) {
       }
       st.queued.pop_front();
     }
-    if (e.failed()) {
+    if (ctx.failed()) {
       fail_group_and_queue(self);
       return;
     }
@@ -316,34 +316,34 @@ void write_queued(dw_batcher_pointer self) {
       for (const auto& [chunk, source] : st.group)
         st.group_chunks.push_back(chunk);
       try {
-        e.ring->sync(st.group_chunks.data(), st.group_chunks.size());
+        ctx.ring->sync(st.group_chunks.data(), st.group_chunks.size());
       } catch (const std::exception& error) {
-        e.fail(std::string("doublewrite ring fsync failed: ") + error.what());
-        e.ring->fail();
+        ctx.fail(std::string("doublewrite ring fsync failed: ") + error.what());
+        ctx.ring->fail();
         fail_group_and_queue(self);
         return;
       }
       for (const auto& [chunk, source] : st.group) {
-        trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
-        if (e.failed())
-          fail_batch(e, chunk, e.failure()); // an in-place write before it failed
+        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
+        if (ctx.failed())
+          fail_batch(ctx, chunk, ctx.failure()); // an in-place write before it failed
         else
           write_in_place(self, chunk, source);
       }
       st.group.clear();
     } else if (retry) {
       try {
-        retry = e.ring->sync_horizon();
+        retry = ctx.ring->sync_horizon();
       } catch (const std::exception& error) {
-        e.fail(std::string("doublewrite ring fsync failed: ") + error.what());
-        e.ring->fail();
+        ctx.fail(std::string("doublewrite ring fsync failed: ") + error.what());
+        ctx.ring->fail();
         fail_queued_batches(self);
         return;
       }
       if (retry)
-        trace(e, actor_role::dw_batcher, actor_role::dw_batcher, "dw_horizon_synced", 0);
+        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_horizon_synced", 0);
     }
-    if (e.failed()) {
+    if (ctx.failed()) {
       fail_queued_batches(self);
       return;
     }
@@ -392,14 +392,14 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx
       return st.flush_waiters.back();
     },
     [=](flush_atom, std::uint32_t generation) {
-      context& e = *self->state.ctx;
+      context& ctx = *self->state.ctx;
       auto& victims = storage::checked_downcast<doublewrite_victim_writer>(
-        e.victims.get(), "doublewrite mode hands sessions' victims to the doublewrite victim writer");
+        ctx.victims.get(), "doublewrite mode hands sessions' victims to the doublewrite victim writer");
       auto [chunk, count] = victims.take(generation);
-      if (count > 0 && !e.failed())
+      if (count > 0 && !ctx.failed())
         hand_over(self, chunk, actor_role::backend);
       else if (count > 0)
-        fail_batch(e, chunk, e.failure());
+        fail_batch(ctx, chunk, ctx.failure());
     },
   };
 }

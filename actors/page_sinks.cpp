@@ -16,9 +16,9 @@ constexpr auto shared_chunk_delay = std::chrono::milliseconds(1);
 // full_page_writes and off: batches written at once through the page writer.
 class direct_sink final : public buffer_sink {
 public:
-  direct_sink(context& e, storage::write_source source) : context_(e), source_(source) {
+  direct_sink(context& ctx, storage::write_source source) : context_(ctx), source_(source) {
     void* memory = nullptr;
-    if (posix_memalign(&memory, 4096, direct_batch_pages * e.pool->page_size()) != 0)
+    if (posix_memalign(&memory, 4096, direct_batch_pages * ctx.pool->page_size()) != 0)
       throw std::bad_alloc();
     memory_ = static_cast<unsigned char*>(memory);
   }
@@ -62,29 +62,29 @@ private:
 };
 
 // A writer found no free chunk (D4): tell the trace and hurry the batcher's retirement.
-void hurry_batcher(context& e, messages::actor_role writer) {
-  if (e.trace)
-    e.trace->record(writer, messages::actor_role::dw_batcher, "dw_slot_wait");
-  caf::anon_send(e.batcher, messages::dw_flush_request{});
+void hurry_batcher(context& ctx, messages::actor_role writer) {
+  if (ctx.trace)
+    ctx.trace->record(writer, messages::actor_role::dw_batcher, "dw_slot_wait");
+  caf::anon_send(ctx.batcher, messages::dw_flush_request{});
 }
 
-void give_back_chunk(context& e, messages::actor_role writer, std::uint32_t chunk) {
-  if (e.trace) // before: another writer may take the chunk the moment it is free
-    e.trace->record(writer, messages::actor_role::dw_batcher, "dw_give_back", chunk);
-  e.ring->give_back(chunk);
+void give_back_chunk(context& ctx, messages::actor_role writer, std::uint32_t chunk) {
+  if (ctx.trace) // before: another writer may take the chunk the moment it is free
+    ctx.trace->record(writer, messages::actor_role::dw_batcher, "dw_give_back", chunk);
+  ctx.ring->give_back(chunk);
 }
 
-std::uint32_t acquire_chunk(context& e, messages::actor_role writer) {
-  std::uint32_t chunk = e.ring->acquire([&e, writer] { hurry_batcher(e, writer); });
-  if (e.trace)
-    e.trace->record(writer, messages::actor_role::dw_batcher, "dw_acquire", chunk);
+std::uint32_t acquire_chunk(context& ctx, messages::actor_role writer) {
+  std::uint32_t chunk = ctx.ring->acquire([&ctx, writer] { hurry_batcher(ctx, writer); });
+  if (ctx.trace)
+    ctx.trace->record(writer, messages::actor_role::dw_batcher, "dw_acquire", chunk);
   return chunk;
 }
 
 // doublewrite: pages copied straight into a ring chunk, handed over when it is full.
 class doublewrite_sink final : public buffer_sink {
 public:
-  doublewrite_sink(context& e, storage::write_source source) : context_(e), source_(source) {}
+  doublewrite_sink(context& ctx, storage::write_source source) : context_(ctx), source_(source) {}
   ~doublewrite_sink() override { give_back_empty(); }
 
   bool add(storage::buffer_id buffer, bool only_reusable) override {
@@ -137,10 +137,10 @@ private:
 
 } // namespace
 
-std::unique_ptr<buffer_sink> make_buffer_sink(context& e, storage::write_source source) {
-  if (e.doublewrite())
-    return std::make_unique<doublewrite_sink>(e, source);
-  return std::make_unique<direct_sink>(e, source);
+std::unique_ptr<buffer_sink> make_buffer_sink(context& ctx, storage::write_source source) {
+  if (ctx.doublewrite())
+    return std::make_unique<doublewrite_sink>(ctx, source);
+  return std::make_unique<direct_sink>(ctx, source);
 }
 
 storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id buffer,

@@ -27,7 +27,7 @@ public:
   virtual void flush() = 0;
 };
 
-std::unique_ptr<buffer_sink> make_buffer_sink(context& e, storage::write_source source);
+std::unique_ptr<buffer_sink> make_buffer_sink(context& ctx, storage::write_source source);
 
 /// Sessions' dirty victims in full_page_writes and off modes: written by the session that
 /// needs the buffer, straight to the data file through the page writer.
@@ -50,7 +50,7 @@ private:
 /// free chunk while the pool may still hold a clean victim (it declines instead).
 class doublewrite_victim_writer final : public storage::victim_writer {
 public:
-  explicit doublewrite_victim_writer(context& e) : context_(e) {}
+  explicit doublewrite_victim_writer(context& ctx) : context_(ctx) {}
   storage::victim_write write_victim(storage::buffer_id buffer, storage::page_id id,
                                      storage::lsn_t lsn, void* copy, bool may_wait) override;
   /// The batcher's timer: hands over the shared chunk if it is still generation `generation`.

@@ -128,10 +128,10 @@ struct sync_worker_state {
 
 using sync_worker_pointer = sync_worker_actor::stateful_pointer<sync_worker_state>;
 
-void trace(context& e, role from, role to, const char* type, std::uint64_t a = 0,
+void trace(context& ctx, role from, role to, const char* type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
-  if (e.trace)
-    e.trace->record(from, to, type, a, b, c);
+  if (ctx.trace)
+    ctx.trace->record(from, to, type, a, b, c);
 }
 
 // Answers the batcher's outstanding synced_chunks_request with every chunk covered since
@@ -178,27 +178,27 @@ void fail_notifications(sync_worker_pointer self) {
 // Marks the engine failed for a failed fsync or write-back of `tag` (W3: never retried).
 void fail_file(sync_worker_pointer self, const storage::file_tag& tag, const char* what,
                const std::exception& error) {
-  context& e = *self->state.ctx;
-  e.fail(std::string(what) + " failed: " + error.what());
-  trace(e, role::sync_worker, role::checkpointer, "fsync_failed", tag.segment.rel,
+  context& ctx = *self->state.ctx;
+  ctx.fail(std::string(what) + " failed: " + error.what());
+  trace(ctx, role::sync_worker, role::checkpointer, "fsync_failed", tag.segment.rel,
         tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
   fail_notifications(self);
 }
 
 // One fsync with W3 handling; returns false (engine failed) on error.
 bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uint64_t* micros) {
-  context& e = *self->state.ctx;
+  context& ctx = *self->state.ctx;
   auto start = steady_clock::now();
   try {
-    e.sync_file(tag);
+    ctx.sync_file(tag);
   } catch (const std::exception& error) {
     fail_file(self, tag, "fsync", error);
     return false;
   }
   *micros = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - start).count());
-  e.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
-  trace(e, role::sync_worker, role::sync_worker, "fsync", tag.segment.rel, tag.segment.segno,
+  ctx.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  trace(ctx, role::sync_worker, role::sync_worker, "fsync", tag.segment.rel, tag.segment.segno,
         static_cast<std::uint64_t>(tag.kind));
   notify_synced(self, tag);
   return true;
@@ -207,14 +207,14 @@ bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uin
 // Writes back one piece of `tag` from `offset`; false (engine failed, W3) on error.
 bool write_back_piece_of(sync_worker_pointer self, const storage::file_tag& tag,
                          std::uint64_t offset) {
-  context& e = *self->state.ctx;
+  context& ctx = *self->state.ctx;
   try {
-    e.write_back_file(tag, offset, write_back_piece);
+    ctx.write_back_file(tag, offset, write_back_piece);
   } catch (const std::exception& error) {
     fail_file(self, tag, "write-back", error);
     return false;
   }
-  trace(e, role::sync_worker, role::sync_worker, "write_back", tag.segment.rel, tag.segment.segno,
+  trace(ctx, role::sync_worker, role::sync_worker, "write_back", tag.segment.rel, tag.segment.segno,
         offset);
   return true;
 }
@@ -239,7 +239,7 @@ void schedule_step(sync_worker_pointer self, caf::actor_clock::duration_type del
 // says to wait first.
 void sync_step(sync_worker_pointer self) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   sync_phase& phase = *st.phase;
   file_walk& walk = phase.walk;
   if (!walk.done() && !phase.hurried) {
@@ -251,12 +251,12 @@ void sync_step(sync_worker_pointer self) {
     }
   }
   if (walk.done()) {
-    trace(e, role::sync_worker, role::checkpointer, "sync_phase_done", phase.result.files);
+    trace(ctx, role::sync_worker, role::checkpointer, "sync_phase_done", phase.result.files);
     phase.promise.deliver(phase.result);
     st.phase.reset();
     return;
   }
-  if (e.failed()) { // meanwhile (a write-back of the sweep, or elsewhere): no checkpoint
+  if (ctx.failed()) { // meanwhile (a write-back of the sweep, or elsewhere): no checkpoint
     fail_phase(self);
     return;
   }
@@ -288,10 +288,10 @@ void sync_step(sync_worker_pointer self) {
 // pass later.
 void sweep_step(sync_worker_pointer self) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   file_walk& sweep = st.sweep;
-  auto period = e.config.write_back_sweep;
-  if (e.failed() || period.count() == 0)
+  auto period = ctx.config.write_back_sweep;
+  if (ctx.failed() || period.count() == 0)
     return;
   if (sweep.done()) {
     sweep = file_walk{};
@@ -319,11 +319,11 @@ void sweep_step(sync_worker_pointer self) {
 
 // A file was written: remember it for the next fsync (absorbed when already pending).
 void on_register(sync_worker_pointer self, const sync_register& request) {
-  context& e = *self->state.ctx;
-  e.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
+  context& ctx = *self->state.ctx;
+  ctx.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
   for (const file_written& f : request.files) {
     if (!self->state.table.remember({to_tag(f.file), f.bytes, f.begin, f.end}))
-      e.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
+      ctx.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -33,28 +33,28 @@ struct receiver_state {
 using receiver_pointer = wal_receiver_actor::stateful_pointer<receiver_state>;
 
 standby_position where_standby_is(const receiver_state& st) {
-  const context& e = *st.ctx;
+  const context& ctx = *st.ctx;
   standby_position p = st.options.identity;
-  p.written = e.standby.received.load();
-  p.flushed = e.standby.flushed.load();
-  p.replayed = e.standby.replayed.load();
-  p.pages_read = e.pool->counters().reads.load();
-  p.prefetch_hits = e.pool->counters().prefetch_hits.load();
+  p.written = ctx.standby.received.load();
+  p.flushed = ctx.standby.flushed.load();
+  p.replayed = ctx.standby.replayed.load();
+  p.pages_read = ctx.pool->counters().reads.load();
+  p.prefetch_hits = ctx.pool->counters().prefetch_hits.load();
   return p;
 }
 
-void set_error(context& e, const std::string& why) {
-  std::lock_guard<std::mutex> lock(e.standby.mutex);
-  e.standby.error = why;
+void set_error(context& ctx, const std::string& why) {
+  std::lock_guard<std::mutex> lock(ctx.standby.mutex);
+  ctx.standby.error = why;
 }
 
 std::string primary_text(const receiver_state& st) {
   return st.options.host + ":" + std::to_string(st.options.port);
 }
 
-void note_primary(context& e, const primary_position& p) {
-  e.standby.primary_flushed.store(p.flushed);
-  e.standby.primary_unix_micros.store(p.unix_micros);
+void note_primary(context& ctx, const primary_position& p) {
+  ctx.standby.primary_flushed.store(p.flushed);
+  ctx.standby.primary_unix_micros.store(p.unix_micros);
 }
 
 void retry_later(receiver_pointer self) {
@@ -121,23 +121,23 @@ void on_error(receiver_pointer self, std::uint64_t connection, const caf::error&
 // Appends, writes and fsyncs one chunk, then tells redo and the primary.
 void store_chunk(receiver_pointer self, const wal_chunk& chunk) {
   auto& st = self->state;
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   if (stopped_by_failure(self))
     return;
   try {
-    e.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
-    lsn_t written = e.wal->write_out();
-    e.standby.received.store(written);
+    ctx.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
+    lsn_t written = ctx.wal->write_out();
+    ctx.standby.received.store(written);
     if (st.sender) // remote_write commits need not wait for the fdatasync
       self->send(st.sender, standby_feedback{where_standby_is(st)});
-    lsn_t flushed = e.wal->sync_through(written);
-    e.standby.flushed.store(flushed);
+    lsn_t flushed = ctx.wal->sync_through(written);
+    ctx.standby.flushed.store(flushed);
     st.arrival->flushed_to(flushed);
     if (stopped_by_failure(self)) // redo stopped meanwhile: this flush is not confirmed
       return;
   } catch (const std::exception& error) {
-    e.fail(std::string("the standby could not store the WAL it received: ") + error.what());
-    refused(self, e.failure());
+    ctx.fail(std::string("the standby could not store the WAL it received: ") + error.what());
+    refused(self, ctx.failure());
     return;
   }
   if (st.sender)

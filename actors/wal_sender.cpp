@@ -116,23 +116,23 @@ std::string gone_text(const std::string& name, lsn_t from) {
 
 // The lowest WAL any live slot still needs, and warnings for slots too far behind.
 void update_keep(wal_sender_state& st) {
-  context& e = *st.ctx;
-  const lsn_t inserted = e.wal->inserted_lsn();
+  context& ctx = *st.ctx;
+  const lsn_t inserted = ctx.wal->inserted_lsn();
   lsn_t keep = ~lsn_t{0};
   for (auto& [name, slot] : st.slots) {
     if (slot.dropped)
       continue;
     lsn_t needs = slot.position.flushed;
-    if (inserted > needs && inserted - needs > e.config.max_standby_wal_size) {
+    if (inserted > needs && inserted - needs > ctx.config.max_standby_wal_size) {
       slot.dropped = true;
-      e.log("WARNING:  standby " + in_quotes(name) + " is " + std::to_string((inserted - needs) >> 20) +
+      ctx.log("WARNING:  standby " + in_quotes(name) + " is " + std::to_string((inserted - needs) >> 20) +
             " MB of WAL behind, more than max_standby_wal_size: the primary no longer keeps WAL "
             "for it; it must be seeded again once that WAL is recycled");
       continue;
     }
     keep = std::min(keep, needs);
   }
-  e.standby_keep.store(keep);
+  ctx.standby_keep.store(keep);
 }
 
 // Every ten seconds, a line per connected standby: where it is and how far behind.
@@ -298,17 +298,17 @@ std::string read_text_file(const std::string& path) {
 }
 
 backup_manifest make_manifest(wal_sender_state& st, standby_slot& slot) {
-  context& e = *st.ctx;
-  storage::control_data control = storage::read_control_file(*e.io, e.data_dir);
+  context& ctx = *st.ctx;
+  storage::control_data control = storage::read_control_file(*ctx.io, ctx.data_dir);
   slot.position.flushed = std::max(slot.position.flushed, control.redo_lsn);
   backup_manifest m;
   m.control.assign(reinterpret_cast<const char*>(&control), sizeof control);
-  m.config = read_text_file(e.data_dir + "/tidemark.conf");
+  m.config = read_text_file(ctx.data_dir + "/tidemark.conf");
   m.checkpoint_lsn = control.checkpoint_lsn;
   m.redo_lsn = control.redo_lsn;
-  m.page_size = static_cast<std::uint32_t>(e.config.page_size);
+  m.page_size = static_cast<std::uint32_t>(ctx.config.page_size);
   for (const char* sub : {"", "base", "xact"})
-    list_backup_files(e.data_dir, sub, m.files);
+    list_backup_files(ctx.data_dir, sub, m.files);
   return m;
 }
 
@@ -334,23 +334,23 @@ bool safe_backup_path(const std::string& path) {
 }
 
 // Copies one page through the buffer pool, which holds it whole, with its checksum.
-void copy_through_pool(context& e, storage::page_id id, unsigned char* out) {
-  storage::buffer_pool& pool = *e.pool;
+void copy_through_pool(context& ctx, storage::page_id id, unsigned char* out) {
+  storage::buffer_pool& pool = *ctx.pool;
   storage::buffer_id b = pool.pin(id);
   pool.lock_shared(b);
-  std::memcpy(out, pool.page(b), e.config.page_size);
+  std::memcpy(out, pool.page(b), ctx.config.page_size);
   pool.unlock_shared(b);
   pool.unpin(b);
-  storage::finalize_page_for_write(out, e.config.page_size, id, e.config.data_checksums);
+  storage::finalize_page_for_write(out, ctx.config.page_size, id, ctx.config.data_checksums);
 }
 
 caf::expected<file_chunk> read_backup_file(wal_sender_state& st, const file_fetch& f) {
-  context& e = *st.ctx;
+  context& ctx = *st.ctx;
   if (!safe_backup_path(f.path))
     return refusal("base backup: \"" + f.path + "\" is not a file of a base backup");
   if (f.length > max_chunk_bytes)
     return refusal("base backup: chunks are at most " + std::to_string(max_chunk_bytes) + " bytes");
-  const std::size_t page_size = e.config.page_size;
+  const std::size_t page_size = ctx.config.page_size;
   storage::rel_id rel = 0;
   std::uint32_t segno = 0;
   const bool pages = relation_segment_of(f.path, &rel, &segno);
@@ -360,30 +360,30 @@ caf::expected<file_chunk> read_backup_file(wal_sender_state& st, const file_fetc
   chunk.bytes.resize(f.length);
   auto* bytes = reinterpret_cast<unsigned char*>(&chunk.bytes[0]);
   try {
-    int fd = e.io->open_file(e.data_dir + "/" + f.path, false);
+    int fd = ctx.io->open_file(ctx.data_dir + "/" + f.path, false);
     std::size_t got = 0;
     try {
-      std::uint64_t size = e.io->file_size(fd);
+      std::uint64_t size = ctx.io->file_size(fd);
       std::uint64_t wanted = f.offset >= size ? 0 : std::min<std::uint64_t>(f.length, size - f.offset);
       if (pages)
         wanted -= wanted % page_size;
-      got = wanted == 0 ? 0 : e.io->read(fd, bytes, static_cast<std::size_t>(wanted), f.offset);
+      got = wanted == 0 ? 0 : ctx.io->read(fd, bytes, static_cast<std::size_t>(wanted), f.offset);
     } catch (...) {
-      e.io->close_file(fd);
+      ctx.io->close_file(fd);
       throw;
     }
-    e.io->close_file(fd);
+    ctx.io->close_file(fd);
     chunk.bytes.resize(got);
     if (pages) {
-      const std::uint64_t per_segment = e.config.segment_size / page_size;
+      const std::uint64_t per_segment = ctx.config.segment_size / page_size;
       for (std::size_t at = 0; at + page_size <= got; at += page_size) {
         storage::page_id id{rel, static_cast<storage::block_id>(segno * per_segment +
                                                                 (f.offset + at) / page_size)};
         storage::page_verdict verdict =
-          storage::verify_page(bytes + at, page_size, id, e.config.data_checksums);
+          storage::verify_page(bytes + at, page_size, id, ctx.config.data_checksums);
         if (verdict == storage::page_verdict::ok || verdict == storage::page_verdict::all_zero)
           continue;
-        copy_through_pool(e, id, bytes + at); // being written as we read: torn
+        copy_through_pool(ctx, id, bytes + at); // being written as we read: torn
         ++chunk.pages_reread;
       }
     }

@@ -87,8 +87,8 @@ void start_sync(wal_writer_pointer self, std::uint64_t needed) {
   std::uint64_t target;
   try {
     target = ctx.wal->write_out();
-  } catch (const storage::io_error& e) {
-    ctx.fail(e.what());
+  } catch (const storage::io_error& error) {
+    ctx.fail(error.what());
     fail_waiters(self);
     return;
   }
@@ -131,8 +131,8 @@ wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, context* c
     [=](wal_sync_request request) -> caf::result<flush_done> {
       try {
         return flush_done{ctx->wal->sync_through(request.target)};
-      } catch (const storage::io_error& e) {
-        ctx->fail(e.what());
+      } catch (const storage::io_error& error) {
+        ctx->fail(error.what());
         return failure_error(*ctx);
       }
     },
@@ -155,10 +155,10 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
   return {
     [=](flush_request request) -> caf::result<flush_done> {
       auto& st = self->state;
-      context& e = *st.ctx;
-      if (e.failed())
-        return failure_error(e);
-      std::uint64_t flushed = e.wal->flushed_lsn();
+      context& ctx = *st.ctx;
+      if (ctx.failed())
+        return failure_error(ctx);
+      std::uint64_t flushed = ctx.wal->flushed_lsn();
       if (request.lsn <= flushed)
         return flush_done{flushed};
       auto promise = self->make_response_promise<flush_done>();
@@ -167,8 +167,8 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
       return promise;
     },
     [=](flush_wanted wanted) {
-      context& e = *self->state.ctx;
-      if (!e.failed() && wanted.lsn > e.wal->flushed_lsn())
+      context& ctx = *self->state.ctx;
+      if (!ctx.failed() && wanted.lsn > ctx.wal->flushed_lsn())
         want_flush(self, wanted.lsn);
     },
     [=](flush_atom) {

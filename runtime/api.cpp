@@ -92,7 +92,7 @@ void check_relation(relation_id relation) {
 // ---- database ------------------------------------------------------------------------------
 
 struct database::impl {
-  std::unique_ptr<runtime::database> db;
+  std::unique_ptr<runtime::instance> db;
   recovery_report recovery;
   std::atomic<bool> closed{false};
   std::atomic<std::uint64_t> commits{0};
@@ -127,7 +127,7 @@ database::~database() {
 }
 
 void database::create(const std::string& dir, const create_options& options) {
-  runtime::database::create(
+  runtime::instance::create(
     dir, options.settings,
     [&](storage::relation_files& files, const runtime::settings& s) {
       runtime::relation_loader loader(files, dir, s.data_checksums);
@@ -146,15 +146,15 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
     if (options.faults || options.trace || options.events)
       throw usage_error("open_options::read_only: fault injection, tracing and the observer "
                         "need a database open for writing");
-    runtime::open_options internal_options;
+    runtime::instance_options internal_options;
     internal_options.overrides = options.settings;
     internal_options.log = options.log;
     auto state = std::make_shared<impl>();
-    state->db = runtime::database::open_read_only(dir, internal_options);
+    state->db = runtime::instance::open_read_only(dir, internal_options);
     state->recovery = state->db->recovery();
     return std::unique_ptr<database>(new database(std::move(state)));
   }
-  runtime::open_options internal_options;
+  runtime::instance_options internal_options;
   internal_options.overrides = options.settings;
   internal_options.faults = internal(options.faults);
   internal_options.trace = options.trace;
@@ -169,7 +169,7 @@ std::unique_ptr<database> database::open(const std::string& dir, const open_opti
   internal_options.primary = options.primary;
   internal_options.stream = options.stream;
   auto state = std::make_shared<impl>();
-  state->db = runtime::database::open(dir, internal_options);
+  state->db = runtime::instance::open(dir, internal_options);
   state->recovery = state->db->recovery();
   state->traced = options.trace;
   if (options.events) {
@@ -312,7 +312,7 @@ struct session::impl {
   explicit impl(std::shared_ptr<database::impl> owner)
     : db(std::move(owner)), internal(*db->db) {}
   std::shared_ptr<database::impl> db;
-  runtime::session internal;
+  runtime::instance_session internal;
   std::atomic<bool> in_call{false}; // a session serves one thread at a time
 };
 
@@ -509,6 +509,6 @@ bool row_cursor::next() {
   return true;
 }
 
-runtime::database& internal_access::of(database& db) { return *db.impl_->db; }
+runtime::instance& internal_access::of(database& db) { return *db.impl_->db; }
 
 } // namespace tidemark

@@ -3,14 +3,14 @@
 // applications: it is not installed.
 #pragma once
 
-#include "runtime/database.hpp"
+#include "runtime/instance.hpp"
 
 #include <tidemark/database.hpp>
 
 namespace tidemark {
 
 struct internal_access {
-  static runtime::database& of(database& db);
+  static runtime::instance& of(database& db);
 };
 
 } // namespace tidemark

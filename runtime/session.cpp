@@ -4,7 +4,7 @@
 // (and, with synchronous_standby, until a standby has it).
 #include "runtime/session.hpp"
 
-#include "runtime/database.hpp"
+#include "runtime/instance.hpp"
 
 #include <caf/send.hpp>
 
@@ -13,21 +13,21 @@
 
 namespace tidemark::runtime {
 
-session::session(database& db)
+instance_session::instance_session(instance& db)
   : db_(&db),
     txn_(std::make_unique<storage::page_transaction>(
       *db.internals().pool, db.internals().wal.get(), *db.internals().tails,
       db.internals().full_page_writes(), db.internals().commit_log.get(),
       [e = &db.internals()](const std::string& why) { e->fail(why); })) {}
 
-void session::check_running() const {
+void instance_session::check_running() const {
   const engine& e = db_->internals();
   if (e.failed())
     throw tidemark::engine_stopped_error("the engine stopped after a failure (the next open "
                                          "runs crash recovery): " + e.failure());
 }
 
-void session::wait_durable(storage::lsn_t lsn) {
+void instance_session::wait_durable(storage::lsn_t lsn) {
   engine& e = db_->internals();
   if (e.wal == nullptr) // read-only: everything on disk was made durable by the clean stop
     return;
@@ -39,14 +39,14 @@ void session::wait_durable(storage::lsn_t lsn) {
   e.wal->wait_for_flush(lsn);
 }
 
-void session::wait_for_standby(storage::lsn_t lsn) {
+void instance_session::wait_for_standby(storage::lsn_t lsn) {
   engine& e = db_->internals();
   if (lsn == 0 || e.config.synchronous_standby == settings::standby_wait::off)
     return;
   e.standby_acknowledged.wait_for(lsn);
 }
 
-void session::settle_read() {
+void instance_session::settle_read() {
   if (txn_->active())
     return; // the commit waits for everything the transaction read
   try {
@@ -58,14 +58,14 @@ void session::settle_read() {
   }
 }
 
-void session::begin() {
+void instance_session::begin() {
   if (txn_->active())
     throw tidemark::usage_error("begin() inside a transaction: commit() or rollback() it first");
   check_running();
   txn_->begin(db_->internals().next_xid.fetch_add(1));
 }
 
-void session::check_block(storage::page_id id, bool changing) const {
+void instance_session::check_block(storage::page_id id, bool changing) const {
   if (id.block < db_->internals().files->nblocks(id.rel))
     return; // the common case: a block the relation has
   storage::block_id limit = txn_->extendable_to(id.rel); // blocks [0, limit) may be read
@@ -77,30 +77,30 @@ void session::check_block(storage::page_id id, bool changing) const {
     (changing ? "; a change may extend a relation by its next block only)" : ")"));
 }
 
-std::int64_t session::read_i64(storage::page_id id, std::uint16_t offset) {
+std::int64_t instance_session::read_i64(storage::page_id id, std::uint16_t offset) {
   check_running();
   std::int64_t value = txn_->read_i64(id, offset);
   settle_read();
   return value;
 }
 
-void session::read_bytes(storage::page_id id, std::uint16_t offset, void* out,
+void instance_session::read_bytes(storage::page_id id, std::uint16_t offset, void* out,
                          std::uint16_t length) {
   check_running();
   txn_->read_bytes(id, offset, out, length);
   settle_read();
 }
 
-storage::page_rows session::rows_on(storage::page_id id) {
+storage::page_rows instance_session::rows_on(storage::page_id id) {
   check_running();
   storage::page_rows rows = txn_->rows_on(id);
   settle_read();
   return rows;
 }
 
-storage::block_id session::relation_size(storage::rel_id rel) { return txn_->relation_size(rel); }
+storage::block_id instance_session::relation_size(storage::rel_id rel) { return txn_->relation_size(rel); }
 
-void session::check_writable(const char* operation) const {
+void instance_session::check_writable(const char* operation) const {
   if (db_->read_only())
     throw tidemark::usage_error(std::string(operation) + ": the database is open read-only");
   if (db_->is_standby())
@@ -108,27 +108,27 @@ void session::check_writable(const char* operation) const {
                                 ": the database is a standby (read-only until promoted)");
 }
 
-void session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
+void instance_session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
   check_writable("add_i64");
   txn_->add_i64(id, offset, delta);
 }
 
-void session::write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
+void instance_session::write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
                           std::uint16_t length) {
   check_writable("write_bytes");
   txn_->write_bytes(id, offset, data, length);
 }
 
-void session::append_row(storage::rel_id rel, const void* row, std::uint16_t row_size) {
+void instance_session::append_row(storage::rel_id rel, const void* row, std::uint16_t row_size) {
   check_writable("append_row");
   txn_->append_row(rel, row, row_size);
 }
 
-storage::xid_t session::transaction_id() const { return txn_->xid(); }
+storage::xid_t instance_session::transaction_id() const { return txn_->xid(); }
 
-void session::rollback() { txn_->abort(); }
+void instance_session::rollback() { txn_->abort(); }
 
-storage::xid_t session::commit() {
+storage::xid_t instance_session::commit() {
   if (!txn_->active())
     throw tidemark::usage_error("commit() without begin()");
   try {

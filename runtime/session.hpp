@@ -17,15 +17,15 @@
 
 namespace tidemark::runtime {
 
-class database;
+class instance;
 
 /// One application session: a sequence of transactions, used from one thread at a time.
 /// Transactions are validated at commit (storage/page_transaction.hpp); a read outside a
 /// transaction returns only once what it saw is durable, and so does a commit, read-only
 /// or not, for everything its transaction read (synchronous_commit=on).
-class session {
+class instance_session {
 public:
-  explicit session(database& db);
+  explicit instance_session(instance& db);
   void begin();
   bool in_transaction() const { return txn_->active(); }
   std::int64_t read_i64(storage::page_id id, std::uint16_t offset);
@@ -58,7 +58,7 @@ private:
   /// synchronous_standby: waits until a standby has the commit's WAL.
   void wait_for_standby(storage::lsn_t lsn);
 
-  database* db_;
+  instance* db_;
   std::unique_ptr<storage::page_transaction> txn_;
 };
 

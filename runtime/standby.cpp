@@ -18,9 +18,10 @@
 //    removed.
 //  - A base backup writes the control file last: until then the new directory is not a
 //    data directory (open refuses it), so an interrupted copy is never mistaken for one.
-#include "runtime/database.hpp"
+#include "runtime/standby.hpp"
 
 #include "actors/wal_receiver.hpp"
+#include "runtime/instance.hpp"
 #include "actors/wal_sender.hpp"
 #include "runtime/data_directory.hpp"
 #include "runtime/startup.hpp"
@@ -38,11 +39,11 @@
 
 namespace tidemark::runtime {
 
-bool database::uses_network() const {
+bool instance::uses_network() const {
   return standby_.has_value() || !engine_->config.replication_listen.empty();
 }
 
-void database::start_replication() {
+void instance::start_replication() {
   const std::string& listen = engine_->config.replication_listen;
   if (listen.empty() || wal_sender_)
     return;
@@ -58,7 +59,7 @@ void database::start_replication() {
   engine_->log("LOG:  WAL sender listening on " + replication_address_);
 }
 
-void database::start_standby(const open_options& options) {
+void instance::start_standby(const instance_options& options) {
   engine& e = *engine_;
   const storage::control_data control = e.control();
   e.standby.flushed.store(e.wal->flushed_lsn());
@@ -99,7 +100,7 @@ void database::start_standby(const open_options& options) {
 
 // Redo cannot go on: the standby stops, loudly. The receiver sees the failure and confirms
 // no further flush; promote() refuses; status and log name where redo stopped.
-void database::stop_standby(const std::string& why) {
+void instance::stop_standby(const std::string& why) {
   engine& e = *engine_;
   {
     std::lock_guard<std::mutex> lock(e.standby.mutex);
@@ -110,7 +111,7 @@ void database::stop_standby(const std::string& why) {
   e.fail(why);
 }
 
-void database::end_standby_stream() {
+void instance::end_standby_stream() {
   if (!arrival_)
     return;
   if (wal_receiver_) {
@@ -129,7 +130,7 @@ void database::end_standby_stream() {
     std::rethrow_exception(standby_redo_error_);
 }
 
-void database::promote() {
+void instance::promote() {
   if (!standby_)
     throw tidemark::usage_error("promote: the database is not a standby");
   engine& e = *engine_;
@@ -180,7 +181,7 @@ void database::promote() {
   }
 }
 
-standby_status database::standby() const {
+standby_status instance::standby() const {
   standby_status s;
   if (!standby_)
     return s;
@@ -216,7 +217,7 @@ standby_status database::standby() const {
   return s;
 }
 
-std::vector<messages::standby_view> database::standbys() {
+std::vector<messages::standby_view> instance::standbys() {
   if (!wal_sender_)
     return {};
   std::vector<messages::standby_view> views;

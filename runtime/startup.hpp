@@ -19,7 +19,7 @@
 //  - The redo point does not move until the end-of-recovery checkpoint completes.
 #pragma once
 
-#include "runtime/database.hpp"
+#include "runtime/instance.hpp"
 #include "runtime/engine.hpp"
 #include "storage/received_wal.hpp"
 

@@ -3,7 +3,7 @@
 // can make fsyncs fail), and no actors — each test spawns the ones it examines.
 #pragma once
 
-#include "runtime/database.hpp"
+#include "runtime/instance.hpp"
 #include "runtime/startup.hpp"
 
 #include <filesystem>
@@ -30,7 +30,7 @@ struct engine_fixture {
     char pattern[] = "/tmp/tidemark-actor-test-XXXXXX";
     dir = std::string(mkdtemp(pattern)) + "/data";
     settings.insert(settings.begin(), "log_checkpoints=off"); // a test may turn it on
-    runtime::database::create(dir, settings, [](auto&, const auto&) {});
+    runtime::instance::create(dir, settings, [](auto&, const auto&) {});
     auto plain = storage::make_io_engine(storage::io_method::sync);
     engine.data_dir = dir;
     engine.set_control(storage::read_control_file(*plain, dir));

@@ -30,7 +30,7 @@ traced_result run_doublewrite(double seconds) {
   test::traced_tpcb_run({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
                          "doublewrite_ring_pages=16", "shared_buffers=16", "checkpoint_timeout=1h",
                          "max_wal_size=1GB", "segment_size=1MB", "log_checkpoints=off"},
-                        4, seconds, [&](runtime::database& db) {
+                        4, seconds, [&](runtime::instance& db) {
                           // Read after close: the shutdown checkpoint writes through the ring too.
                           auto& counters = db.internals().ring->counters();
                           result.batches = counters.batches.load();

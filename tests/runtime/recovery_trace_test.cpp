@@ -73,10 +73,10 @@ std::vector<messages::trace_event> recover_traced(const std::vector<std::string>
   } // abandoned: its shutdown checkpoint fails on the dead engine
   std::vector<std::string> reopen = settings;
   reopen.insert(reopen.end(), {"shared_buffers=16", "bgwriter_delay=10ms"});
-  runtime::open_options options;
+  runtime::instance_options options;
   options.overrides = reopen;
   options.trace = true;
-  auto db = runtime::database::open(dir, options);
+  auto db = runtime::instance::open(dir, options);
   REQUIRE(db->recovery().needed);
   CHECK(db->recovery().records > transactions); // every committed transaction was replayed
   db->close();

@@ -87,7 +87,7 @@ void end_actor_under_load(const std::string& actor, std::vector<std::string> set
       log.push_back(line);
     };
     auto db = database::open(scratch.dir, options);
-    runtime::database& inside = internal_access::of(*db);
+    runtime::instance& inside = internal_access::of(*db);
     std::vector<std::string> watched = inside.watched_actors();
     REQUIRE_MESSAGE(std::find(watched.begin(), watched.end(), actor) != watched.end(),
                     actor << " is not watched");

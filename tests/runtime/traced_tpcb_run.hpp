@@ -27,7 +27,7 @@ inline void create_tpcb_directory(const std::string& dir, const std::vector<std:
 }
 
 inline void traced_tpcb_run(const std::vector<std::string>& settings, std::uint32_t clients,
-                            double seconds, const std::function<void(runtime::database&)>& inspect) {
+                            double seconds, const std::function<void(runtime::instance&)>& inspect) {
   char pattern[] = "/tmp/tidemark-traced-run-XXXXXX";
   std::string root = mkdtemp(pattern);
   std::string dir = root + "/data";

@@ -1,5 +1,5 @@
 // The embedding API: see database.hpp for the boot and shutdown order.
-#include "runtime/database.hpp"
+#include "runtime/instance.hpp"
 
 #include "actors/bgwriter.hpp"
 #include "actors/checkpointer.hpp"
@@ -67,7 +67,7 @@ void write_initial_wal(storage::io_engine& io, const settings& s, const std::str
 
 // ---- create ------------------------------------------------------------------------------
 
-void database::create(const std::string& dir, const std::vector<std::string>& overrides,
+void instance::create(const std::string& dir, const std::vector<std::string>& overrides,
                       const std::function<void(storage::relation_files&, const settings&)>& populate,
                       const std::optional<storage::fault_config>& faults) {
   settings s;
@@ -106,7 +106,7 @@ namespace {
 // crashed run recorded. Pages it wrote since the redo point rely on that mode's protection
 // (images in the WAL, or copies in the ring), and so do pages recovery writes.
 std::optional<torn_page_protection> mode_to_recover_in(const std::string& dir,
-                                                       const open_options& options) {
+                                                       const instance_options& options) {
   std::unique_ptr<storage::io_engine> reader = storage::make_io_engine(storage::io_method::sync);
   storage::control_data control = storage::read_control_file(*reader, dir);
   if (!needs_recovery(control))
@@ -120,31 +120,31 @@ std::optional<torn_page_protection> mode_to_recover_in(const std::string& dir,
 
 } // namespace
 
-std::unique_ptr<database> database::open(const std::string& dir, const open_options& options) {
+std::unique_ptr<instance> instance::open(const std::string& dir, const instance_options& options) {
   check_data_directory(dir);
   if (options.standby) // a standby recovers in its primary's mode and switches with it
     return open_once(dir, options);
   std::optional<recovery_outcome> earlier;
   if (auto crashed_mode = mode_to_recover_in(dir, options)) {
     // Recover and stop cleanly in the crashed run's mode, then start in the new one.
-    open_options recover_options = options;
+    instance_options recover_options = options;
     recover_options.overrides.push_back(std::string("torn_page_protection=") +
                                         to_string(*crashed_mode));
-    std::unique_ptr<database> recovering = open_once(dir, recover_options);
+    std::unique_ptr<instance> recovering = open_once(dir, recover_options);
     recovering->close();
     earlier = recovering->recovery_;
     earlier->protection_switched = true;
   }
-  std::unique_ptr<database> db = open_once(dir, options);
+  std::unique_ptr<instance> db = open_once(dir, options);
   if (earlier)
     db->recovery_ = *earlier;
   return db;
 }
 
-std::unique_ptr<database> database::open_read_only(const std::string& dir,
-                                                   const open_options& options) {
+std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
+                                                   const instance_options& options) {
   check_data_directory(dir);
-  std::unique_ptr<database> db(new database());
+  std::unique_ptr<instance> db(new instance());
   db->read_only_ = true;
   db->lock_ = directory_lock::shared(dir);
   auto e = std::make_unique<engine>();
@@ -172,8 +172,8 @@ std::unique_ptr<database> database::open_read_only(const std::string& dir,
   return db;
 }
 
-std::unique_ptr<database> database::open_once(const std::string& dir, const open_options& options) {
-  std::unique_ptr<database> db(new database());
+std::unique_ptr<instance> instance::open_once(const std::string& dir, const instance_options& options) {
+  std::unique_ptr<instance> db(new instance());
   db->lock_ = directory_lock::exclusive(dir);
   db->detach_io_actors_ = options.detach_io_actors;
   auto e = std::make_unique<engine>();
@@ -254,7 +254,7 @@ std::unique_ptr<database> database::open_once(const std::string& dir, const open
   return db;
 }
 
-void database::log_recovery() const {
+void instance::log_recovery() const {
   const recovery_outcome& r = recovery_;
   char line[1024];
   std::snprintf(
@@ -285,7 +285,7 @@ void database::log_recovery() const {
                  r.prefetch_error);
 }
 
-void database::start_actors() {
+void instance::start_actors() {
   system_config_ = std::make_unique<caf::actor_system_config>();
   system_config_->add_message_types<caf::id_block::tidemark>();
   if (uses_network())
@@ -321,17 +321,17 @@ void database::start_actors() {
   watch_->watch(bgwriter_, "bgwriter");
 }
 
-void database::end_actor_abnormally(const std::string& name) {
+void instance::end_actor_abnormally(const std::string& name) {
   if (!watch_)
     throw tidemark::usage_error("end_actor_abnormally: no actors run (read-only or closed)");
   watch_->end_abnormally(name);
 }
 
-std::vector<std::string> database::watched_actors() const {
+std::vector<std::string> instance::watched_actors() const {
   return watch_ ? watch_->names() : std::vector<std::string>{};
 }
 
-void database::request_checkpoint(messages::checkpoint_reason reason) {
+void instance::request_checkpoint(messages::checkpoint_reason reason) {
   caf::scoped_actor self{*system_};
   messages::checkpoint_request request{static_cast<std::uint8_t>(reason), true};
   bool refused = false;
@@ -351,7 +351,7 @@ void database::request_checkpoint(messages::checkpoint_reason reason) {
   throw tidemark::data_error("checkpoint failed: " + why);
 }
 
-void database::checkpoint() {
+void instance::checkpoint() {
   if (read_only_)
     throw tidemark::usage_error("checkpoint: the database is open read-only");
   if (standby_)
@@ -360,7 +360,7 @@ void database::checkpoint() {
   request_checkpoint(messages::checkpoint_reason::requested);
 }
 
-void database::observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event) {
+void instance::observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event) {
   TIDEMARK_CHECK(!checkpoint_watcher_, "observe_checkpoints() once per database");
   checkpoint_watcher_ = system_->spawn(
     [on_event](messages::checkpoint_observer_actor::pointer) -> messages::checkpoint_observer_actor::behavior_type {
@@ -369,7 +369,7 @@ void database::observe_checkpoints(std::function<void(const messages::checkpoint
   caf::anon_send(checkpointer_, messages::subscribe_atom::value, checkpoint_watcher_);
 }
 
-void database::stop_actors() {
+void instance::stop_actors() {
   if (!system_)
     return;
   {
@@ -409,7 +409,7 @@ void database::stop_actors() {
   watch_.reset();
 }
 
-void database::close() {
+void instance::close() {
   if (closed_)
     return;
   closed_ = true;
@@ -442,9 +442,9 @@ void database::close() {
                                          "runs crash recovery: " + failure);
 }
 
-session database::open_session() { return session(*this); }
+instance_session instance::open_session() { return instance_session(*this); }
 
-database::~database() {
+instance::~instance() {
   if (!engine_) // open() failed before the engine existed: lock_ releases itself
     return;
   if (!closed_) {

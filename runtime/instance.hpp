@@ -20,6 +20,7 @@
 #include "runtime/directory_lock.hpp"
 #include "runtime/engine.hpp"
 #include "runtime/session.hpp"
+#include "runtime/standby.hpp"
 #include "runtime/standby_file.hpp"
 #include "runtime/supervision.hpp"
 #include "storage/received_wal.hpp"
@@ -36,7 +37,7 @@
 
 namespace tidemark::runtime {
 
-struct open_options {
+struct instance_options {
   std::vector<std::string> overrides;          // KEY=VALUE, as --set
   std::optional<storage::fault_config> faults; // run on the fault-injecting engine
   bool detach_io_actors = true;                // off under the deterministic test scheduler
@@ -50,16 +51,6 @@ struct open_options {
   std::string primary; // standby: HOST:PORT instead of standby.conf's
 };
 
-/// A standby's stream, as it stands (runtime/standby.cpp): the public report itself.
-using standby_status = tidemark::standby_status;
-
-/// Copies a running primary's data directory into `new_dir` (which must not exist or be
-/// empty) for a standby (runtime/standby.cpp). `progress` sees lines as it goes.
-using base_backup_report = tidemark::base_backup_report;
-base_backup_report base_backup(const std::string& new_dir, const std::string& primary,
-                               const std::string& name,
-                               const std::function<void(const std::string&)>& progress);
-
 /// What recovery did (the public report) and where redo stopped, which a standby needs to
 /// restart its WAL there.
 struct recovery_outcome : tidemark::recovery_report {
@@ -69,7 +60,7 @@ struct recovery_outcome : tidemark::recovery_report {
   bool ended_at_stream_end = false;
 };
 
-class database {
+class instance {
 public:
   /// Creates an empty data directory: configuration, control file, WAL with a first
   /// checkpoint. `populate` may write initial pages, and files of its own in `dir`,
@@ -86,18 +77,18 @@ public:
   /// ask for another, the directory is recovered and shut down cleanly in the recorded
   /// mode first, then opened in the new one. If recovery fails, nothing marks the
   /// directory clean: the next open retries it.
-  static std::unique_ptr<database> open(const std::string& dir, const open_options& options);
+  static std::unique_ptr<instance> open(const std::string& dir, const instance_options& options);
   /// Opens a cleanly shut down directory for reading: no actors, no WAL, no recovery, no
   /// file created or written (the engine opens files O_RDONLY). A shared lock is taken on
   /// the lock file when there is one, so no writer opens the directory meanwhile; a
   /// directory that needs recovery is refused (config_error).
-  static std::unique_ptr<database> open_read_only(const std::string& dir, const open_options& options);
+  static std::unique_ptr<instance> open_read_only(const std::string& dir, const instance_options& options);
 
-  ~database();
-  database(const database&) = delete;
-  database& operator=(const database&) = delete;
+  ~instance();
+  instance(const instance&) = delete;
+  instance& operator=(const instance&) = delete;
 
-  session open_session();
+  instance_session open_session();
   /// Runs an immediate checkpoint and waits for it.
   void checkpoint();
   /// Shutdown checkpoint, then stops the actors. Idempotent. Throws if the engine failed.
@@ -133,15 +124,15 @@ public:
   std::vector<std::string> watched_actors() const;
 
 private:
-  database() = default;
-  static std::unique_ptr<database> open_once(const std::string& dir, const open_options& options);
+  instance() = default;
+  static std::unique_ptr<instance> open_once(const std::string& dir, const instance_options& options);
   void request_checkpoint(messages::checkpoint_reason reason);
   void log_recovery() const;
   void start_actors();
   void stop_actors();
   bool uses_network() const;
   void start_replication(); // publishes the WAL sender on replication_listen
-  void start_standby(const open_options& options);
+  void start_standby(const instance_options& options);
   void end_standby_stream(); // ends the stream and redo; rethrows redo's failure
   void stop_standby(const std::string& why); // redo cannot go on: fail the standby, loudly
 
