@@ -313,12 +313,10 @@ std::string page_size_list(const char* separator) {
   return list;
 }
 
-const std::vector<setting_entry>& setting_table() {
-  using io = storage::io_method;
-  using sync = storage::directory_sync_method;
-  using wait = settings::standby_wait;
+// The data directory's layout, memory and commit settings, in the listing's order.
+std::vector<setting_entry> layout_and_commit_settings() {
   using mode = torn_page_protection;
-  static const std::vector<setting_entry> table = {
+  return {
     {"page_size", true, "size", "B", page_size_list(" | "),
      [](settings& s, const std::string& v) {
        std::uint64_t size = parse_bytes("page_size", v, 1);
@@ -354,6 +352,16 @@ const std::vector<setting_entry>& setting_table() {
                           {"off", mode::off}},
                          "how pages torn by a crash are repaired (WAL images, doublewrite ring, "
                          "or not)"),
+  };
+}
+
+// Checkpoints, the background writers, recovery, replication, torn-page protection and
+// logging, in the listing's order.
+std::vector<setting_entry> background_settings() {
+  using io = storage::io_method;
+  using sync = storage::directory_sync_method;
+  using wait = settings::standby_wait;
+  return {
     time_setting("checkpoint_timeout", &settings::checkpoint_timeout, milliseconds(1000),
                  milliseconds(1000), milliseconds(86'400'000), false,
                  "time between automatic checkpoints"),
@@ -418,6 +426,15 @@ const std::vector<setting_entry>& setting_table() {
     bool_setting("log_checkpoints", false, &settings::log_checkpoints,
                  "print one line per checkpoint"),
   };
+}
+
+const std::vector<setting_entry>& setting_table() {
+  static const std::vector<setting_entry> table = [] {
+    std::vector<setting_entry> all = layout_and_commit_settings();
+    for (setting_entry& entry : background_settings())
+      all.push_back(std::move(entry));
+    return all;
+  }();
   return table;
 }
 

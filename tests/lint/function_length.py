@@ -41,6 +41,9 @@ def strip(text):
             end = text.find(")" + m.group(1) + '"', i) + len(m.group(1)) + 2
             out.append('""' + "\n" * text.count("\n", i, end))
             i = end
+        elif c == "'" and i > 0 and text[i - 1].isalnum():
+            out.append(c)  # a digit separator (86'400'000), not a character literal
+            i += 1
         elif c in "\"'":
             j = i + 1
             while j < n and text[j] != c:

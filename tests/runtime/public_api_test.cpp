@@ -647,56 +647,6 @@ TEST_CASE("public API: commit() throws io_error when a page it changes cannot be
   db->close();
 }
 
-TEST_CASE("public API: a commit whose status cannot be recorded stops the engine with commit_outcome_unknown") {
-  scratch_directory scratch;
-  create_with_rows(scratch.dir, 10);
-  open_options options;
-  options.settings = quiet;
-  fault_injection faults;
-  faults.bad_read = read_fault::error;
-  faults.bad_read_after = 1; // the first read of commit-status bytes this run wrote and fsynced
-  faults.bad_read_match = "/xact/";
-  options.faults = faults;
-  transaction_id first = 0, second = 0;
-  {
-    auto db = database::open(scratch.dir, options);
-    session s = db->open_session();
-    s.begin();
-    s.add_i64({2, 0}, 64, 1);
-    first = s.commit();
-    db->checkpoint(); // writes the commit-status page holding `first`, and fsyncs it
-    // A commit-status page holds 4 ids per byte; the log buffers 8 pages. Asking about ids
-    // on 16 other pages pushes the one the next commit records its status on out.
-    const transaction_id ids_per_page = 4 * db->page_size();
-    for (transaction_id page = 1; page <= 16; ++page)
-      CHECK(db->status_of(page * ids_per_page) == transaction_status::unknown);
-    s.begin();
-    s.add_i64({2, 0}, 64, 10);
-    second = s.id();
-    try {
-      s.commit();
-      FAIL("the commit was acknowledged without its status");
-    } catch (const commit_outcome_unknown& e) {
-      CHECK(e.transaction() == second);
-    }
-    CHECK(!s.in_transaction());
-    CHECK(db->stats().failed);
-    CHECK_THROWS_AS(s.begin(), engine_stopped_error);
-    CHECK_THROWS_AS(db->close(), engine_stopped_error);
-  }
-  auto db = open_quiet(scratch.dir);
-  CHECK(db->recovery().needed);
-  session s = db->open_session();
-  CHECK(db->status_of(first) == transaction_status::committed);
-  // Wholly present or wholly absent, and status_of says which.
-  std::int64_t value = s.read_i64({2, 0}, 64);
-  if (db->status_of(second) == transaction_status::committed)
-    CHECK(value == 11);
-  else
-    CHECK(value == 1);
-  db->close();
-}
-
 TEST_CASE("public API: write_trace to a file it cannot create is an io_error naming it") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 10);
