@@ -70,7 +70,7 @@ bool clean_round(bgwriter_state& st) {
   st.sink->flush();
   pool.rearm_supply_alarm();
   if (written > 0 && ctx.trace)
-    ctx.trace->record(actor_role::bgwriter, actor_role::bgwriter, "bgwriter_write", written);
+    ctx.trace->record(actor_role::bgwriter, actor_role::bgwriter, trace_type::bgwriter_write, written);
   if (written >= maxpages && maxpages > 0)
     ctx.bgwriter.maxwritten_clean.fetch_add(1, std::memory_order_relaxed);
   st.estimator->finished(plan, scanned, next, passes, reusable);

@@ -70,7 +70,7 @@ checkpoint_run& current_run(checkpointer_state& st) {
   return *st.run;
 }
 
-void trace(context& ctx, actor_role to, const char* type, std::uint64_t a = 0,
+void trace(context& ctx, actor_role to, trace_type type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
   if (ctx.trace)
     ctx.trace->record(actor_role::checkpointer, to, type, a, b, c);
@@ -161,11 +161,11 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
   std::sort(run.to_write.begin(), run.to_write.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   st.last_start = run.started;
-  trace(ctx, actor_role::checkpointer, "checkpoint_begin", run.redo, run.to_write.size(),
+  trace(ctx, actor_role::checkpointer, trace_type::checkpoint_begin, run.redo, run.to_write.size(),
         static_cast<std::uint64_t>(reason));
   st.run = std::move(run);
   publish(self, checkpoint_phase::write);
-  self->send(self, step_atom::value);
+  self->send(self, write_step_atom::value);
 }
 
 // ---- WRITE ---------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ bool write_or_await(context& ctx, buffer_sink& sink, storage::buffer_id buffer) 
     if (!ctx.pool->write_in_progress(buffer))
       return false;
     sink.flush();
-    trace(ctx, actor_role::checkpointer, "checkpoint_awaits_write", buffer);
+    trace(ctx, actor_role::checkpointer, trace_type::checkpoint_awaits_write, buffer);
     ctx.pool->wait_for_write(buffer);
   }
   return true;
@@ -222,7 +222,7 @@ void write_step(checkpointer_pointer self) {
     return;
   }
   publish(self, checkpoint_phase::write, true);
-  self->delayed_send(self, nap_interval, step_atom::value); // ahead of schedule: nap
+  self->delayed_send(self, nap_interval, write_step_atom::value); // ahead of schedule: nap
 }
 
 // ---- SYNC and FINISH -------------------------------------------------------------------------
@@ -254,10 +254,10 @@ storage::lsn_t write_checkpoint_record(context& ctx, const checkpoint_run& run) 
     ++control.generation; // a promoted standby's history goes on apart from its old primary's
   storage::write_control_file(*ctx.io, ctx.data_dir, control);
   ctx.set_control(control);
-  trace(ctx, actor_role::checkpointer, "control_file_written", position->start, run.redo);
+  trace(ctx, actor_role::checkpointer, trace_type::control_file_written, position->start, run.redo);
   // C2: only now that the control file moved on, and not what a standby still needs
   ctx.wal->remove_segments_before(std::min(run.redo, ctx.standby_keep.load()));
-  trace(ctx, actor_role::checkpointer, "wal_recycled", run.redo);
+  trace(ctx, actor_role::checkpointer, trace_type::wal_recycled, run.redo);
   return position->start;
 }
 
@@ -273,9 +273,9 @@ storage::lsn_t write_restartpoint(context& ctx, const checkpoint_run& run) {
   storage::write_control_file(*ctx.io, ctx.data_dir, control);
   ctx.set_control(control);
   ctx.standby.restart_redo.store(run.redo);
-  trace(ctx, actor_role::checkpointer, "control_file_written", control.checkpoint_lsn, run.redo);
+  trace(ctx, actor_role::checkpointer, trace_type::control_file_written, control.checkpoint_lsn, run.redo);
   ctx.wal->remove_segments_before(std::min(run.redo, ctx.standby_keep.load()));
-  trace(ctx, actor_role::checkpointer, "wal_recycled", run.redo);
+  trace(ctx, actor_role::checkpointer, trace_type::wal_recycled, run.redo);
   return control.checkpoint_lsn;
 }
 
@@ -322,7 +322,7 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
     fail_run(self, std::string("checkpoint record failed: ") + error.what());
     return;
   }
-  trace(ctx, actor_role::checkpointer, "checkpoint_record", checkpoint_lsn, run.redo);
+  trace(ctx, actor_role::checkpointer, trace_type::checkpoint_record, checkpoint_lsn, run.redo);
   auto& counters = ctx.checkpoints;
   (run.reason == checkpoint_reason::time           ? counters.timed
    : run.reason == checkpoint_reason::restartpoint ? counters.restartpoints
@@ -368,7 +368,7 @@ void request_sync_phase(checkpointer_pointer self) {
     return;
   }
   sync_phase_request request{sync_pace_ms(ctx, current_run(st))};
-  trace(ctx, actor_role::sync_worker, "sync_phase_request", request.pace_ms);
+  trace(ctx, actor_role::sync_worker, trace_type::sync_phase_request, request.pace_ms);
   self->request(st.sync_worker, caf::infinite, request)
     .then([=](const sync_phase_done& done) { finish_checkpoint(self, done); },
           [=](const caf::error& error) { fail_run(self, error_text(error)); });
@@ -378,7 +378,7 @@ void fail_run(checkpointer_pointer self, const std::string& why) {
   auto& st = self->state;
   context& ctx = *st.ctx;
   ctx.fail(why);
-  trace(ctx, actor_role::checkpointer, "checkpoint_failed");
+  trace(ctx, actor_role::checkpointer, trace_type::checkpoint_failed);
   publish(self, checkpoint_phase::idle);
   auto error = caf::make_error(caf::sec::runtime_error, ctx.failure());
   for (auto& waiter : current_run(st).waiters)
@@ -393,7 +393,7 @@ void fail_run(checkpointer_pointer self, const std::string& why) {
 
 // Finishes the running paced checkpoint unpaced: the write phase writes what is left at its
 // next step (taken now), the sync phase's remaining fsyncs run one after another.
-void hurry(checkpointer_pointer self, const char* why) {
+void hurry(checkpointer_pointer self, trace_type why) {
   auto& st = self->state;
   if (!st.run || st.run->immediate || st.run->hurried)
     return;
@@ -402,7 +402,7 @@ void hurry(checkpointer_pointer self, const char* why) {
   trace(ctx, actor_role::checkpointer, why);
   checkpoint_phase phase = ctx.checkpoints.phase.load();
   if (phase == checkpoint_phase::write)
-    self->send(self, step_atom::value); // the nap's own step finds the phase over, or writes
+    self->send(self, write_step_atom::value); // the nap's own step finds the phase over, or writes
   else if (phase == checkpoint_phase::sync)
     self->send(st.sync_worker, hurry_atom::value); // ignored before its phase begins: that
                                                    // one is asked for unpaced (sync_pace_ms)
@@ -412,7 +412,7 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
                 caf::typed_response_promise<checkpoint_done> promise) {
   auto& st = self->state;
   context& ctx = *st.ctx;
-  trace(ctx, actor_role::checkpointer, "checkpoint_request", static_cast<std::uint64_t>(reason),
+  trace(ctx, actor_role::checkpointer, trace_type::checkpoint_request, static_cast<std::uint64_t>(reason),
         immediate);
   if (ctx.failed()) {
     promise.deliver(caf::make_error(caf::sec::runtime_error, "engine failed: " + ctx.failure()));
@@ -432,7 +432,7 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
     st.queued_immediate = st.queued_immediate || immediate;
     st.queued.push_back(std::move(promise));
     if (immediate)
-      hurry(self, "checkpoint_hurried_by_request");
+      hurry(self, trace_type::checkpoint_hurried_by_request);
     return;
   }
   begin_checkpoint(self, reason, immediate, {std::move(promise)});
@@ -474,7 +474,7 @@ void on_tick(checkpointer_pointer self) {
   }
   if (st.run) {
     if (double(ctx.wal->inserted_lsn() - st.run->redo) >= wal_budget(ctx))
-      hurry(self, "checkpoint_hurried_by_wal"); // the next checkpoint is due already
+      hurry(self, trace_type::checkpoint_hurried_by_wal); // the next checkpoint is due already
     else if (ctx.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
              !st.run->immediate)
       self->send(st.sync_worker, sync_deadline{sync_pace_ms(ctx, *st.run)}); // re-plans if
@@ -506,7 +506,7 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, contex
       on_request(self, static_cast<checkpoint_reason>(request.reason), request.immediate, promise);
       return promise;
     },
-    [=](step_atom) {
+    [=](write_step_atom) {
       if (self->state.run && self->state.ctx->checkpoints.phase.load() == checkpoint_phase::write)
         write_step(self);
     },

@@ -84,7 +84,7 @@ void actor_sync_registry::register_files(const storage::file_write* files, std::
   // Recorded after the send: a registration traced before an event was enqueued before it.
   if (trace_ != nullptr)
     for (std::size_t i = 0; i < count; ++i)
-      trace_->record(role_of(source), messages::actor_role::sync_worker, "sync_register",
+      trace_->record(role_of(source), messages::actor_role::sync_worker, messages::trace_type::sync_register,
                      files[i].tag.segment.rel, files[i].tag.segment.segno,
                      static_cast<std::uint64_t>(files[i].tag.kind));
 }

@@ -31,8 +31,8 @@ struct dw_batcher_state {
   // since the last drain, and those waiting for ring space.
   std::deque<std::pair<std::uint32_t, actor_role>> queued;
   bool waiting_for_ring_space = false;       // the front of `queued` found the ring full
-  bool drain_sent = false;                   // a step_atom to ourselves is in the mailbox
-  bool gathering = false;                    // a timed (step_atom, generation) will drain
+  bool drain_sent = false;                   // a drain_atom to ourselves is in the mailbox
+  bool gathering = false;                    // a timed (gathered_atom, generation) will drain
   std::uint64_t gather_generation = 0;       // of that timer; a drain before it makes it stale
   std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until queued is empty
   std::vector<std::pair<std::uint32_t, actor_role>> group; // written, awaiting the ring fsync
@@ -44,7 +44,7 @@ struct dw_batcher_state {
 
 using dw_batcher_pointer = dw_batcher_actor::stateful_pointer<dw_batcher_state>;
 
-void trace(context& ctx, actor_role from, actor_role to, const char* type, std::uint64_t a,
+void trace(context& ctx, actor_role from, actor_role to, trace_type type, std::uint64_t a,
            std::uint64_t b = 0) {
   if (ctx.trace)
     ctx.trace->record(from, to, type, a, b);
@@ -88,9 +88,9 @@ void on_chunks_synced(dw_batcher_pointer self, const std::vector<std::uint32_t>&
                           "a chunk reported synced was awaiting its fsync",
                           "chunk " + std::to_string(chunk));
     ctx.ring->advance(chunk, dw_state::data_fsynced);
-    trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_fsynced", chunk);
+    trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_fsynced, chunk);
     // Traced before the release: a writer may take the chunk the moment it is free.
-    trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_free", chunk);
+    trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_free, chunk);
     ctx.ring->release(chunk);
     st.hurried.erase(chunk);
   }
@@ -139,7 +139,7 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   }
   if (request.files.empty())
     return;
-  trace(ctx, actor_role::dw_batcher, actor_role::sync_worker, "sync_now", request.files.size());
+  trace(ctx, actor_role::dw_batcher, actor_role::sync_worker, trace_type::sync_now, request.files.size());
   self->send(st.sync_worker, std::move(request));
 }
 
@@ -175,7 +175,7 @@ void drain_soon(dw_batcher_pointer self) {
   }
   if (!st.drain_sent) {
     st.drain_sent = true;
-    self->send(self, step_atom::value);
+    self->send(self, drain_atom::value);
   }
 }
 
@@ -205,14 +205,14 @@ bool may_gather(const dw_batcher_state& st, actor_role source) {
 // that pile up share one ring fsync. A small background batch may wait for company.
 void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
-  trace(*st.ctx, source, actor_role::dw_batcher, "dw_batch_ready", chunk,
+  trace(*st.ctx, source, actor_role::dw_batcher, trace_type::dw_batch_ready, chunk,
         st.ctx->ring->entries(chunk).size());
   st.queued.emplace_back(chunk, source);
   if (!may_gather(st, source)) {
     drain_soon(self);
   } else if (!st.gathering && !st.drain_sent) {
     st.gathering = true;
-    self->delayed_send(self, st.ctx->config.doublewrite_flush_delay, step_atom::value,
+    self->delayed_send(self, st.ctx->config.doublewrite_flush_delay, gathered_atom::value,
                        ++st.gather_generation);
   }
 }
@@ -236,7 +236,7 @@ bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role sourc
     fail_batch(ctx, chunk, std::string("doublewrite batch failed: ") + error.what());
     return true;
   }
-  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_written", chunk, entries.size());
+  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_written, chunk, entries.size());
   st.group.emplace_back(chunk, source);
   return true;
 }
@@ -252,7 +252,7 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
     st.writes.push_back({entries[i].id, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
   std::vector<storage::file_write> written = writes_of(ctx, entries);
   std::vector<file_ref> files = refs_of(written);
-  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_inplace_write", chunk,
+  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_inplace_write, chunk,
         st.writes.size());
   try {
     // D1: only after DWB_FSYNCED. No writeback is started here: the pages wait in the page
@@ -271,7 +271,7 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
   for (const storage::dw_entry& entry : entries)
     ctx.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);
-  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_data_written", chunk);
+  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_written, chunk);
   st.awaiting_fsync.emplace(chunk, files);
   self->send(st.sync_worker, sync_notify{std::move(files), chunk});
   ask_synced(self); // behind the notify: the sync worker knows the chunk when it answers
@@ -324,7 +324,7 @@ void write_queued(dw_batcher_pointer self) {
         return;
       }
       for (const auto& [chunk, source] : st.group) {
-        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_fsynced", chunk);
+        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_fsynced, chunk);
         if (ctx.failed())
           fail_batch(ctx, chunk, ctx.failure()); // an in-place write before it failed
         else
@@ -341,7 +341,7 @@ void write_queued(dw_batcher_pointer self) {
         return;
       }
       if (retry)
-        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, "dw_horizon_synced", 0);
+        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_horizon_synced, 0);
     }
     if (ctx.failed()) {
       fail_queued_batches(self);
@@ -367,11 +367,11 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx
       }
       hand_over(self, ready.chunk, static_cast<actor_role>(ready.source));
     },
-    [=](step_atom) {
+    [=](drain_atom) {
       self->state.drain_sent = false;
       write_queued(self);
     },
-    [=](step_atom, std::uint64_t generation) { // the gathering delay is over
+    [=](gathered_atom, std::uint64_t generation) { // the gathering delay is over
       auto& st = self->state;
       if (!st.gathering || generation != st.gather_generation)
         return; // drained meanwhile

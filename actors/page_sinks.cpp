@@ -64,20 +64,20 @@ private:
 // A writer found no free chunk (D4): tell the trace and hurry the batcher's retirement.
 void hurry_batcher(context& ctx, messages::actor_role writer) {
   if (ctx.trace)
-    ctx.trace->record(writer, messages::actor_role::dw_batcher, "dw_slot_wait");
+    ctx.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_slot_wait);
   caf::anon_send(ctx.batcher, messages::dw_flush_request{});
 }
 
 void give_back_chunk(context& ctx, messages::actor_role writer, std::uint32_t chunk) {
   if (ctx.trace) // before: another writer may take the chunk the moment it is free
-    ctx.trace->record(writer, messages::actor_role::dw_batcher, "dw_give_back", chunk);
+    ctx.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_give_back, chunk);
   ctx.ring->give_back(chunk);
 }
 
 std::uint32_t acquire_chunk(context& ctx, messages::actor_role writer) {
   std::uint32_t chunk = ctx.ring->acquire([&ctx, writer] { hurry_batcher(ctx, writer); });
   if (ctx.trace)
-    ctx.trace->record(writer, messages::actor_role::dw_batcher, "dw_acquire", chunk);
+    ctx.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_acquire, chunk);
   return chunk;
 }
 
@@ -156,7 +156,7 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
     } else if (ring.try_acquire(&chunk)) {
       if (context_.trace)
         context_.trace->record(messages::actor_role::backend, messages::actor_role::dw_batcher,
-                              "dw_acquire", chunk);
+                              messages::trace_type::dw_acquire, chunk);
     } else {
       return storage::victim_write::declined; // the session looks for a clean victim first
     }

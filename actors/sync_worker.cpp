@@ -128,7 +128,7 @@ struct sync_worker_state {
 
 using sync_worker_pointer = sync_worker_actor::stateful_pointer<sync_worker_state>;
 
-void trace(context& ctx, role from, role to, const char* type, std::uint64_t a = 0,
+void trace(context& ctx, role from, role to, trace_type type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
   if (ctx.trace)
     ctx.trace->record(from, to, type, a, b, c);
@@ -155,7 +155,7 @@ void notify_synced(sync_worker_pointer self, const storage::file_tag& tag) {
   for (std::uint32_t chunk : found->second) {
     auto left = st.files_left.find(chunk);
     if (--left->second == 0) {
-      trace(*st.ctx, role::sync_worker, role::dw_batcher, "files_synced", chunk);
+      trace(*st.ctx, role::sync_worker, role::dw_batcher, trace_type::files_synced, chunk);
       st.synced_chunks.push_back(chunk);
       st.files_left.erase(left);
     }
@@ -180,7 +180,7 @@ void fail_file(sync_worker_pointer self, const storage::file_tag& tag, const cha
                const std::exception& error) {
   context& ctx = *self->state.ctx;
   ctx.fail(std::string(what) + " failed: " + error.what());
-  trace(ctx, role::sync_worker, role::checkpointer, "fsync_failed", tag.segment.rel,
+  trace(ctx, role::sync_worker, role::checkpointer, trace_type::fsync_failed, tag.segment.rel,
         tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
   fail_notifications(self);
 }
@@ -192,13 +192,13 @@ bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uin
   try {
     ctx.sync_file(tag);
   } catch (const std::exception& error) {
-    fail_file(self, tag, "fsync", error);
+    fail_file(self, tag, trace_type::fsync, error);
     return false;
   }
   *micros = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - start).count());
   ctx.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
-  trace(ctx, role::sync_worker, role::sync_worker, "fsync", tag.segment.rel, tag.segment.segno,
+  trace(ctx, role::sync_worker, role::sync_worker, trace_type::fsync, tag.segment.rel, tag.segment.segno,
         static_cast<std::uint64_t>(tag.kind));
   notify_synced(self, tag);
   return true;
@@ -214,7 +214,7 @@ bool write_back_piece_of(sync_worker_pointer self, const storage::file_tag& tag,
     fail_file(self, tag, "write-back", error);
     return false;
   }
-  trace(ctx, role::sync_worker, role::sync_worker, "write_back", tag.segment.rel, tag.segment.segno,
+  trace(ctx, role::sync_worker, role::sync_worker, trace_type::write_back, tag.segment.rel, tag.segment.segno,
         offset);
   return true;
 }
@@ -229,9 +229,9 @@ void fail_phase(sync_worker_pointer self) {
 void schedule_step(sync_worker_pointer self, caf::actor_clock::duration_type delay) {
   auto generation = ++self->state.step_generation;
   if (delay.count() > 0)
-    self->delayed_send(self, delay, step_atom::value, generation);
+    self->delayed_send(self, delay, sync_step_atom::value, generation);
   else
-    self->send(self, step_atom::value, generation); // behind what is queued: registrations
+    self->send(self, sync_step_atom::value, generation); // behind what is queued: registrations
                                                      // already sent are absorbed first
 }
 
@@ -251,7 +251,7 @@ void sync_step(sync_worker_pointer self) {
     }
   }
   if (walk.done()) {
-    trace(ctx, role::sync_worker, role::checkpointer, "sync_phase_done", phase.result.files);
+    trace(ctx, role::sync_worker, role::checkpointer, trace_type::sync_phase_done, phase.result.files);
     phase.promise.deliver(phase.result);
     st.phase.reset();
     return;
@@ -344,7 +344,7 @@ caf::result<sync_phase_done> begin_sync_phase(sync_worker_pointer self,
                                       phase.walk.bytes_total));
   phase.promise = self->make_response_promise<sync_phase_done>();
   auto promise = phase.promise;
-  trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_begin", phase.cycle,
+  trace(*st.ctx, role::sync_worker, role::sync_worker, trace_type::sync_phase_begin, phase.cycle,
         phase.walk.files.size(),
         static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(phase.walk.span).count()));
@@ -364,7 +364,7 @@ void on_deadline(sync_worker_pointer self, const sync_deadline& deadline) {
   if (ends + (walk.ends() - now) / 8 >= walk.ends())
     return; // only ever sooner, and by enough to matter: the plan it has still holds
   walk.replan(now, ends - now);
-  trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_replanned", deadline.ms_left);
+  trace(*st.ctx, role::sync_worker, role::sync_worker, trace_type::sync_phase_replanned, deadline.ms_left);
   sync_step(self); // due sooner now: the step waiting on the old plan is stale
 }
 
@@ -373,7 +373,7 @@ void on_hurry(sync_worker_pointer self) {
   auto& st = self->state;
   if (!st.phase || st.phase->hurried)
     return;
-  trace(*st.ctx, role::sync_worker, role::sync_worker, "sync_phase_hurried",
+  trace(*st.ctx, role::sync_worker, role::sync_worker, trace_type::sync_phase_hurried,
         st.phase->result.files, st.phase->walk.files.size());
   st.phase->hurried = true;
   sync_step(self); // the step waiting on the plan is stale
@@ -384,7 +384,7 @@ void on_notify(sync_worker_pointer self, const sync_notify& request) {
   auto& st = self->state;
   if (st.ctx->failed())
     return; // the batcher's synced_chunks_request gets the error
-  trace(*st.ctx, role::dw_batcher, role::sync_worker, "sync_notify", request.chunk,
+  trace(*st.ctx, role::dw_batcher, role::sync_worker, trace_type::sync_notify, request.chunk,
         request.files.size());
   TIDEMARK_CHECK_DETAIL(!request.files.empty() &&
                           st.files_left.emplace(request.chunk, request.files.size()).second,
@@ -392,7 +392,7 @@ void on_notify(sync_worker_pointer self, const sync_notify& request) {
                         "chunk " + std::to_string(request.chunk));
   for (const file_ref& f : request.files) {
     st.waiting[to_tag(f)].push_back(request.chunk);
-    trace(*st.ctx, role::dw_batcher, role::sync_worker, "notify_file", request.chunk, f.rel,
+    trace(*st.ctx, role::dw_batcher, role::sync_worker, trace_type::notify_file, request.chunk, f.rel,
           f.segno);
   }
 }
@@ -433,7 +433,7 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
     [=](const sync_phase_request& request) -> caf::result<sync_phase_done> {
       return begin_sync_phase(self, request);
     },
-    [=](step_atom, std::uint64_t generation) {
+    [=](sync_step_atom, std::uint64_t generation) {
       if (self->state.phase && generation == self->state.step_generation)
         sync_step(self);
     },

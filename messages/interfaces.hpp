@@ -23,8 +23,8 @@ using wal_syncer_actor = caf::typed_actor<caf::replies_to<wal_sync_request>::wit
 
 /// The one owner of fsync requests: absorbs registrations, runs the checkpoint's sync phase,
 /// fsyncs on demand and tells the doublewrite batcher when its files were covered (D2).
-/// tick_atom: the next piece of its paced write-back sweep. (step_atom, generation): the
-/// sync phase's next step, ignored once a re-plan or hurry made a newer one. sync_deadline:
+/// tick_atom: the next piece of its paced write-back sweep. (sync_step_atom, generation):
+/// the sync phase's next step, ignored once a re-plan or hurry made a newer one. sync_deadline:
 /// the checkpointer shortens the running phase. hurry_atom: finish the running sync phase
 /// unpaced (a shutdown, an immediate checkpoint or too much WAL is waiting).
 using sync_worker_actor =
@@ -33,27 +33,28 @@ using sync_worker_actor =
                    caf::reacts_to<sync_notify>,
                    caf::replies_to<synced_chunks_request>::with<chunks_synced>,
                    caf::reacts_to<sync_now>, caf::reacts_to<sync_deadline>,
-                   caf::reacts_to<step_atom, std::uint64_t>, caf::reacts_to<tick_atom>,
+                   caf::reacts_to<sync_step_atom, std::uint64_t>, caf::reacts_to<tick_atom>,
                    caf::reacts_to<hurry_atom>>;
 
 /// The doublewrite ring's owner: writes handed-over batches to the ring, fsyncs it once for
-/// the batches that arrived together (step_atom: its own drain message), writes the pages
-/// in place, and frees chunks once their files are fsynced.
+/// the batches that arrived together (drain_atom: its own drain message; (gathered_atom,
+/// generation): the wait for small batches to share a ring fdatasync is over), writes the
+/// pages in place, and frees chunks once their files are fsynced.
 using dw_batcher_actor =
   caf::typed_actor<caf::reacts_to<dw_batch_ready>,
                    caf::replies_to<dw_flush_request>::with<dw_flushed>,
-                   caf::reacts_to<flush_atom, std::uint32_t>, caf::reacts_to<step_atom>,
-                   caf::reacts_to<step_atom, std::uint64_t>>;
+                   caf::reacts_to<flush_atom, std::uint32_t>, caf::reacts_to<drain_atom>,
+                   caf::reacts_to<gathered_atom, std::uint64_t>>;
 
 /// Anyone who wants to watch checkpoints: receives a checkpoint_event per phase change and
 /// write step.
 using checkpoint_observer_actor = caf::typed_actor<caf::reacts_to<checkpoint_event>>;
 
 /// Checkpoint schedule: time and WAL-volume triggers (tick), explicit requests, the write
-/// phase's steps, and subscriptions to phase events.
+/// phase's steps (write_step_atom), and subscriptions to phase events.
 using checkpointer_actor =
   caf::typed_actor<caf::replies_to<checkpoint_request>::with<checkpoint_done>,
-                   caf::reacts_to<step_atom>, caf::reacts_to<tick_atom>,
+                   caf::reacts_to<write_step_atom>, caf::reacts_to<tick_atom>,
                    caf::reacts_to<subscribe_atom, checkpoint_observer_actor>>;
 
 /// LRU cleaning ahead of the clock hand: a round per tick (ticks carry a generation so a

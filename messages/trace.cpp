@@ -32,12 +32,23 @@ const char* to_string(actor_role role) {
   return "?";
 }
 
+const char* to_string(trace_type type) {
+  switch (type) {
+#define TIDEMARK_TRACE_NAME(name) \
+    case trace_type::name:        \
+      return #name;
+    TIDEMARK_TRACE_EVENTS(TIDEMARK_TRACE_NAME)
+#undef TIDEMARK_TRACE_NAME
+  }
+  return "?";
+}
+
 trace_sink::trace_sink(std::size_t capacity, listener on_event)
   : start_(std::chrono::steady_clock::now()), capacity_(capacity), on_event_(std::move(on_event)) {
   events_.reserve(capacity);
 }
 
-void trace_sink::record(actor_role sender, actor_role receiver, const char* type, std::uint64_t a,
+void trace_sink::record(actor_role sender, actor_role receiver, trace_type type, std::uint64_t a,
                         std::uint64_t b, std::uint64_t c) {
   auto now = std::chrono::steady_clock::now();
   trace_event event{std::chrono::duration_cast<std::chrono::nanoseconds>(now - start_).count(),
@@ -86,10 +97,10 @@ void trace_sink::write_chrome_json(const std::string& path) const {
                   "\"cat\":\"msg\"}"
                   ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":1,\"tid\":%d,\"ts\":%.3f,"
                   "\"name\":\"%s\",\"cat\":\"msg\"}",
-                  int(e.sender), us, e.type, to_string(e.receiver),
+                  int(e.sender), us, to_string(e.type), to_string(e.receiver),
                   static_cast<unsigned long long>(e.a), static_cast<unsigned long long>(e.b),
-                  static_cast<unsigned long long>(e.c), i, int(e.sender), us, e.type, i,
-                  int(e.receiver), us, e.type);
+                  static_cast<unsigned long long>(e.c), i, int(e.sender), us, to_string(e.type), i,
+                  int(e.receiver), us, to_string(e.type));
     out << line;
   }
   out << "\n]}\n";

@@ -69,7 +69,7 @@ void refuse_in_callback(const char* operation) {
 // The fsyncs the sync worker traces, as the observer's events.
 messages::trace_sink::listener file_sync_listener(std::shared_ptr<observer> events) {
   return [events](const messages::trace_event& e) {
-    if (std::strcmp(e.type, "fsync") != 0)
+    if (e.type != messages::trace_type::fsync)
       return;
     callback_scope scope;
     file_sync_event sync;

@@ -213,7 +213,7 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
   const storage::control_data control = e.control();
   auto started = std::chrono::steady_clock::now();
   if (e.trace) // redo's bounds, so a trace tells writes during redo from later ones
-    e.trace->record(messages::actor_role::startup, messages::actor_role::startup, "redo_begin",
+    e.trace->record(messages::actor_role::startup, messages::actor_role::startup, messages::trace_type::redo_begin,
                     control.redo_lsn);
   storage::wal_reader reader(*e.io, wal_dir(e.data_dir), control.wal_segment_size,
                              control.page_size, control.redo_lsn);
@@ -264,7 +264,7 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
   report.pages_written_by_bgwriter =
     e.writer->written(storage::write_source::bgwriter) - bgwriter_writes_before;
   if (e.trace)
-    e.trace->record(messages::actor_role::startup, messages::actor_role::startup, "redo_end",
+    e.trace->record(messages::actor_role::startup, messages::actor_role::startup, messages::trace_type::redo_end,
                     summary.records);
   report.records = summary.records;
   report.blocks_applied = summary.blocks_applied;

@@ -24,6 +24,8 @@
 namespace tidemark {
 namespace {
 
+using messages::trace_type;
+
 using messages::checkpoint_done;
 using messages::checkpoint_reason;
 
@@ -106,11 +108,12 @@ struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
     });
   }
 
-  std::size_t index_of(const std::vector<messages::trace_event>& all, const char* type,
+  std::size_t index_of(const std::vector<messages::trace_event>& all, trace_type type,
                        std::size_t from = 0) {
     for (std::size_t i = from; i < all.size(); ++i)
-      if (std::string(all[i].type) == type)
+      if (all[i].type == type)
         return i;
+    FAIL("no " << messages::to_string(type) << " event"); // a missing event fails the test
     return all.size();
   }
 };
@@ -128,8 +131,8 @@ TEST_CASE("checkpointer: requests arriving during a checkpoint are merged into t
   REQUIRE(a.done);
   REQUIRE(b.done);
   REQUIRE(c.done);
-  CHECK(f.events("checkpoint_request").size() == 3);
-  CHECK(f.events("checkpoint_begin").size() == 2);
+  CHECK(f.events(trace_type::checkpoint_request).size() == 3);
+  CHECK(f.events(trace_type::checkpoint_begin).size() == 2);
   CHECK(a.done->checkpoint_lsn != b.done->checkpoint_lsn);
   CHECK(b.done->checkpoint_lsn == c.done->checkpoint_lsn); // one checkpoint answered both
   CHECK(a.done->buffers_written == 20);
@@ -146,16 +149,16 @@ TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before
   f.run();
   REQUIRE(a.done);
   auto all = f.engine.trace->events();
-  std::size_t begin = f.index_of(all, "checkpoint_begin");
-  std::size_t record = f.index_of(all, "checkpoint_record");
+  std::size_t begin = f.index_of(all, trace_type::checkpoint_begin);
+  std::size_t record = f.index_of(all, trace_type::checkpoint_record);
   REQUIRE(record < all.size());
   std::size_t checked = 0;
   for (std::size_t i = 0; i < record; ++i) {
-    if (std::string(all[i].type) != "sync_register")
+    if (all[i].type != trace_type::sync_register)
       continue;
     bool synced = false;
     for (std::size_t j = i + 1; j < record; ++j)
-      synced = synced || (std::string(all[j].type) == "fsync" && all[j].a == all[i].a &&
+      synced = synced || (all[j].type == trace_type::fsync && all[j].a == all[i].a &&
                           all[j].b == all[i].b && all[j].c == all[i].c);
     CHECK_MESSAGE(synced, "file " << all[i].a << "." << all[i].b << " registered at event " << i
                                   << (i < begin ? " (before BEGIN)" : " (during WRITE)")
@@ -204,8 +207,8 @@ TEST_CASE("checkpointer: a failed fsync stops the checkpoint before its record (
   f.run();
   CHECK(a.error);
   CHECK(f.engine.failed());
-  CHECK(f.events("checkpoint_record").empty());
-  CHECK(f.events("checkpoint_failed").size() == 1);
+  CHECK(f.events(trace_type::checkpoint_record).empty());
+  CHECK(f.events(trace_type::checkpoint_failed).size() == 1);
   CHECK(f.engine.control().checkpoint_lsn == previous); // the control file never moved on
   checkpoint_fixture::answer later;
   f.request(later);
@@ -221,11 +224,11 @@ TEST_CASE("checkpointer: no automatic checkpoint starts while crash recovery rep
   f.engine.recovering.store(true);
   f.scheduler.advance_time(std::chrono::milliseconds(200)); // the 100 ms tick fires
   f.run();
-  CHECK(f.events("checkpoint_begin").empty()); // redo point and WAL left alone
+  CHECK(f.events(trace_type::checkpoint_begin).empty()); // redo point and WAL left alone
   f.engine.recovering.store(false);
   f.scheduler.advance_time(std::chrono::milliseconds(200));
   f.run();
-  auto begins = f.events("checkpoint_begin");
+  auto begins = f.events(trace_type::checkpoint_begin);
   REQUIRE(begins.size() == 1);
   CHECK(begins[0].c == std::uint64_t(checkpoint_reason::wal));
 }
@@ -242,7 +245,7 @@ TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint m
   f.run();
   CHECK(requested.error);
   CHECK(shutdown.error);
-  CHECK(f.events("checkpoint_begin").empty());
+  CHECK(f.events(trace_type::checkpoint_begin).empty());
   CHECK(f.engine.control().checkpoint_lsn == previous); // redo point and WAL left alone
   CHECK_FALSE(f.engine.failed()); // refused, not a failure: recovery goes on
   f.request(end_of_recovery, checkpoint_reason::end_of_recovery);
@@ -262,14 +265,14 @@ TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of 
   f.run();
   REQUIRE_FALSE(paced.done); // in its sync phase, the next fsync minutes away
   CHECK(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
-  CHECK(f.events("fsync").size() < 4);
+  CHECK(f.events(trace_type::fsync).size() < 4);
   f.request(shutdown, checkpoint_reason::shutdown);
   f.run();
   REQUIRE(paced.done);
   REQUIRE(shutdown.done);
-  CHECK(f.events("sync_phase_hurried").size() == 1);
-  CHECK(f.events("checkpoint_hurried_by_request").size() == 1);
-  CHECK(f.events("fsync").size() >= 4);
+  CHECK(f.events(trace_type::sync_phase_hurried).size() == 1);
+  CHECK(f.events(trace_type::checkpoint_hurried_by_request).size() == 1);
+  CHECK(f.events(trace_type::fsync).size() >= 4);
 }
 
 TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of its write phase") {
@@ -286,7 +289,7 @@ TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of 
   REQUIRE(paced.done);
   REQUIRE(requested.done);
   CHECK(paced.done->buffers_written == 50);
-  CHECK(f.events("sync_phase_hurried").empty()); // its sync phase was asked for unpaced
+  CHECK(f.events(trace_type::sync_phase_hurried).empty()); // its sync phase was asked for unpaced
 }
 
 TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpoint (C4)") {
@@ -303,7 +306,7 @@ TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpo
   caf::anon_send(f.checkpointer, messages::tick_atom::value);
   f.run();
   REQUIRE(paced.done);
-  CHECK(f.events("checkpoint_hurried_by_wal").size() == 1);
+  CHECK(f.events(trace_type::checkpoint_hurried_by_wal).size() == 1);
 }
 
 TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the sync phase (C4)") {
@@ -324,14 +327,14 @@ TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the s
     f.touch(3, b % 200);
   caf::anon_send(f.checkpointer, messages::tick_atom::value);
   f.run();
-  CHECK(f.events("sync_phase_replanned").size() == 1);
-  CHECK(f.events("checkpoint_hurried_by_wal").empty()); // re-planned, not hurried
+  CHECK(f.events(trace_type::sync_phase_replanned).size() == 1);
+  CHECK(f.events(trace_type::checkpoint_hurried_by_wal).empty()); // re-planned, not hurried
   // Done at once or within the little time left (how little depends on how fast this
   // machine logged): far short of the 16 s first planned.
   f.scheduler.advance_time(std::chrono::seconds(2));
   f.run();
   REQUIRE(paced.done);
-  CHECK(f.events("fsync").size() >= 2);
+  CHECK(f.events(trace_type::fsync).size() >= 2);
 }
 
 TEST_CASE("checkpointer: dirty buffers are written in file and block order (C5)") {
@@ -386,13 +389,13 @@ TEST_CASE("checkpointer: the bgwriter keeps cleaning while a checkpoint is in it
   // Sessions go on dirtying more blocks than the pool holds; the bgwriter's rounds clean
   // ahead of their clock sweep meanwhile.
   storage::block_id next = 0;
-  for (int round = 0; round < 30 && f.events("bgwriter_write").empty(); ++round) {
+  for (int round = 0; round < 30 && f.events(trace_type::bgwriter_write).empty(); ++round) {
     for (int i = 0; i < 20; ++i)
       f.touch(3, next++);
     f.scheduler.advance_time(std::chrono::milliseconds(10));
     f.run();
   }
-  CHECK_FALSE(f.events("bgwriter_write").empty());
+  CHECK_FALSE(f.events(trace_type::bgwriter_write).empty());
   CHECK(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
   CHECK_FALSE(paced.done);
   caf::anon_send_exit(bgwriter, caf::exit_reason::user_shutdown);
@@ -409,7 +412,7 @@ TEST_CASE("checkpointer: checkpoint_completion_target = 0 makes a timed checkpoi
   f.run(); // the clock never moves: only an unpaced checkpoint can finish
   REQUIRE(timed.done);
   CHECK(timed.done->buffers_written == 30);
-  CHECK(f.events("sync_phase_hurried").empty());
+  CHECK(f.events(trace_type::sync_phase_hurried).empty());
 }
 
 TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did") {
@@ -458,7 +461,7 @@ TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring ch
   int waits = 0;
   bool chunk_for_redo = false;
   f.on_trace = [&](const messages::trace_event& event) {
-    if (std::string(event.type) != "checkpoint_awaits_write")
+    if (event.type != trace_type::checkpoint_awaits_write)
       return;
     ++waits;
     CHECK(event.a == victim);
@@ -497,8 +500,8 @@ TEST_CASE("checkpointer: WAL before the redo point goes only after the control f
   f.run();
   REQUIRE(a.done);
   auto all = f.engine.trace->events();
-  std::size_t control = f.index_of(all, "control_file_written");
-  std::size_t recycled = f.index_of(all, "wal_recycled");
+  std::size_t control = f.index_of(all, trace_type::control_file_written);
+  std::size_t recycled = f.index_of(all, trace_type::wal_recycled);
   REQUIRE(control < all.size());
   REQUIRE(recycled < all.size());
   CHECK(control < recycled);

@@ -27,6 +27,8 @@
 namespace tidemark {
 namespace {
 
+using messages::trace_type;
+
 constexpr storage::rel_id rel = 3;
 constexpr std::uint32_t batch = 8;
 
@@ -111,7 +113,7 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   }
 
   // Trace events of `type`.
-  std::size_t events(const std::string& type) const {
+  std::size_t events(trace_type type) const {
     const auto& all = engine.trace->events();
     return static_cast<std::size_t>(
       std::count_if(all.begin(), all.end(), [&](const auto& event) { return type == event.type; }));
@@ -119,12 +121,12 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
 
   // Index of the first trace event of `type` for `chunk`. A missing event fails the test:
   // an order check must never pass because one of its events did not happen.
-  std::size_t first_event(const std::string& type, std::uint32_t chunk) const {
+  std::size_t first_event(trace_type type, std::uint32_t chunk) const {
     const auto& all = engine.trace->events();
     for (std::size_t i = 0; i < all.size(); ++i)
       if (type == all[i].type && all[i].a == chunk)
         return i;
-    FAIL("no " << type << " event for " << chunk);
+    FAIL("no " << messages::to_string(type) << " event for " << chunk);
     return all.size();
   }
 };
@@ -143,10 +145,10 @@ TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before
   CHECK(counters.fsyncs.load() == 1);
   std::size_t last_written = 0;
   for (std::uint32_t chunk : chunks)
-    last_written = std::max(last_written, f.first_event("dw_written", chunk));
+    last_written = std::max(last_written, f.first_event(trace_type::dw_written, chunk));
   for (std::uint32_t chunk : chunks) {
-    CHECK(last_written < f.first_event("dw_fsynced", chunk)); // one sync after every record
-    CHECK(f.first_event("dw_fsynced", chunk) < f.first_event("dw_inplace_write", chunk)); // D1
+    CHECK(last_written < f.first_event(trace_type::dw_fsynced, chunk)); // one sync after every record
+    CHECK(f.first_event(trace_type::dw_fsynced, chunk) < f.first_event(trace_type::dw_inplace_write, chunk)); // D1
   }
   f.hand_over(f.stage(3 * batch, 3, true)); // alone: its own fsync
   f.run();
@@ -175,8 +177,8 @@ TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement
   CHECK(f.engine.ring->counters().batches.load() == 2);
   // The second record went into the first's space only after the first was FREE (D2) and
   // a header past it was durable: a header alone, as no other batch was there to carry it.
-  CHECK(f.first_event("dw_free", first) < f.first_event("dw_horizon_synced", 0));
-  CHECK(f.first_event("dw_horizon_synced", 0) < f.first_event("dw_written", second));
+  CHECK(f.first_event(trace_type::dw_free, first) < f.first_event(trace_type::dw_horizon_synced, 0));
+  CHECK(f.first_event(trace_type::dw_horizon_synced, 0) < f.first_event(trace_type::dw_written, second));
   CHECK(f.engine.ring->counters().horizon_fsyncs.load() == 1);
   CHECK(f.engine.ring->counters().fsyncs.load() == 3);
   REQUIRE(flushed.has_value());
@@ -201,7 +203,7 @@ TEST_CASE("dw_batcher: a writer waiting for staging while batches are queued hur
   caf::anon_send(f.batcher, messages::dw_flush_request{});
   f.run();
   CHECK(f.engine.ring->counters().batches.load() == 3);
-  CHECK(f.events("sync_now") == 0);
+  CHECK(f.events(trace_type::sync_now) == 0);
   CHECK(f.engine.syncs.fsyncs.load() == 0);
   CHECK(f.engine.ring->state(written) == storage::dw_state::data_written);
   CHECK_FALSE(f.engine.failed());
@@ -222,15 +224,15 @@ TEST_CASE("dw_batcher: small background batches wait doublewrite_flush_delay to 
   f.run();
   f.hand_over(chunks[1]);
   f.run();
-  CHECK(f.events("dw_written") == 0); // held: sessions have victims, no one waits
+  CHECK(f.events(trace_type::dw_written) == 0); // held: sessions have victims, no one waits
   f.scheduler.advance_time(std::chrono::milliseconds(4));
   f.run();
-  CHECK(f.events("dw_written") == 0);
+  CHECK(f.events(trace_type::dw_written) == 0);
   f.scheduler.advance_time(std::chrono::milliseconds(1)); // the first batch's delay is over
   f.run();
   CHECK(counters.batches.load() == 2);
   CHECK(counters.fsyncs.load() == fsyncs + 1); // one fdatasync for both (D3)
-  CHECK(f.first_event("dw_written", chunks[1]) < f.first_event("dw_fsynced", chunks[0]));
+  CHECK(f.first_event(trace_type::dw_written, chunks[1]) < f.first_event(trace_type::dw_fsynced, chunks[0]));
 
   // A session's victims are not held, and take a held batch along.
   f.hand_over(chunks[2]);

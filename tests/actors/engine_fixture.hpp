@@ -67,7 +67,7 @@ struct engine_fixture {
   }
 
   /// Events of one type, in order.
-  std::vector<messages::trace_event> events(const std::string& type) const {
+  std::vector<messages::trace_event> events(messages::trace_type type) const {
     std::vector<messages::trace_event> out;
     for (const auto& e : engine.trace->events())
       if (type == e.type)

@@ -17,6 +17,8 @@
 namespace tidemark {
 namespace {
 
+using messages::trace_type;
+
 using messages::file_ref;
 
 struct sync_fixture : test::deterministic_fixture, test::engine_fixture {
@@ -70,7 +72,7 @@ TEST_CASE("sync worker: many registrations of one segment cost one fsync") {
   CHECK(done->files == 2);
   CHECK(f.engine.syncs.requests.load() == 110);
   CHECK(f.engine.syncs.absorbed.load() == 108);
-  CHECK(f.events("fsync").size() == 2);
+  CHECK(f.events(trace_type::fsync).size() == 2);
 }
 
 TEST_CASE("sync worker: a sync phase covers what was registered before it, later ones wait") {
@@ -86,7 +88,7 @@ TEST_CASE("sync worker: a sync phase covers what was registered before it, later
   f.run();
   REQUIRE(first);
   CHECK(first->files == 1);
-  auto fsyncs = f.events("fsync");
+  auto fsyncs = f.events(trace_type::fsync);
   REQUIRE(fsyncs.size() == 1);
   CHECK(fsyncs[0].a == 3);
   std::optional<messages::sync_phase_done> second;
@@ -94,7 +96,7 @@ TEST_CASE("sync worker: a sync phase covers what was registered before it, later
   f.run();
   REQUIRE(second);
   CHECK(second->files == 1);
-  fsyncs = f.events("fsync");
+  fsyncs = f.events(trace_type::fsync);
   REQUIRE(fsyncs.size() == 2);
   CHECK(fsyncs[1].a == 4);
   CHECK_FALSE(error);
@@ -113,9 +115,9 @@ TEST_CASE("sync worker: a sync phase writes a file back a megabyte at a time, th
   std::vector<std::uint64_t> offsets;
   bool fsynced_after_pieces = false;
   for (const auto& e : f.engine.trace->events()) {
-    if (std::string(e.type) == "write_back" && e.a == 3)
+    if (e.type == trace_type::write_back && e.a == 3)
       offsets.push_back(e.c);
-    if (std::string(e.type) == "fsync" && e.a == 3)
+    if (e.type == trace_type::fsync && e.a == 3)
       fsynced_after_pieces = offsets.size() == 4;
   }
   CHECK(offsets == std::vector<std::uint64_t>{0, 1u << 20, 2u << 20, 3u << 20});
@@ -135,13 +137,13 @@ TEST_CASE("sync worker: a paced sync phase fsyncs small files at once and spread
   f.run();
   f.scheduler.advance_time(std::chrono::milliseconds(2));
   f.run();
-  auto fsyncs = f.events("fsync");
+  auto fsyncs = f.events(trace_type::fsync);
   REQUIRE(fsyncs.size() == 2); // within 2 ms, the two small files; not the large one
   CHECK(fsyncs[0].a == 3);
   CHECK(fsyncs[1].a == 4);
   auto pieces_of_large = [&f] {
     std::size_t n = 0;
-    for (const auto& e : f.events("write_back"))
+    for (const auto& e : f.events(trace_type::write_back))
       n += e.a == 5;
     return n;
   };
@@ -173,18 +175,18 @@ TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase, a l
   f.run();
   caf::anon_send(f.worker, messages::sync_deadline{60000}); // later than the plan's 7 s left
   f.run();
-  CHECK(f.events("sync_phase_replanned").empty());
-  std::size_t before = f.events("write_back").size();
+  CHECK(f.events(trace_type::sync_phase_replanned).empty());
+  std::size_t before = f.events(trace_type::write_back).size();
   CHECK(before <= 10);
   caf::anon_send(f.worker, messages::sync_deadline{1000}); // WAL ran ahead: 1 s left
   f.run();
-  CHECK(f.events("sync_phase_replanned").size() == 1);
+  CHECK(f.events(trace_type::sync_phase_replanned).size() == 1);
   CHECK_FALSE(done);
   f.scheduler.advance_time(std::chrono::milliseconds(1000));
   f.run();
   REQUIRE(done);
-  CHECK(f.events("write_back").size() == 64);
-  CHECK(f.events("fsync").size() == 1);
+  CHECK(f.events(trace_type::write_back).size() == 64);
+  CHECK(f.events(trace_type::fsync).size() == 1);
   CHECK_FALSE(error);
 }
 
@@ -193,13 +195,13 @@ TEST_CASE("sync worker: the write-back sweep passes over pending files until an 
   std::uint32_t blocks = static_cast<std::uint32_t>((2u << 20) / f.engine.config.page_size);
   f.grow_file(3, blocks); // two pieces
   f.run();
-  CHECK(f.events("write_back").empty()); // nothing pending: the sweep waits
+  CHECK(f.events(trace_type::write_back).empty()); // nothing pending: the sweep waits
   f.register_file(3, 0, 1, 2u << 20);
   f.scheduler.advance_time(std::chrono::milliseconds(100)); // the idle sweep looks again
   f.run();
   f.scheduler.advance_time(std::chrono::seconds(1)); // the rest of the pass, and a new one
   f.run();
-  auto pieces = f.events("write_back");
+  auto pieces = f.events(trace_type::write_back);
   REQUIRE(pieces.size() >= 3);
   CHECK(pieces[0].c == 0);
   CHECK(pieces[1].c == 1u << 20);
@@ -209,13 +211,13 @@ TEST_CASE("sync worker: the write-back sweep passes over pending files until an 
   f.sync_phase(done, error);
   f.run();
   REQUIRE(done);
-  std::size_t after_fsync = f.events("write_back").size();
+  std::size_t after_fsync = f.events(trace_type::write_back).size();
   for (int i = 0; i < 5; ++i) {
     f.scheduler.advance_time(std::chrono::seconds(1));
     f.run();
   }
   // The pass in progress finishes its file (the phase wrote it too); then nothing is pending.
-  CHECK(f.events("write_back").size() <= after_fsync + 2);
+  CHECK(f.events(trace_type::write_back).size() <= after_fsync + 2);
 }
 
 TEST_CASE("sync worker: a forgotten file (truncated or dropped) is not fsynced") {
@@ -231,7 +233,7 @@ TEST_CASE("sync worker: a forgotten file (truncated or dropped) is not fsynced")
   f.run();
   REQUIRE(done);
   CHECK(done->files == 1);
-  auto fsyncs = f.events("fsync");
+  auto fsyncs = f.events(trace_type::fsync);
   REQUIRE(fsyncs.size() == 1);
   CHECK(fsyncs[0].a == 4);
 }
@@ -248,12 +250,12 @@ TEST_CASE("sync worker: a failed fsync fails the checkpoint's sync phase and is 
   CHECK(error);
   CHECK_FALSE(done);
   CHECK(f.engine.failed());
-  CHECK(f.events("fsync_failed").size() == 1);
+  CHECK(f.events(trace_type::fsync_failed).size() == 1);
   bool again = false;
   f.sync_phase(done, again);
   f.run();
   CHECK(again); // refused: the engine failed
-  CHECK(f.events("fsync_failed").size() == 1); // no second attempt at the file
+  CHECK(f.events(trace_type::fsync_failed).size() == 1); // no second attempt at the file
 }
 
 } // namespace

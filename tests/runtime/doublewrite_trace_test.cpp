@@ -20,6 +20,8 @@
 namespace tidemark {
 namespace {
 
+using messages::trace_type;
+
 struct traced_result {
   std::vector<messages::trace_event> events;
   std::uint64_t batches = 0, ring_fsyncs = 0, horizon_fsyncs = 0, ring_full = 0, slot_waits = 0;
@@ -47,9 +49,9 @@ using test::is;
 
 // The chunk a doublewrite event is about, or -1 for other events.
 std::int64_t chunk_of(const messages::trace_event& e) {
-  for (const char* type : {"dw_acquire", "dw_give_back", "dw_batch_ready", "dw_written",
-                           "dw_fsynced", "dw_inplace_write", "dw_data_written",
-                           "sync_notify", "files_synced", "dw_data_fsynced", "dw_free"})
+  for (trace_type type : {trace_type::dw_acquire, trace_type::dw_give_back, trace_type::dw_batch_ready, trace_type::dw_written,
+                           trace_type::dw_fsynced, trace_type::dw_inplace_write, trace_type::dw_data_written,
+                           trace_type::sync_notify, trace_type::files_synced, trace_type::dw_data_fsynced, trace_type::dw_free})
     if (is(e, type))
       return static_cast<std::int64_t>(e.a);
   return -1;
@@ -58,45 +60,45 @@ std::int64_t chunk_of(const messages::trace_event& e) {
 TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load with a two-batch ring") {
   traced_result run = run_doublewrite(2.0);
   const auto& events = run.events;
-  const std::vector<std::string> cycle = {"dw_acquire",      "dw_batch_ready",      "dw_written",
-                                          "dw_fsynced",      "dw_inplace_write",    "dw_data_written",
-                                          "sync_notify", "files_synced", "dw_data_fsynced",
-                                          "dw_free"};
+  const std::vector<trace_type> cycle = {trace_type::dw_acquire,      trace_type::dw_batch_ready,      trace_type::dw_written,
+                                          trace_type::dw_fsynced,      trace_type::dw_inplace_write,    trace_type::dw_data_written,
+                                          trace_type::sync_notify, trace_type::files_synced, trace_type::dw_data_fsynced,
+                                          trace_type::dw_free};
   std::map<std::int64_t, std::size_t> position;       // chunk -> index in `cycle` of its last event
   std::map<std::int64_t, std::size_t> notified_at;    // chunk -> event index of its notify request
   std::map<std::int64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> files; // chunk -> files
   std::size_t completed_cycles = 0, checked_files = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
     std::int64_t chunk = chunk_of(events[i]);
-    if (is(events[i], "notify_file"))
+    if (is(events[i], trace_type::notify_file))
       files[static_cast<std::int64_t>(events[i].a)].push_back({events[i].b, events[i].c});
     if (chunk < 0)
       continue;
-    if (is(events[i], "dw_give_back")) { // an empty chunk went straight back
+    if (is(events[i], trace_type::dw_give_back)) { // an empty chunk went straight back
       CHECK(position.count(chunk));
       CHECK(position[chunk] == 0);
       position.erase(chunk);
       continue;
     }
     std::size_t expected = position.count(chunk) ? position[chunk] + 1 : 0;
-    REQUIRE_MESSAGE(expected < cycle.size(), "chunk " << chunk << " event after FREE: " << std::string(events[i].type));
+    REQUIRE_MESSAGE(expected < cycle.size(), "chunk " << chunk << " event after FREE: " << messages::to_string(events[i].type));
     CHECK_MESSAGE(cycle[expected] == events[i].type, "chunk " << chunk << " at event " << i << ": "
-                                                     << std::string(events[i].type) << ", expected " << cycle[expected]);
+                                                     << messages::to_string(events[i].type) << ", expected " << messages::to_string(cycle[expected]));
     position[chunk] = expected;
-    if (is(events[i], "sync_notify"))
+    if (is(events[i], trace_type::sync_notify))
       notified_at[chunk] = i;
-    if (is(events[i], "files_synced")) {
+    if (is(events[i], trace_type::files_synced)) {
       // D2: each file of the batch had an fsync that began after the notify request.
       for (const auto& [rel, segno] : files[chunk]) {
         bool covered = false;
         for (std::size_t j = notified_at[chunk]; j < i && !covered; ++j)
-          covered = is(events[j], "fsync") && events[j].a == rel && events[j].b == segno;
+          covered = is(events[j], trace_type::fsync) && events[j].a == rel && events[j].b == segno;
         CHECK_MESSAGE(covered, "chunk " << chunk << " freed without an fsync of " << rel << "." << segno);
         ++checked_files;
       }
       files[chunk].clear();
     }
-    if (is(events[i], "dw_free")) {
+    if (is(events[i], trace_type::dw_free)) {
       position.erase(chunk);
       ++completed_cycles;
     }
@@ -109,7 +111,7 @@ TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load
   CHECK(run.slot_waits > 0);             // D4 happened, and the run went on
   std::size_t waits = 0;
   for (const auto& e : events)
-    waits += is(e, "dw_slot_wait");
+    waits += is(e, trace_type::dw_slot_wait);
   CHECK(waits == run.slot_waits);
 }
 

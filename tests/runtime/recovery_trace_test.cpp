@@ -37,6 +37,8 @@
 namespace tidemark {
 namespace {
 
+using messages::trace_type;
+
 using test::is;
 
 constexpr std::uint32_t load_clients = 4;
@@ -87,7 +89,7 @@ std::vector<messages::trace_event> recover_traced(const std::vector<std::string>
   return events;
 }
 
-std::size_t find(const std::vector<messages::trace_event>& events, std::size_t from, const char* type) {
+std::size_t find(const std::vector<messages::trace_event>& events, std::size_t from, trace_type type) {
   while (from < events.size() && !is(events[from], type))
     ++from;
   return from;
@@ -100,15 +102,15 @@ struct recovery_bounds {
 
 recovery_bounds bounds_of(const std::vector<messages::trace_event>& events) {
   recovery_bounds r;
-  r.redo_begin = find(events, 0, "redo_begin");
-  r.redo_end = find(events, r.redo_begin, "redo_end");
+  r.redo_begin = find(events, 0, trace_type::redo_begin);
+  r.redo_end = find(events, r.redo_begin, trace_type::redo_end);
   r.checkpoint_begin = r.redo_end;
   do
-    r.checkpoint_begin = find(events, r.checkpoint_begin + 1, "checkpoint_begin");
+    r.checkpoint_begin = find(events, r.checkpoint_begin + 1, trace_type::checkpoint_begin);
   while (r.checkpoint_begin < events.size() &&
          events[r.checkpoint_begin].c !=
            std::uint64_t(messages::checkpoint_reason::end_of_recovery));
-  r.checkpoint_record = find(events, r.checkpoint_begin, "checkpoint_record");
+  r.checkpoint_record = find(events, r.checkpoint_begin, trace_type::checkpoint_record);
   REQUIRE(r.redo_begin < events.size());
   REQUIRE(r.redo_end < events.size());
   REQUIRE(r.checkpoint_record < events.size());
@@ -121,7 +123,7 @@ void check_bgwriter_cleans_during_redo(const std::vector<messages::trace_event>&
   std::size_t rounds = 0;
   std::uint64_t pages = 0;
   for (std::size_t i = r.redo_begin; i < r.redo_end; ++i)
-    if (is(events[i], "bgwriter_write")) {
+    if (is(events[i], trace_type::bgwriter_write)) {
       ++rounds;
       pages += events[i].a;
     }
@@ -187,27 +189,27 @@ TEST_CASE("recovery trace: in doublewrite mode every page recovery writes goes t
   // trace (the clean shutdown) only completes the batches' notify_file sets.
   for (std::size_t i = 0; i < events.size(); ++i) {
     const messages::trace_event& e = events[i];
-    if (is(e, "dw_acquire")) {
+    if (is(e, trace_type::dw_acquire)) {
       latest[e.a] = batches.size();
       batches.emplace_back();
       batches.back().chunk = e.a;
-    } else if (is(e, "dw_batch_ready")) {
+    } else if (is(e, trace_type::dw_batch_ready)) {
       of(e.a).ready = i;
       of(e.a).source = e.sender;
-    } else if (is(e, "dw_written")) {
+    } else if (is(e, trace_type::dw_written)) {
       of(e.a).written = i;
-    } else if (is(e, "dw_fsynced")) {
+    } else if (is(e, trace_type::dw_fsynced)) {
       of(e.a).fsynced = i;
-    } else if (is(e, "dw_inplace_write")) {
+    } else if (is(e, trace_type::dw_inplace_write)) {
       REQUIRE(window == batch::npos); // the batcher writes one batch at a time
       of(e.a).in_place = i;
       window = latest[e.a];
-    } else if (is(e, "dw_data_written")) {
+    } else if (is(e, trace_type::dw_data_written)) {
       REQUIRE(window == latest[e.a]);
       window = batch::npos;
-    } else if (is(e, "notify_file")) {
+    } else if (is(e, trace_type::notify_file)) {
       of(e.a).notified.insert({e.b, e.c});
-    } else if (is(e, "sync_register") && e.c == std::uint64_t(storage::file_kind::relation) &&
+    } else if (is(e, trace_type::sync_register) && e.c == std::uint64_t(storage::file_kind::relation) &&
                i < r.checkpoint_record) {
       if (window != batch::npos)
         batches[window].registered.insert({e.a, e.b});

@@ -45,6 +45,6 @@ inline void traced_tpcb_run(const std::vector<std::string>& settings, std::uint3
   std::filesystem::remove_all(root);
 }
 
-inline bool is(const messages::trace_event& e, const char* type) { return std::string(e.type) == type; }
+inline bool is(const messages::trace_event& e, messages::trace_type type) { return e.type == type; }
 
 } // namespace tidemark::test

@@ -9,6 +9,8 @@
 namespace tidemark {
 namespace {
 
+using messages::trace_type;
+
 using test::is;
 
 TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its write phase, and C1 holds") {
@@ -19,29 +21,29 @@ TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its wr
                         4, 2.5, [&](runtime::instance& db) { events = db.internals().trace->events(); });
   std::size_t checkpoints = 0, cleaned_during_write = 0;
   for (std::size_t begin = 0; begin < events.size(); ++begin) {
-    if (!is(events[begin], "checkpoint_begin") ||
+    if (!is(events[begin], trace_type::checkpoint_begin) ||
         events[begin].c != std::uint64_t(messages::checkpoint_reason::time))
       continue;
     std::size_t sync = begin, record = begin;
-    while (sync < events.size() && !is(events[sync], "sync_phase_request"))
+    while (sync < events.size() && !is(events[sync], trace_type::sync_phase_request))
       ++sync;
-    while (record < events.size() && !is(events[record], "checkpoint_record"))
+    while (record < events.size() && !is(events[record], trace_type::checkpoint_record))
       ++record;
     if (record == events.size())
       continue; // the run ended inside this checkpoint
     ++checkpoints;
     bool bgwriter_wrote = false;
     for (std::size_t i = begin; i < sync; ++i)
-      bgwriter_wrote = bgwriter_wrote || is(events[i], "bgwriter_write");
+      bgwriter_wrote = bgwriter_wrote || is(events[i], trace_type::bgwriter_write);
     cleaned_during_write += bgwriter_wrote;
     // C1: every file registered before BEGIN is fsynced after its registration and before
     // the checkpoint record (by this checkpoint or an earlier one).
     for (std::size_t i = 0; i < begin; ++i) {
-      if (!is(events[i], "sync_register"))
+      if (!is(events[i], trace_type::sync_register))
         continue;
       bool synced = false;
       for (std::size_t j = i + 1; j < record && !synced; ++j)
-        synced = is(events[j], "fsync") && events[j].a == events[i].a &&
+        synced = is(events[j], trace_type::fsync) && events[j].a == events[i].a &&
                  events[j].b == events[i].b && events[j].c == events[i].c;
       CHECK_MESSAGE(synced, "registration at event " << i << " not fsynced before record " << record);
     }
