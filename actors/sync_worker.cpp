@@ -192,7 +192,7 @@ bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uin
   try {
     ctx.sync_file(tag);
   } catch (const std::exception& error) {
-    fail_file(self, tag, trace_type::fsync, error);
+    fail_file(self, tag, "fsync", error);
     return false;
   }
   *micros = static_cast<std::uint64_t>(
