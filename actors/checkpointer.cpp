@@ -38,7 +38,7 @@ struct checkpoint_run {
   steady_clock::time_point started;
   storage::lsn_t redo = 0;
   storage::lsn_t previous_redo = 0;
-  context::replayed_checkpoint restart_at; // a restartpoint's replayed checkpoint record
+  standby_state::replayed_checkpoint restart_at; // a restartpoint's replayed checkpoint record
   std::vector<std::pair<storage::page_id, storage::buffer_id>> to_write;
   std::size_t next = 0;
   std::uint64_t written = 0;
@@ -149,7 +149,7 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
   run.previous_redo = ctx.control().redo_lsn;
   run.waiters = std::move(waiters);
   if (reason == checkpoint_reason::restartpoint) { // at the newest checkpoint redo replayed
-    run.restart_at = ctx.last_replayed_checkpoint();
+    run.restart_at = ctx.standby.last_replayed_checkpoint();
     run.redo = run.restart_at.redo_lsn;
   } else {
     run.redo = ctx.wal->begin_redo_point();
@@ -250,7 +250,7 @@ storage::lsn_t write_checkpoint_record(context& ctx, const checkpoint_run& run) 
   control.redo_lsn = run.redo;
   control.next_xid = payload.next_xid;
   control.checkpoint_time_unix_ms = payload.time_unix_ms;
-  if (run.reason == checkpoint_reason::end_of_recovery && ctx.promoting.exchange(false))
+  if (run.reason == checkpoint_reason::end_of_recovery && ctx.standby.promoting.exchange(false))
     ++control.generation; // a promoted standby's history goes on apart from its old primary's
   storage::write_control_file(*ctx.io, ctx.data_dir, control);
   ctx.set_control(control);
@@ -446,7 +446,7 @@ void consider_restartpoint(checkpointer_pointer self) {
   context& ctx = *st.ctx;
   if (st.run)
     return;
-  context::replayed_checkpoint replayed = ctx.last_replayed_checkpoint();
+  standby_state::replayed_checkpoint replayed = ctx.standby.last_replayed_checkpoint();
   const storage::control_data control = ctx.control();
   if (replayed.checkpoint_lsn <= control.checkpoint_lsn)
     return;
@@ -460,7 +460,7 @@ void on_tick(checkpointer_pointer self) {
   auto& st = self->state;
   context& ctx = *st.ctx;
   self->delayed_send(self, tick_interval, tick_atom::value);
-  if (!ctx.failed() && ctx.recovering.load() && ctx.restartpoints.load()) {
+  if (!ctx.failed() && ctx.recovering.load() && ctx.standby.restartpoints.load()) {
     consider_restartpoint(self);
     return;
   }

@@ -1,8 +1,22 @@
 // The context: what the actors of one open data directory share with each other and with
-// the runtime's sessions: the storage mechanisms (buffer pool, WAL, relation files,
-// commit-status log, page writer, doublewrite ring, pending syncs), the settings, the
-// counters, and the failure state. The runtime builds it (runtime::engine is a context
-// plus what only the runtime uses) and hands each actor a reference; it outlives them all.
+// the runtime's sessions. The runtime builds it (runtime::engine is a context plus what
+// only the runtime uses) and hands each actor a reference; it outlives them all.
+//
+// Who writes what (everyone may read):
+//  - data_dir, config, the storage mechanisms (io, files, wal, pool, commit_log, writer,
+//    victims, ring), registry, trace, batcher, commit_activity, log_sink: the runtime, at
+//    open, before any actor starts; never replaced while one runs. Each mechanism keeps
+//    its own invariants and locks (storage/README.md).
+//  - the control file: the checkpointer (set_control at each checkpoint or restartpoint;
+//    the runtime once at open), read and replaced whole under its lock.
+//  - next_xid: sessions (fetch_add at begin), and the runtime at open and after redo.
+//  - recovering: the runtime's startup, around redo.
+//  - standby_keep, standby_acknowledged, sender_wakeup: the WAL sender (the runtime
+//    installs the wake-up when it starts the sender).
+//  - standby: the standby's parts, one writer per field (standby_state.hpp).
+//  - syncs: the sync worker; checkpoints: the checkpointer; bgwriter: the bgwriter (its
+//    allocation listener, installed when it starts). Atomic counters, read for statistics.
+//  - the failure latch: anyone, through fail(); first error wins (failure_latch.hpp).
 //
 // Invariants:
 //  - Once failed() is true it stays true (W3): no new transaction is accepted, no
@@ -10,7 +24,9 @@
 //  - next_xid is larger than every xid in WAL or on disk.
 #pragma once
 
+#include "actors/failure_latch.hpp"
 #include "actors/settings.hpp"
+#include "actors/standby_state.hpp"
 #include "messages/interfaces.hpp"
 #include "messages/trace.hpp"
 #include "storage/buffer_pool.hpp"
@@ -83,6 +99,7 @@ void name_this_thread(const char* name);
 std::string error_text(const caf::error& error);
 
 struct context {
+  // ---- set by the runtime at open, then read-only --------------------------------------
   std::string data_dir;
   settings config;
   std::unique_ptr<storage::io_engine> io;
@@ -97,6 +114,7 @@ struct context {
     std::lock_guard<std::mutex> lock(control_mutex_);
     control_ = c;
   }
+  // ---- the storage mechanisms (set at open; each keeps its own locks) -------------------
   std::unique_ptr<storage::relation_files> files;
   std::unique_ptr<storage::wal_log> wal;
   std::unique_ptr<storage::buffer_pool> pool;
@@ -108,6 +126,7 @@ struct context {
   std::unique_ptr<storage::victim_writer> victims;
   std::unique_ptr<storage::doublewrite_ring> ring; // doublewrite mode only
   messages::dw_batcher_actor batcher;               // doublewrite mode only
+  // ---- shared state, each with its writer (see the header comment) ----------------------
   std::atomic<storage::xid_t> next_xid{1};
   /// True while redo runs: no automatic checkpoint may move the redo point, and WAL the
   /// redo reader still needs must not be recycled (DESIGN §6: the redo point does not move
@@ -120,42 +139,8 @@ struct context {
   /// How far the synchronous standby has the WAL (written, flushed or replayed, as
   /// synchronous_standby says): commits wait on it; the WAL sender publishes it.
   storage::position_waiters standby_acknowledged;
-  /// A standby's newest checkpoint record that redo replayed: where its checkpointer may
-  /// make a restartpoint (the primary's redo point, so that every page's first change after
-  /// it carries an image in full_page_writes mode, as on the primary).
-  struct replayed_checkpoint {
-    storage::lsn_t checkpoint_lsn = 0;
-    storage::lsn_t redo_lsn = 0;
-    storage::xid_t next_xid = 0;
-    std::uint64_t time_unix_ms = 0;
-  };
-  /// True on a standby: the checkpointer makes restartpoints while redo runs.
-  std::atomic<bool> restartpoints{false};
-  /// A standby is being promoted: the next end-of-recovery checkpoint starts the next
-  /// generation (the checkpointer owns the control file, so it makes the change).
-  std::atomic<bool> promoting{false};
-  void note_replayed_checkpoint(const replayed_checkpoint& c) {
-    std::lock_guard<std::mutex> lock(replayed_mutex_);
-    replayed_ = c;
-  }
-  replayed_checkpoint last_replayed_checkpoint() const {
-    std::lock_guard<std::mutex> lock(replayed_mutex_);
-    return replayed_;
-  }
-  /// A standby's view of its stream (the WAL receiver and redo update it).
-  struct standby_stream {
-    std::atomic<bool> connected{false};
-    std::atomic<storage::lsn_t> primary_flushed{0}; // as the primary last said
-    std::atomic<std::int64_t> primary_unix_micros{0}; // the primary's clock then
-    std::atomic<storage::lsn_t> received{0};         // written here
-    std::atomic<storage::lsn_t> flushed{0};          // fsynced here
-    std::atomic<storage::lsn_t> replayed{0};         // applied by redo
-    std::atomic<std::uint64_t> records{0};           // replayed
-    std::atomic<storage::lsn_t> restart_redo{0};     // where a restart would replay from
-    std::atomic<std::uint64_t> wal_rereads{0};       // WAL redo or its prefetch read again
-    mutable std::mutex mutex;
-    std::string error; // why streaming stopped or cannot start (guarded by mutex)
-  } standby;
+  /// A standby's state (standby_state.hpp says which part writes each field).
+  standby_state standby;
   /// The WAL sender's wake-up on each WAL flush (set while it runs).
   std::unique_ptr<storage::flush_listener> sender_wakeup;
   checkpoint_counters checkpoints;
@@ -180,15 +165,12 @@ struct context {
   }
   bool doublewrite() const { return config.protection == torn_page_protection::doublewrite; }
 
-  /// Records the first fatal error (W3) and stops the engine from accepting work.
+  /// Records the first fatal error (W3) and stops the engine from accepting work: every
+  /// wait that no progress will end any more is ended (writers waiting for a ring chunk,
+  /// for a buffer's write, for WAL, for a standby).
   void fail(const std::string& why) {
-    {
-      std::lock_guard<std::mutex> guard(failure_mutex_);
-      if (failed_.load())
-        return;
-      failure_ = why;
-      failed_.store(true, std::memory_order_release);
-    }
+    if (!failure_.trip(why))
+      return;
     if (ring)
       ring->fail(); // writers waiting for a free chunk stop
     if (pool) // the checkpointer waiting for a write the batcher was to finish
@@ -197,20 +179,13 @@ struct context {
       wal->stop_waiters("the engine stopped after a failure: " + why);
     standby_acknowledged.stop("the engine stopped after a failure: " + why);
   }
-  bool failed() const { return failed_.load(std::memory_order_acquire); }
-  std::string failure() const {
-    std::lock_guard<std::mutex> guard(failure_mutex_);
-    return failure_;
-  }
+  bool failed() const { return failure_.failed(); }
+  std::string failure() const { return failure_.failure(); }
 
 private:
   mutable std::mutex control_mutex_;
   storage::control_data control_;
-  std::atomic<bool> failed_{false};
-  mutable std::mutex failure_mutex_;
-  mutable std::mutex replayed_mutex_;
-  replayed_checkpoint replayed_;
-  std::string failure_;
+  failure_latch failure_;
 };
 
 } // namespace tidemark::actors

@@ -44,8 +44,7 @@ standby_position where_standby_is(const receiver_state& st) {
 }
 
 void set_error(context& ctx, const std::string& why) {
-  std::lock_guard<std::mutex> lock(ctx.standby.mutex);
-  ctx.standby.error = why;
+  ctx.standby.set_error(why);
 }
 
 std::string primary_text(const receiver_state& st) {

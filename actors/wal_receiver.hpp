@@ -15,7 +15,7 @@
 //    flushed (storage::received_wal's caught-up callback), so remote_apply commits are
 //    acknowledged as soon as the standby applied them.
 //  - A refusal (another system, another generation, WAL no longer on the primary) stops
-//    streaming for good and is kept in context::standby.error for the status views.
+//    streaming for good and is kept in standby_state::error() for the status views.
 //  - Once the engine failed (redo stopped on WAL it cannot read back, or storing WAL
 //    failed) it stores no more WAL and confirms no further flush: a stopped standby does
 //    not let its primary acknowledge commits it could not promote with.

@@ -66,7 +66,7 @@ void instance::start_standby(const instance_options& options) {
   e.standby.received.store(e.wal->flushed_lsn());
   e.standby.replayed.store(control.redo_lsn);
   arrival_ = std::make_unique<storage::received_wal>(e.wal->flushed_lsn());
-  e.restartpoints.store(true);
+  e.standby.restartpoints.store(true);
   e.standby.restart_redo.store(control.redo_lsn);
   if (options.stream) {
     endpoint primary = parse_endpoint("primary", standby_primary_);
@@ -102,10 +102,7 @@ void instance::start_standby(const instance_options& options) {
 // no further flush; promote() refuses; status and log name where redo stopped.
 void instance::stop_standby(const std::string& why) {
   engine& e = *engine_;
-  {
-    std::lock_guard<std::mutex> lock(e.standby.mutex);
-    e.standby.error = why;
-  }
+  e.standby.set_error(why);
   e.log("ERROR:  " + why + "; the standby stopped (it confirms no more WAL to its primary; "
         "open it again to read its WAL afresh)");
   e.fail(why);
@@ -157,9 +154,9 @@ void instance::promote() {
     stop_standby(why);
     throw tidemark::data_error(why);
   }
-  e.restartpoints.store(false);
+  e.standby.restartpoints.store(false);
   e.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
-  e.promoting.store(true); // the end-of-recovery checkpoint records the next generation
+  e.standby.promoting.store(true); // the end-of-recovery checkpoint records the next generation
   const std::uint64_t written_before = e.writer->written(storage::write_source::checkpointer);
   auto started = std::chrono::steady_clock::now();
   request_checkpoint(messages::checkpoint_reason::end_of_recovery);
@@ -188,10 +185,7 @@ standby_status instance::standby() const {
   const engine& e = *engine_;
   s.connected = e.standby.connected.load();
   s.primary = standby_primary_;
-  {
-    std::lock_guard<std::mutex> lock(e.standby.mutex);
-    s.error = e.standby.error;
-  }
+  s.error = e.standby.error();
   s.primary_flushed = e.standby.primary_flushed.load();
   s.received = e.standby.received.load();
   s.flushed = e.standby.flushed.load();

@@ -237,7 +237,7 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
     options.replayed = &e.standby.replayed;
     options.records = &e.standby.records;
     options.checkpoint_replayed = [&e](storage::lsn_t at, const storage::checkpoint_payload& p) {
-      e.note_replayed_checkpoint({at, p.redo_lsn, p.next_xid, p.time_unix_ms});
+      e.standby.note_replayed_checkpoint({at, p.redo_lsn, p.next_xid, p.time_unix_ms});
     };
   } else {
     options.progress_every = e.config.recovery_progress_interval;

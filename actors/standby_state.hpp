@@ -1,0 +1,77 @@
+// A standby's state as its parts share it: the stream's positions, why streaming stopped,
+// the newest checkpoint redo replayed (where a restartpoint may be made), and the flags
+// that switch restartpoints and promotion on. Empty and unused on a primary.
+//
+// One writer per field:
+//  - the WAL receiver: connected, primary_flushed, primary_unix_micros, received, flushed
+//    (and the runtime's standby code once, before the receiver starts);
+//  - redo (the standby's redo thread): replayed, records, wal_rereads, and the replayed
+//    checkpoint;
+//  - the checkpointer: restart_redo, at each restartpoint; it clears `promoting` when the
+//    end-of-recovery checkpoint has started the next generation;
+//  - the runtime's standby code (runtime/standby.cpp): restartpoints and promoting, and the
+//    error when redo stops; the receiver sets the error when it cannot stream.
+// Readers take the atomics as they are; the error and the replayed checkpoint are read
+// and replaced whole under their locks.
+#pragma once
+
+#include "storage/types.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace tidemark::actors {
+
+class standby_state {
+public:
+  /// A checkpoint record redo replayed: the primary's redo point, so that every page's
+  /// first change after it carries an image in full_page_writes mode, as on the primary.
+  struct replayed_checkpoint {
+    storage::lsn_t checkpoint_lsn = 0;
+    storage::lsn_t redo_lsn = 0;
+    storage::xid_t next_xid = 0;
+    std::uint64_t time_unix_ms = 0;
+  };
+
+  std::atomic<bool> connected{false};
+  std::atomic<storage::lsn_t> primary_flushed{0};     // as the primary last said
+  std::atomic<std::int64_t> primary_unix_micros{0};   // the primary's clock then
+  std::atomic<storage::lsn_t> received{0};            // written here
+  std::atomic<storage::lsn_t> flushed{0};             // fsynced here
+  std::atomic<storage::lsn_t> replayed{0};            // applied by redo
+  std::atomic<std::uint64_t> records{0};              // replayed
+  std::atomic<storage::lsn_t> restart_redo{0};        // where a restart would replay from
+  std::atomic<std::uint64_t> wal_rereads{0};          // WAL redo or its prefetch read again
+  /// True on a standby while redo runs: the checkpointer makes restartpoints.
+  std::atomic<bool> restartpoints{false};
+  /// Being promoted: the next end-of-recovery checkpoint starts the next generation (the
+  /// checkpointer owns the control file, so it makes the change).
+  std::atomic<bool> promoting{false};
+
+  void set_error(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    error_ = why;
+  }
+  /// Why streaming stopped or cannot start (empty while it streams).
+  std::string error() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+  }
+  void note_replayed_checkpoint(const replayed_checkpoint& c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    replayed_ = c;
+  }
+  replayed_checkpoint last_replayed_checkpoint() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return replayed_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::string error_;
+  replayed_checkpoint replayed_;
+};
+
+} // namespace tidemark::actors
