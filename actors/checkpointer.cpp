@@ -152,6 +152,9 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
     run.restart_at = ctx.standby.last_replayed_checkpoint();
     run.redo = run.restart_at.redo_lsn;
   } else {
+    // Returns once every commit whose record precedes the redo point has marked its pages
+    // dirty and set its status (storage rule 4): the scan below and the commit-status
+    // log's write in the sync phase find them.
     run.redo = ctx.wal->begin_redo_point();
   }
   storage::buffer_pool& pool = *ctx.pool;

@@ -12,6 +12,13 @@
 //    registry, and the checkpoint's sync phase fsyncs it (after write_dirty()).
 //  - Statuses of transactions after the last checkpoint's redo point are rebuilt by redo
 //    from their commit records; earlier ones are in the files, fsynced by that checkpoint.
+//    That needs every status of a commit record before the redo point to be set() before
+//    the checkpoint's write_dirty(): a commit sets its status only after inserting its
+//    record, so it holds a wal_log::commit_hold from the insert through set(), and
+//    wal_log::begin_redo_point() waits for the holds taken before it (storage rule 4).
+//    (Without it a commit whose status came a moment late was missing from the files of a
+//    checkpoint whose redo point had passed its record: after a crash, or in a base backup
+//    taken from that checkpoint, an acknowledged commit had no status.)
 #pragma once
 
 #include "storage/io_engine.hpp"

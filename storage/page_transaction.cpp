@@ -621,9 +621,12 @@ lsn_range page_transaction::commit() {
   }
   lsn_t redo = wal_->redo_lsn();
   std::optional<lsn_range> position;
+  // Taken with the record, released once the pages are marked dirty and the status is
+  // set: a checkpoint whose redo point passes the record waits for both (storage rule 4).
+  wal_log::commit_hold hold;
   try {
     encode(true, redo);
-    while (!(position = wal_->insert(builder_, redo))) {
+    while (!(position = wal_->insert(builder_, redo, &hold))) {
       redo = wal_->redo_lsn(); // a checkpoint moved the redo point: redo the image decisions
       encode(false, redo);
     }
@@ -657,6 +660,7 @@ lsn_range page_transaction::commit() {
                                              "present or wholly absent", xid_);
     }
   }
+  hold.release();
   abort();
   return *position;
 }

@@ -14,7 +14,11 @@
 //      a failed check throws conflict_error with nothing applied;
 //   3. applies the operations, inserts the record (with a full-page image of each page not
 //      changed since the redo point, in full_page_writes mode), stamps the record's end
-//      LSN on every page and marks them dirty.
+//      LSN on every page and marks them dirty;
+//   4. sets the transaction's status in the commit-status log. From the insert until
+//      then it holds a commit_hold: a checkpoint whose redo point lies past the record
+//      (so that redo will not replay it) waits for both, the dirty pages and the status,
+//      before it looks for what to write (storage rule 4).
 // Why this is serializable: every read held at the moment all write latches were held
 // (a changed page was frozen from then on; a read-only page did not change between the
 // read and its check, which came after that moment), and the writes became visible

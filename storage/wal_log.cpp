@@ -124,7 +124,9 @@ void wal_log::open_for_append(lsn_t insert_lsn) {
 
 // ---- insert side --------------------------------------------------------------------------
 
-std::optional<lsn_range> wal_log::insert(record_builder& record, lsn_t expected_redo_lsn) {
+std::optional<lsn_range> wal_log::insert(record_builder& record, lsn_t expected_redo_lsn,
+                                         commit_hold* hold) {
+  TIDEMARK_CHECK(hold == nullptr || !hold->held(), "a commit inserts one record with its hold");
   std::size_t length = record.size();
   std::size_t aligned = aligned_record_size(length);
   if (aligned > buffer_.size())
@@ -143,6 +145,11 @@ std::optional<lsn_range> wal_log::insert(record_builder& record, lsn_t expected_
   copy_to_ring(lsn + length, zero_padding, aligned - length);
   prev_lsn_ = lsn;
   inserted_lsn_.store(lsn + aligned, std::memory_order_release);
+  if (hold != nullptr) { // rule 4: a redo point taken after this waits for its release
+    hold->slot_ = static_cast<unsigned>(hold_generation_ % 2);
+    holds_pending_[hold->slot_].fetch_add(1, std::memory_order_relaxed);
+    hold->log_ = this;
+  }
   lock.unlock();
   counters_.bytes.fetch_add(aligned, std::memory_order_relaxed);
   counters_.records.fetch_add(1, std::memory_order_relaxed);
@@ -203,10 +210,38 @@ void wal_log::copy_to_ring(lsn_t lsn, const void* data, std::size_t length) {
 }
 
 lsn_t wal_log::begin_redo_point() {
-  std::lock_guard lock(insert_mutex_);
-  lsn_t redo = inserted_lsn_.load(std::memory_order_relaxed);
-  redo_lsn_.store(redo, std::memory_order_release);
+  std::lock_guard one_at_a_time(redo_point_mutex_);
+  lsn_t redo;
+  unsigned earlier;
+  {
+    std::lock_guard lock(insert_mutex_);
+    redo = inserted_lsn_.load(std::memory_order_relaxed);
+    redo_lsn_.store(redo, std::memory_order_release);
+    earlier = static_cast<unsigned>(hold_generation_ % 2);
+    ++hold_generation_; // holds taken from now on count in the other slot
+  }
+  // Every record before `redo` was inserted in the generation that just ended (the
+  // previous call drained the one before it): wait for those commits' holds.
+  if (holds_pending_[earlier].load(std::memory_order_acquire) != 0) {
+    counters_.redo_point_waits.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock lock(holds_mutex_);
+    holds_released_.wait(lock, [&] {
+      return holds_pending_[earlier].load(std::memory_order_acquire) == 0;
+    });
+  }
   return redo;
+}
+
+void wal_log::release_hold(unsigned slot) noexcept {
+  if (holds_pending_[slot].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard lock(holds_mutex_);
+    holds_released_.notify_all();
+  }
+}
+
+void wal_log::commit_hold::release() noexcept {
+  if (log_ != nullptr)
+    std::exchange(log_, nullptr)->release_hold(slot_);
 }
 
 void wal_log::set_redo_lsn(lsn_t lsn) {

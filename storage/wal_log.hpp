@@ -10,6 +10,13 @@
 //  - A record is inserted only if the redo point the caller built it against is still the
 //    current one (the FPI decision depends on it); otherwise insert() returns nothing and
 //    the caller rebuilds (rule 3 in storage/README.md).
+//  - A redo point never gets ahead of a commit (rule 4): a commit inserts its record with
+//    a commit_hold, which it releases once its pages are marked dirty and its status is in
+//    the commit-status log; begin_redo_point() returns only after every hold taken before
+//    it was released. Holds count in two slots, by the parity of the redo-point
+//    generation they were taken in; begin_redo_point() (one call at a time) moves the
+//    generation on and waits for the previous one's slot to drain, so new holds never
+//    keep it waiting.
 //  - Segment files are named by the 16-hex-digit LSN of their first byte, so the name of
 //    the segment holding any LSN is computable. New segments are created zero-filled and
 //    made durable (file and directory) before records are written into them; segments
@@ -29,6 +36,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tidemark::storage {
@@ -59,6 +67,7 @@ struct wal_counters {
   std::atomic<std::uint64_t> fsync_micros{0}; // time spent in those fdatasyncs
   atomic_latency_histogram fsync_latency;     // and how it was spread
   std::atomic<std::uint64_t> writes{0};
+  std::atomic<std::uint64_t> redo_point_waits{0}; // begin_redo_point() waited for commits
 };
 
 /// Told each time the flushed LSN moves (a WAL sender shipping durable WAL). Called on
@@ -80,9 +89,34 @@ public:
   wal_log(const wal_log&) = delete;
   wal_log& operator=(const wal_log&) = delete;
 
+  /// A commit's hold on redo points (PostgreSQL's DELAY_CHKPT_START): taken by insert()
+  /// together with the commit record, released (release() or the destructor) once the
+  /// commit's effects are where a checkpoint looks for them: its pages marked dirty in the
+  /// buffer pool, its status set in the commit-status log. Until then a checkpoint whose
+  /// redo point lies past the record — redo from there will not replay it — would miss
+  /// them: begin_redo_point() waits. Move-only; it must not outlive its log.
+  class commit_hold {
+  public:
+    commit_hold() = default;
+    commit_hold(commit_hold&& other) noexcept
+      : log_(std::exchange(other.log_, nullptr)), slot_(other.slot_) {}
+    commit_hold& operator=(commit_hold&&) = delete;
+    ~commit_hold() { release(); }
+    bool held() const { return log_ != nullptr; }
+    void release() noexcept;
+
+  private:
+    friend class wal_log;
+    wal_log* log_ = nullptr;
+    unsigned slot_ = 0;
+  };
+
   /// Inserts a finished record. Returns nothing if `expected_redo_lsn` is no longer the
-  /// current redo point (the caller must rebuild its full-page-image decisions).
-  std::optional<lsn_range> insert(record_builder& record, lsn_t expected_redo_lsn);
+  /// current redo point (the caller must rebuild its full-page-image decisions). With
+  /// `hold` (not held), a commit's record: the hold is taken with the insert, atomically
+  /// with respect to begin_redo_point().
+  std::optional<lsn_range> insert(record_builder& record, lsn_t expected_redo_lsn,
+                                  commit_hold* hold = nullptr);
 
   /// A standby's receiver: appends WAL bytes as the primary sent them (records sealed
   /// there, possibly ending mid-record) at `lsn`, which must be the inserted LSN. They are
@@ -94,7 +128,10 @@ public:
   void restart_at(lsn_t end, lsn_t prev);
 
   /// Takes a new redo point: the current insert position, atomically with respect to
-  /// inserts. Returns it.
+  /// inserts. Returns it once every commit_hold taken before it has been released, so
+  /// that every commit whose record precedes the redo point has its pages marked dirty
+  /// and its status in the commit-status log (rule 4). Concurrent calls take turns; a
+  /// thread holding a commit_hold must not call it (it would wait for itself).
   lsn_t begin_redo_point();
   /// Sets the redo point read from the control file at start-up.
   void set_redo_lsn(lsn_t lsn);
@@ -208,6 +245,16 @@ private:
   std::string stopped_because_; // guarded by waiters_mutex_; set by stop_waiters()
   wal_counters counters_;
   std::atomic<flush_listener*> listener_{nullptr};
+  // Commit holds (see commit_hold): pending per slot; a hold taken in redo-point
+  // generation g counts in slot g % 2. hold_generation_ is guarded by insert_mutex_;
+  // begin_redo_point() runs under redo_point_mutex_ and sleeps on holds_released_ (a
+  // release that empties a slot notifies under holds_mutex_, so no wakeup is lost).
+  std::uint64_t hold_generation_ = 0;
+  std::atomic<std::uint64_t> holds_pending_[2] = {0, 0};
+  std::mutex redo_point_mutex_;
+  std::mutex holds_mutex_;
+  std::condition_variable holds_released_;
+  void release_hold(unsigned slot) noexcept;
 };
 
 } // namespace tidemark::storage
