@@ -92,8 +92,11 @@ void instance::start_standby(const instance_options& options) {
                                " while WAL was still arriving: " + standby_redo_report_.end_reason);
     } catch (const std::exception& error) {
       standby_redo_error_ = std::current_exception();
-      stop_standby("standby redo stopped at " + storage::format_lsn(e.standby.replayed.load()) +
-                   ": " + error.what());
+      std::string why = "standby redo stopped at " +
+                        storage::format_lsn(e.standby.replayed.load()) + ": " + error.what();
+      if (e.failed()) // redo met the failure's consequence: name its cause too
+        why += " (after the engine failed: " + e.failure() + ")";
+      stop_standby(why);
     }
   });
 }
