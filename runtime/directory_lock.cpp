@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +27,14 @@ std::map<std::pair<unsigned long long, unsigned long long>, int> held;
 
 std::string lock_path(const std::string& dir) { return dir + "/tidemark.lock"; }
 
+// The lock file's identity in this process's table: (device, inode) of the open `fd`.
+std::pair<unsigned long long, unsigned long long> identity_of(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    throw config_error("cannot stat " + path + ": " + std::strerror(errno));
+  return {st.st_dev, st.st_ino};
+}
+
 } // namespace
 
 directory_lock directory_lock::exclusive(const std::string& dir) {
@@ -35,18 +44,15 @@ directory_lock directory_lock::exclusive(const std::string& dir) {
   if (lock.fd_ < 0)
     throw config_error("cannot open " + path + ": " + std::strerror(errno));
   lock.exclusive_ = true;
-  struct stat st;
-  if (::fstat(lock.fd_, &st) != 0)
-    throw config_error("cannot stat " + path + ": " + std::strerror(errno));
+  const auto id = identity_of(lock.fd_, path);
   std::lock_guard<std::mutex> guard(held_mutex);
-  if (held.count({st.st_dev, st.st_ino}) != 0)
+  if (held.count(id) != 0)
     throw config_error("data directory \"" + dir + "\" is already open in this process: "
                        "close that database first (one open database per directory)");
   if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0)
     throw config_error("data directory \"" + dir + "\" is in use by another process");
-  lock.device_ = st.st_dev;
-  lock.inode_ = st.st_ino;
-  held[{lock.device_, lock.inode_}] = -1;
+  std::tie(lock.device_, lock.inode_) = id;
+  held[id] = -1;
   lock.registered_ = true;
   return lock;
 }
@@ -57,19 +63,16 @@ directory_lock directory_lock::shared(const std::string& dir) {
   lock.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (lock.fd_ < 0)
     return lock; // no lock file: nothing ever opened it for writing
-  struct stat st;
-  if (::fstat(lock.fd_, &st) != 0)
-    throw config_error("cannot stat " + path + ": " + std::strerror(errno));
+  const auto id = identity_of(lock.fd_, path);
   std::lock_guard<std::mutex> guard(held_mutex);
-  auto it = held.find({st.st_dev, st.st_ino});
+  auto it = held.find(id);
   if (it != held.end() && it->second < 0)
     throw config_error("data directory \"" + dir + "\" is open for writing in this process: "
                        "close that database first, or read through it");
   if (::flock(lock.fd_, LOCK_SH | LOCK_NB) != 0)
     throw config_error("data directory \"" + dir + "\" is in use by another process");
-  lock.device_ = st.st_dev;
-  lock.inode_ = st.st_ino;
-  ++held[{lock.device_, lock.inode_}];
+  std::tie(lock.device_, lock.inode_) = id;
+  ++held[id];
   lock.registered_ = true;
   return lock;
 }
