@@ -2,15 +2,17 @@
 
     examples, tools -> workload -> public API (include/tidemark/)
     runtime (implements the public API) -> actors -> messages -> storage
+    runtime -> access (keyed tables) -> storage
 
 - the public headers include only each other (no CAF, nothing of the layers below);
 - examples/ include only the public headers; workload/ the public headers and its own
   files; tools/ those and workload/ (they are clients of the API, like any application);
 - storage/ includes only storage/ and never CAF (it is usable without an actor system);
+- access/ includes access/ and storage/, never CAF (the tree works on pages, not actors);
 - messages/ includes messages/ and storage/;
 - actors/ includes actors/, messages/ and storage/ (the runtime boots actors, never the
   reverse);
-- storage/, messages/ and actors/ may include the public vocabulary headers
+- storage/, access/, messages/ and actors/ may include the public vocabulary headers
   (tidemark/errors.hpp, tidemark/types.hpp), whose types they throw and use;
 - runtime/ includes anything below it; tests/ mirror the folder they test.
 
@@ -28,17 +30,21 @@ ALLOWED = {
     "workload": {"workload"},
     "tools": {"tools", "workload"},
     "storage": {"storage"},
+    "access": {"access", "storage"},
     "messages": {"messages", "storage"},
     "actors": {"actors", "messages", "storage"},
-    "runtime": {"runtime", "actors", "messages", "storage"},
+    "runtime": {"runtime", "access", "actors", "messages", "storage"},
     "tests/storage": {"storage", "tests"},
+    "tests/access": {"access", "storage", "tests"},
 }
 # Layers that must compile without CAF's headers.
-NO_CAF = {"include/tidemark", "examples", "workload", "tools", "storage"}
+NO_CAF = {"include/tidemark", "examples", "workload", "tools", "storage", "access",
+          "tests/storage", "tests/access"}
 # Public headers a lower layer may include (<tidemark/...>); None: all of them.
 PUBLIC_VOCABULARY = {"tidemark/errors.hpp", "tidemark/types.hpp"}
-PUBLIC_ALLOWED = {"storage": PUBLIC_VOCABULARY, "messages": PUBLIC_VOCABULARY,
-                  "actors": PUBLIC_VOCABULARY, "tests/storage": PUBLIC_VOCABULARY}
+PUBLIC_ALLOWED = {"storage": PUBLIC_VOCABULARY, "access": PUBLIC_VOCABULARY,
+                  "messages": PUBLIC_VOCABULARY, "actors": PUBLIC_VOCABULARY,
+                  "tests/storage": PUBLIC_VOCABULARY, "tests/access": PUBLIC_VOCABULARY}
 
 KNOWN = set()
 

@@ -1,0 +1,364 @@
+// Node reading, editing and splitting: see node.hpp for the layout and its invariants.
+#include "access/node.hpp"
+
+#include "storage/check.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tidemark::access {
+
+namespace {
+
+constexpr std::size_t magic_at = node_header_offset;
+constexpr std::size_t kind_at = node_header_offset + 4;
+constexpr std::size_t level_at = node_header_offset + 6;
+constexpr std::size_t slot_count_at = node_header_offset + 8;
+constexpr std::size_t upper_at = node_header_offset + 10;
+constexpr std::size_t dead_at = node_header_offset + 12;
+constexpr std::size_t high_key_at = node_header_offset + 14;
+constexpr std::size_t right_at = node_header_offset + 16;
+constexpr std::size_t left_at = node_header_offset + 20;
+static_assert(left_at + 4 + 8 == slots_offset, "the node header ends where the slots begin");
+
+template <class T>
+T load(const unsigned char* page, std::size_t at) {
+  T value;
+  std::memcpy(&value, page + at, sizeof(T));
+  return value;
+}
+
+std::size_t item_length(const item_view& item, std::size_t key_length) {
+  return item_header_size + key_length + item.payload_length;
+}
+
+// Writes an item's bytes at `at` (item header, key, payload) with one write.
+void write_item(page_edit& edit, std::size_t at, key_view key, std::uint16_t flags,
+                std::uint32_t aux, std::string_view payload, std::vector<unsigned char>& scratch) {
+  scratch.resize(item_header_size + key.size() + payload.size());
+  auto key_length = static_cast<std::uint16_t>(key.size());
+  std::memcpy(&scratch[0], &key_length, 2);
+  std::memcpy(&scratch[2], &flags, 2);
+  std::memcpy(&scratch[4], &aux, 4);
+  std::memcpy(&scratch[item_header_size], key.data(), key.size());
+  std::memcpy(&scratch[item_header_size + key.size()], payload.data(), payload.size());
+  edit.write(at, scratch.data(), scratch.size());
+}
+
+std::size_t lower_of(std::size_t slot_count) { return slots_offset + slot_size * slot_count; }
+
+} // namespace
+
+int compare_keys(key_view a, key_view b) {
+  std::size_t common = std::min(a.size(), b.size());
+  int order = common == 0 ? 0 : std::memcmp(a.data(), b.data(), common);
+  if (order != 0)
+    return order;
+  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+}
+
+// ---- node_view -----------------------------------------------------------------------------
+
+bool node_view::is_node() const { return load<std::uint32_t>(page_, magic_at) == node_magic; }
+node_kind node_view::kind() const { return static_cast<node_kind>(load<std::uint16_t>(page_, kind_at)); }
+std::uint16_t node_view::level() const { return load<std::uint16_t>(page_, level_at); }
+std::size_t node_view::slot_count() const { return load<std::uint16_t>(page_, slot_count_at); }
+std::uint32_t node_view::right() const { return load<std::uint32_t>(page_, right_at); }
+std::uint32_t node_view::left() const { return load<std::uint32_t>(page_, left_at); }
+bool node_view::has_high_key() const { return load<std::uint16_t>(page_, high_key_at) != 0; }
+
+key_view node_view::high_key() const {
+  return item_at(load<std::uint16_t>(page_, high_key_at)).key;
+}
+
+bool node_view::below_high_key(key_view key) const {
+  return !has_high_key() || compare_keys(key, high_key()) < 0;
+}
+
+std::size_t node_view::slot_offset(std::size_t slot) const {
+  return load<std::uint16_t>(page_, slots_offset + slot_size * slot);
+}
+
+item_view node_view::item_at(std::size_t offset) const {
+  item_view item;
+  auto key_length = load<std::uint16_t>(page_, offset);
+  item.flags = load<std::uint16_t>(page_, offset + 2);
+  item.aux = load<std::uint32_t>(page_, offset + 4);
+  item.key = key_view(reinterpret_cast<const char*>(page_ + offset + item_header_size), key_length);
+  if (kind() == node_kind::leaf) {
+    item.payload = page_ + offset + item_header_size + key_length;
+    item.payload_length = item.aux;
+  }
+  return item;
+}
+
+item_view node_view::item(std::size_t slot) const { return item_at(slot_offset(slot)); }
+
+std::size_t node_view::lower_bound(key_view key, bool* found) const {
+  std::size_t low = 0, high = slot_count();
+  while (low < high) {
+    std::size_t middle = low + (high - low) / 2;
+    if (compare_keys(this->key(middle), key) < 0)
+      low = middle + 1;
+    else
+      high = middle;
+  }
+  *found = low < slot_count() && compare_keys(this->key(low), key) == 0;
+  return low;
+}
+
+std::size_t node_view::child_slot(key_view key) const {
+  // The last slot in [1, count) whose key is <= key, else slot 0 (minus infinity).
+  std::size_t low = 1, high = slot_count();
+  while (low < high) {
+    std::size_t middle = low + (high - low) / 2;
+    if (compare_keys(this->key(middle), key) <= 0)
+      low = middle + 1;
+    else
+      high = middle;
+  }
+  return low - 1;
+}
+
+std::size_t node_view::contiguous_free() const {
+  return load<std::uint16_t>(page_, upper_at) - lower_of(slot_count());
+}
+
+std::size_t node_view::usable_free() const {
+  return contiguous_free() + load<std::uint16_t>(page_, dead_at);
+}
+
+// ---- editing -------------------------------------------------------------------------------
+
+void init_node(page_edit& edit, node_kind kind, std::uint16_t level, std::uint32_t right,
+               std::uint32_t left) {
+  unsigned char header[slots_offset - node_header_offset] = {};
+  std::uint32_t magic = node_magic;
+  auto kind_value = static_cast<std::uint16_t>(kind);
+  auto upper = static_cast<std::uint16_t>(edit.page_size());
+  std::memcpy(header + (magic_at - node_header_offset), &magic, 4);
+  std::memcpy(header + (kind_at - node_header_offset), &kind_value, 2);
+  std::memcpy(header + (level_at - node_header_offset), &level, 2);
+  std::memcpy(header + (upper_at - node_header_offset), &upper, 2);
+  std::memcpy(header + (right_at - node_header_offset), &right, 4);
+  std::memcpy(header + (left_at - node_header_offset), &left, 4);
+  edit.write(node_header_offset, header, sizeof header);
+}
+
+void insert_item(page_edit& edit, std::size_t slot, key_view key, std::uint16_t flags,
+                 std::uint32_t aux, std::string_view payload) {
+  node_view node(edit.bytes(), edit.page_size());
+  std::size_t footprint = item_footprint(key.size(), payload.size());
+  TIDEMARK_CHECK(key.size() <= max_key_size && footprint <= max_item_size(edit.page_size()),
+                 "an item is checked against the node limits before it is inserted");
+  TIDEMARK_CHECK(node.fits(footprint) && slot <= node.slot_count(),
+                 "an item is inserted only into a node that has room for it, in key order");
+  if (node.contiguous_free() < footprint)
+    compact_node(edit);
+  std::size_t count = node.slot_count();
+  auto upper = static_cast<std::uint16_t>(load<std::uint16_t>(edit.bytes(), upper_at) -
+                                          (footprint - slot_size));
+  std::vector<unsigned char> scratch;
+  write_item(edit, upper, key, flags, aux, payload, scratch);
+  // The slots from `slot` on move up by one; the new slot goes in front of them.
+  scratch.resize(slot_size * (count - slot + 1));
+  std::memcpy(&scratch[0], &upper, slot_size);
+  std::memcpy(&scratch[slot_size], edit.bytes() + slots_offset + slot_size * slot,
+              slot_size * (count - slot));
+  edit.write(slots_offset + slot_size * slot, scratch.data(), scratch.size());
+  std::uint16_t counts[2] = {static_cast<std::uint16_t>(count + 1), upper};
+  edit.write(slot_count_at, counts, sizeof counts); // slot_count and upper are adjacent
+}
+
+void erase_item(page_edit& edit, std::size_t slot) {
+  node_view node(edit.bytes(), edit.page_size());
+  std::size_t count = node.slot_count();
+  TIDEMARK_CHECK(slot < count, "only an existing item is erased");
+  item_view item = node.item(slot);
+  std::size_t freed = item_length(item, item.key.size());
+  std::vector<unsigned char> later(edit.bytes() + slots_offset + slot_size * (slot + 1),
+                                   edit.bytes() + slots_offset + slot_size * count);
+  if (!later.empty())
+    edit.write(slots_offset + slot_size * slot, later.data(), later.size());
+  auto dead = static_cast<std::uint16_t>(load<std::uint16_t>(edit.bytes(), dead_at) + freed);
+  auto new_count = static_cast<std::uint16_t>(count - 1);
+  edit.write_value(slot_count_at, new_count);
+  edit.write_value(dead_at, dead);
+}
+
+void replace_item(page_edit& edit, std::size_t slot, std::uint16_t flags, std::uint32_t aux,
+                  std::string_view payload) {
+  node_view node(edit.bytes(), edit.page_size());
+  item_view item = node.item(slot);
+  std::string key(item.key);
+  if (item.payload_length == payload.size()) { // an inner item's empty payload too
+    std::size_t at = load<std::uint16_t>(edit.bytes(), slots_offset + slot_size * slot);
+    std::vector<unsigned char> scratch;
+    write_item(edit, at, key, flags, aux, payload, scratch);
+    return;
+  }
+  erase_item(edit, slot);
+  insert_item(edit, slot, key, flags, aux, payload);
+}
+
+void set_right(page_edit& edit, std::uint32_t block) { edit.write_value(right_at, block); }
+void set_left(page_edit& edit, std::uint32_t block) { edit.write_value(left_at, block); }
+
+void compact_node(page_edit& edit) {
+  node_view node(edit.bytes(), edit.page_size());
+  std::vector<node_item> items = node_items(node);
+  std::string high;
+  bool has_high = node.has_high_key();
+  if (has_high)
+    high = std::string(node.high_key());
+  build_node(edit, node.kind(), node.level(), items, has_high ? &high : nullptr, node.right(),
+             node.left());
+}
+
+void build_node(page_edit& edit, node_kind kind, std::uint16_t level,
+                const std::vector<node_item>& items, const std::string* high_key,
+                std::uint32_t right, std::uint32_t left) {
+  // Built in a private image, then written as one op: header, slots and items.
+  std::size_t page_size = edit.page_size();
+  std::vector<unsigned char> image(edit.bytes(), edit.bytes() + page_size);
+  std::fill(image.begin() + node_header_offset, image.end(), 0);
+  page_edit build(image.data(), page_size, nullptr);
+  init_node(build, kind, level, right, left);
+  std::size_t upper = page_size;
+  std::vector<unsigned char> scratch;
+  if (high_key != nullptr) {
+    upper -= item_header_size + high_key->size();
+    write_item(build, upper, *high_key, 0, 0, {}, scratch);
+    build.write_value(high_key_at, static_cast<std::uint16_t>(upper));
+  }
+  for (std::size_t slot = 0; slot < items.size(); ++slot) {
+    const node_item& item = items[slot];
+    TIDEMARK_CHECK(upper >= lower_of(slot + 1) + item.footprint() - slot_size,
+                   "a node is built only from items that fit it");
+    upper -= item.footprint() - slot_size;
+    write_item(build, upper, item.key, item.flags, item.aux, item.payload, scratch);
+    build.write_value(slots_offset + slot_size * slot, static_cast<std::uint16_t>(upper));
+  }
+  build.write_value(slot_count_at, static_cast<std::uint16_t>(items.size()));
+  build.write_value(upper_at, static_cast<std::uint16_t>(upper));
+  edit.write(node_header_offset, image.data() + node_header_offset, page_size - node_header_offset);
+}
+
+std::vector<node_item> node_items(const node_view& node) {
+  std::vector<node_item> items;
+  items.reserve(node.slot_count());
+  for (std::size_t slot = 0; slot < node.slot_count(); ++slot) {
+    item_view item = node.item(slot);
+    items.push_back({std::string(item.key), item.flags, item.aux, std::string(item.value())});
+  }
+  return items;
+}
+
+// ---- splitting -----------------------------------------------------------------------------
+
+std::string shortest_separator(key_view left, key_view right) {
+  std::size_t common = 0;
+  while (common < left.size() && common < right.size() && left[common] == right[common])
+    ++common;
+  TIDEMARK_CHECK(common < right.size(), "a separator is taken between two keys in order");
+  return std::string(right.substr(0, common + 1));
+}
+
+std::size_t choose_split(const std::vector<node_item>& items, std::size_t page_size,
+                         std::size_t right_high_key_length, bool rightmost_append) {
+  TIDEMARK_CHECK(items.size() >= 2, "a split has an item for each side");
+  std::size_t capacity = page_size - slots_offset;
+  std::size_t total = 0;
+  for (const node_item& item : items)
+    total += item.footprint();
+  std::size_t right_high = right_high_key_length == 0 ? 0 : item_header_size + right_high_key_length;
+  std::size_t target = rightmost_append ? total - items.back().footprint() : total / 2;
+  // The split point nearest the target at which both sides fit, the left with a high key
+  // as long as the separator (at most the right's first key).
+  std::size_t best = 0, best_distance = ~std::size_t{0}, left_bytes = 0;
+  for (std::size_t split = 1; split < items.size(); ++split) {
+    left_bytes += items[split - 1].footprint();
+    std::size_t left_high = item_header_size + items[split].key.size();
+    bool fits = left_bytes + left_high <= capacity && total - left_bytes + right_high <= capacity;
+    std::size_t distance = left_bytes > target ? left_bytes - target : target - left_bytes;
+    if (fits && distance < best_distance) {
+      best = split;
+      best_distance = distance;
+    }
+  }
+  TIDEMARK_CHECK(best != 0, "max_item_size guarantees that some split fits both sides");
+  return best;
+}
+
+// ---- checking ------------------------------------------------------------------------------
+
+std::string check_node(const node_view& node) {
+  if (!node.is_node())
+    return "not a tree node (no node magic)";
+  if (node.kind() != node_kind::leaf && node.kind() != node_kind::inner)
+    return "unknown node kind " + std::to_string(static_cast<int>(node.kind()));
+  if ((node.kind() == node_kind::leaf) != (node.level() == 0))
+    return "a leaf is at level 0 and only a leaf is";
+  std::size_t page_size = node.page_size();
+  std::size_t count = node.slot_count();
+  std::size_t upper = load<std::uint16_t>(node.bytes(), upper_at);
+  if (lower_of(count) > upper || upper > page_size)
+    return "slot array (" + std::to_string(count) + " slots) and item area (from " +
+           std::to_string(upper) + ") overlap or leave the page";
+  // Every item inside [upper, page_size), none overlapping another.
+  std::vector<std::pair<std::size_t, std::size_t>> extents;
+  auto add_extent = [&](std::size_t offset, const item_view& item) -> std::string {
+    std::size_t end = offset + item_header_size + item.key.size() +
+                      (node.is_leaf() ? item.payload_length : 0);
+    if (offset < upper || end > page_size)
+      return "an item at " + std::to_string(offset) + " lies outside the item area";
+    if (item.key.size() > max_key_size)
+      return "a key of " + std::to_string(item.key.size()) + " bytes exceeds the limit";
+    extents.push_back({offset, end});
+    return {};
+  };
+  auto read_checked = [&](std::size_t at, item_view* out) -> std::string {
+    if (at < upper || at + item_header_size > page_size)
+      return "an item at " + std::to_string(at) + " lies outside the item area";
+    std::size_t key_length = load<std::uint16_t>(node.bytes(), at);
+    std::uint32_t aux = load<std::uint32_t>(node.bytes(), at + 4);
+    std::size_t payload = node.is_leaf() ? aux : 0;
+    if (at + item_header_size + key_length + payload > page_size)
+      return "an item at " + std::to_string(at) + " runs past the page";
+    out->key = key_view(reinterpret_cast<const char*>(node.bytes() + at + item_header_size), key_length);
+    out->payload_length = payload;
+    return add_extent(at, *out);
+  };
+  item_view high;
+  if (node.has_high_key())
+    if (std::string problem = read_checked(load<std::uint16_t>(node.bytes(), high_key_at), &high);
+        !problem.empty())
+      return "high key: " + problem;
+  item_view previous;
+  for (std::size_t slot = 0; slot < count; ++slot) {
+    item_view item;
+    std::size_t at = load<std::uint16_t>(node.bytes(), slots_offset + slot_size * slot);
+    if (std::string problem = read_checked(at, &item); !problem.empty())
+      return "slot " + std::to_string(slot) + ": " + problem;
+    bool minus_infinity = !node.is_leaf() && slot == 0;
+    if (slot > 0 && !(slot == 1 && !node.is_leaf()) && compare_keys(previous.key, item.key) >= 0)
+      return "keys out of order at slot " + std::to_string(slot);
+    if (!minus_infinity && node.has_high_key() && compare_keys(item.key, high.key) >= 0)
+      return "the key at slot " + std::to_string(slot) + " is not below the high key";
+    previous = item;
+  }
+  std::sort(extents.begin(), extents.end());
+  std::size_t live = 0;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (i > 0 && extents[i].first < extents[i - 1].second)
+      return "two items overlap at " + std::to_string(extents[i].first);
+    live += extents[i].second - extents[i].first;
+  }
+  std::size_t dead = load<std::uint16_t>(node.bytes(), dead_at);
+  if (live + dead != page_size - upper)
+    return "item area of " + std::to_string(page_size - upper) + " bytes holds " +
+           std::to_string(live) + " live and " + std::to_string(dead) + " dead bytes";
+  return {};
+}
+
+} // namespace tidemark::access

@@ -1,0 +1,49 @@
+// page_changes and page_edit: see page_changes.hpp.
+#include "access/page_changes.hpp"
+
+#include "storage/check.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tidemark::access {
+
+void page_changes::record_write(std::size_t offset, const void* bytes, std::size_t length) {
+  const auto* from = static_cast<const unsigned char*>(bytes);
+  while (length > 0) {
+    std::size_t piece = std::min(length, max_op_bytes);
+    TIDEMARK_CHECK(offset + piece <= 0xFFFF + 1, "a WAL op's offset fits 16 bits");
+    auto op_offset = static_cast<std::uint16_t>(offset);
+    auto op_length = static_cast<std::uint16_t>(piece);
+    std::size_t at = ops_.size();
+    ops_.resize(at + storage::op_header_size + piece);
+    ops_[at] = static_cast<unsigned char>(storage::op_kind::write_bytes);
+    std::memcpy(&ops_[at + 1], &op_offset, sizeof op_offset);
+    std::memcpy(&ops_[at + 3], &op_length, sizeof op_length);
+    std::memcpy(&ops_[at + storage::op_header_size], from, piece);
+    offset += piece;
+    from += piece;
+    length -= piece;
+  }
+}
+
+void page_changes::collapse(const void* page, std::size_t page_size) {
+  std::size_t whole = storage::op_header_size + page_size - storage::page_header_size;
+  if (ops_.size() <= whole)
+    return;
+  ops_.clear();
+  record_write(storage::page_header_size,
+               static_cast<const unsigned char*>(page) + storage::page_header_size,
+               page_size - storage::page_header_size);
+}
+
+void page_edit::write(std::size_t offset, const void* bytes, std::size_t length) {
+  TIDEMARK_CHECK_DETAIL(offset >= storage::page_header_size && offset + length <= page_size_,
+                        "the access layer writes only past the page header, inside the page",
+                        "offset " + std::to_string(offset) + " length " + std::to_string(length));
+  if (log_ != nullptr) // first: `bytes` may lie in the page itself
+    log_->record_write(offset, bytes, length);
+  std::memmove(page_ + offset, bytes, length);
+}
+
+} // namespace tidemark::access

@@ -1,0 +1,69 @@
+// How the access layer changes a page: every change goes through a page_edit, which
+// applies it to the page bytes and records it as WAL ops (storage/wal_record.hpp's
+// write_bytes op) in a page_changes log. Redo replays those ops with storage::apply_ops,
+// the same function that replays every other record, so a page rebuilt by redo is byte for
+// byte the page the change left (tests/access/node_test.cpp checks this after every
+// operation).
+//
+// Invariants:
+//  - The ops of a page_changes, applied in order to the page as it was before the first
+//    edit, give the page as it is after the last one.
+//  - One op never exceeds the u16 offset and length the WAL format has; a change of more
+//    than max_op_bytes bytes is split into several ops.
+//  - collapse() keeps the first invariant while bounding the log: when the ops of a page
+//    outgrow the page itself, they are replaced by one write of everything past the page
+//    header (the header's LSN and checksum are not the access layer's to log).
+#pragma once
+
+#include "storage/page.hpp"
+#include "storage/wal_record.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tidemark::access {
+
+/// The ops that change one page, in WAL op format (u8 kind, u16 offset, u16 length, bytes).
+class page_changes {
+public:
+  static constexpr std::size_t max_op_bytes = 0xFFFF;
+
+  void record_write(std::size_t offset, const void* bytes, std::size_t length);
+  /// Replaces the ops by one write of the page's bytes past the header when they are longer
+  /// than that write would be. `page` is the page as the ops leave it.
+  void collapse(const void* page, std::size_t page_size);
+  void clear() { ops_.clear(); }
+
+  const unsigned char* data() const { return ops_.data(); }
+  std::size_t size() const { return ops_.size(); }
+  bool empty() const { return ops_.empty(); }
+
+private:
+  std::vector<unsigned char> ops_;
+};
+
+/// A page being changed: writes go to the page and, when `log` is not null, into `log`.
+/// A page nobody else can see yet (a split's private copy) is edited without a log.
+class page_edit {
+public:
+  page_edit(void* page, std::size_t page_size, page_changes* log)
+    : page_(static_cast<unsigned char*>(page)), page_size_(page_size), log_(log) {}
+
+  void write(std::size_t offset, const void* bytes, std::size_t length);
+  template <class T>
+  void write_value(std::size_t offset, T value) {
+    write(offset, &value, sizeof(T));
+  }
+
+  unsigned char* bytes() { return page_; }
+  const unsigned char* bytes() const { return page_; }
+  std::size_t page_size() const { return page_size_; }
+
+private:
+  unsigned char* page_;
+  std::size_t page_size_;
+  page_changes* log_;
+};
+
+} // namespace tidemark::access

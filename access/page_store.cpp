@@ -1,0 +1,46 @@
+// page_guard and page_store's guard plumbing: see page_store.hpp.
+#include "access/page_store.hpp"
+
+#include "storage/check.hpp"
+
+namespace tidemark::access {
+
+page_guard& page_guard::operator=(page_guard&& other) noexcept {
+  if (this != &other) {
+    release();
+    store_ = other.store_;
+    id_ = other.id_;
+    handle_ = other.handle_;
+    bytes_ = other.bytes_;
+    mode_ = other.mode_;
+    other.store_ = nullptr;
+  }
+  return *this;
+}
+
+void page_guard::release() {
+  if (store_ == nullptr)
+    return;
+  page_store* store = store_;
+  store_ = nullptr;
+  store->unlatch(id_, handle_, mode_);
+}
+
+unsigned char* page_guard::mutable_bytes() {
+  TIDEMARK_CHECK(store_ != nullptr && mode_ == latch_mode::exclusive,
+                 "a page is changed only under its exclusive latch");
+  return bytes_;
+}
+
+page_guard page_store::make_guard(page_id id, std::uint64_t handle, unsigned char* bytes,
+                                  latch_mode mode) {
+  page_guard guard;
+  guard.store_ = this;
+  guard.id_ = id;
+  guard.handle_ = handle;
+  guard.bytes_ = bytes;
+  guard.mode_ = mode;
+  return guard;
+}
+
+} // namespace tidemark::access

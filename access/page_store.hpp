@@ -1,0 +1,92 @@
+// What the tree needs of the page store: latched pages, new blocks, and logging one atomic
+// change of several latched pages. The runtime implements it over the buffer pool and the
+// WAL; tests/access implements it in memory, so the tree's algorithms are tested without an
+// engine.
+//
+// Latching protocol (the tree keeps it; see tree.hpp for why it cannot deadlock):
+//  - latch() blocks. It is called holding no latch, or, by a commit, on leaves in block
+//    order; every other latch taken while holding one is a try_latch(), and a failed one
+//    means: release everything, wait_for() the page, start again.
+//  - A guard releases its latch (and pin) when it is destroyed or released.
+//  - log_change() is given pages latched exclusively by the caller, with their changes
+//    already applied through page_edits; it makes them one WAL record (redo applies all of
+//    it or none), stamps the record's LSN on every page and marks them dirty.
+#pragma once
+
+#include "access/page_changes.hpp"
+#include "storage/types.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace tidemark::access {
+
+using storage::block_id;
+using storage::lsn_t;
+using storage::page_id;
+using storage::rel_id;
+
+enum class latch_mode { shared, exclusive };
+
+class page_store;
+
+/// A pinned, latched page. Move-only; releases on destruction.
+class page_guard {
+public:
+  page_guard() = default;
+  page_guard(page_guard&& other) noexcept { *this = std::move(other); }
+  page_guard& operator=(page_guard&& other) noexcept;
+  page_guard(const page_guard&) = delete;
+  page_guard& operator=(const page_guard&) = delete;
+  ~page_guard() { release(); }
+
+  void release();
+  bool held() const { return store_ != nullptr; }
+  explicit operator bool() const { return held(); }
+  page_id id() const { return id_; }
+  latch_mode mode() const { return mode_; }
+  const unsigned char* bytes() const { return bytes_; }
+  /// Exclusive guards only.
+  unsigned char* mutable_bytes();
+
+private:
+  friend class page_store;
+  page_store* store_ = nullptr;
+  page_id id_{};
+  std::uint64_t handle_ = 0;
+  unsigned char* bytes_ = nullptr;
+  latch_mode mode_ = latch_mode::shared;
+};
+
+/// One page of an atomic change: its guard (exclusive) and the ops that changed it.
+struct logged_page {
+  page_guard* page;
+  page_changes* changes;
+};
+
+class page_store {
+public:
+  virtual ~page_store() = default;
+  virtual std::size_t page_size() const = 0;
+  /// Blocks until the latch is granted.
+  virtual page_guard latch(page_id id, latch_mode mode) = 0;
+  /// An unheld guard when someone else holds the page in a conflicting mode.
+  virtual page_guard try_latch(page_id id, latch_mode mode) = 0;
+  /// Blocks until the page's current holders release it (the caller holds no latch).
+  void wait_for(page_id id) { latch(id, latch_mode::shared).release(); }
+  /// A block past the relation's end, all zero, that no one else is given: the caller
+  /// latches it, builds a page in it and logs it in the same change.
+  virtual block_id new_block(rel_id rel) = 0;
+  /// Blocks the relation has (every one handed out by new_block() counts).
+  virtual block_id blocks(rel_id rel) = 0;
+  /// One atomic change (see the header comment). Returns the record's end LSN.
+  virtual lsn_t log_change(const std::vector<logged_page>& pages) = 0;
+
+protected:
+  friend class page_guard;
+  page_guard make_guard(page_id id, std::uint64_t handle, unsigned char* bytes, latch_mode mode);
+  /// Releases what make_guard() granted.
+  virtual void unlatch(page_id id, std::uint64_t handle, latch_mode mode) = 0;
+};
+
+} // namespace tidemark::access

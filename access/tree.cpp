@@ -1,0 +1,562 @@
+// The B-link tree's descents, single-key changes, splits, ordered reads and check: see
+// tree.hpp.
+#include "access/tree.hpp"
+
+#include "storage/check.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tidemark::access {
+
+namespace {
+
+constexpr std::size_t meta_magic_at = storage::page_header_size;
+constexpr std::size_t meta_root_at = meta_magic_at + 4;
+constexpr std::size_t meta_level_at = meta_magic_at + 8;
+
+template <class T>
+T load(const unsigned char* page, std::size_t at) {
+  T value;
+  std::memcpy(&value, page + at, sizeof(T));
+  return value;
+}
+
+std::pair<std::string, std::string> entry_of(const node_view& node, std::size_t slot) {
+  item_view item = node.item(slot);
+  return {std::string(item.key), std::string(item.value())};
+}
+
+// One node a split divides: its new left part stays in its block, the right part goes to a
+// new block. `child_slot` is where, among `items`, the item pointing to the level below's
+// new block sits (inner nodes; none for the leaf).
+struct split_step {
+  page_guard node;
+  page_guard old_right; // the right sibling whose left link moves to the new block
+  std::vector<node_item> items;
+  std::size_t split = 0;      // items[split..] go right (leaves: see existing_split)
+  std::size_t child_slot = ~std::size_t{0};
+  std::string separator;      // the left part's high key, and the key the parent gets
+  block_id new_block = 0;
+};
+
+// Where a leaf with items `existing` (their footprints after the pending replacements)
+// splits to make room for `pending` (new keys, in order). Both parts of the existing items must fit their node
+// with its high key; among the split points that do, the one nearest the target by bytes
+// of existing and pending items together. Returns the separator.
+std::string choose_leaf_separator(const std::vector<pending_item>& existing,
+                                  const std::vector<pending_item>& pending,
+                                  std::size_t page_size, std::size_t right_high_bytes,
+                                  bool rightmost) {
+  struct entry {
+    key_view key;
+    std::size_t footprint;
+    bool existing;
+  };
+  std::vector<entry> merged;
+  std::size_t e = 0, p = 0;
+  while (e < existing.size() || p < pending.size()) {
+    bool take_existing = p == pending.size() ||
+                         (e < existing.size() && compare_keys(existing[e].key, pending[p].key) < 0);
+    if (take_existing) {
+      merged.push_back({existing[e].key, existing[e].footprint, true});
+      ++e;
+    } else {
+      merged.push_back({pending[p].key, pending[p].footprint, false});
+      ++p;
+    }
+  }
+  TIDEMARK_CHECK(merged.size() >= 2, "a leaf too full for an item holds another one");
+  std::size_t capacity = page_size - slots_offset;
+  std::size_t total = 0, existing_total = 0;
+  for (const entry& m : merged) {
+    total += m.footprint;
+    existing_total += m.existing ? m.footprint : 0;
+  }
+  // Ascending loads into the rightmost leaf: the existing items stay left, packed.
+  bool ascending = rightmost && !merged.back().existing && !pending.empty() &&
+                   (existing.empty() || compare_keys(pending.front().key, existing.back().key) > 0);
+  std::size_t target = ascending ? existing_total : total / 2;
+  std::size_t best = 0, best_distance = ~std::size_t{0};
+  std::size_t left_total = 0, left_existing = 0;
+  for (std::size_t split = 1; split < merged.size(); ++split) {
+    left_total += merged[split - 1].footprint;
+    left_existing += merged[split - 1].existing ? merged[split - 1].footprint : 0;
+    std::size_t separator = std::min(merged[split].key.size(), max_key_size);
+    bool fits = left_existing + item_header_size + separator <= capacity &&
+                existing_total - left_existing + right_high_bytes <= capacity;
+    std::size_t distance = left_total > target ? left_total - target : target - left_total;
+    if (fits && distance < best_distance) {
+      best = split;
+      best_distance = distance;
+    }
+  }
+  TIDEMARK_CHECK(best != 0, "a split right after the first item always fits");
+  return shortest_separator(merged[best - 1].key, merged[best].key);
+}
+
+} // namespace
+
+bool inline_value_fits(std::size_t page_size, std::size_t key_size, std::size_t value_size) {
+  return key_size <= max_key_size && item_footprint(key_size, value_size) <= max_item_size(page_size);
+}
+
+// ---- creation and descent ------------------------------------------------------------------
+
+void tree::create(page_store& store, rel_id rel) {
+  TIDEMARK_CHECK(store.blocks(rel) == 0, "a tree is created in an empty relation");
+  block_id meta_at = store.new_block(rel);
+  block_id root_at = store.new_block(rel);
+  TIDEMARK_CHECK(meta_at == meta_block && root_at == meta_block + 1,
+                 "a new relation hands out its blocks in order");
+  page_guard meta = store.latch({rel, meta_at}, latch_mode::exclusive);
+  page_guard root = store.latch({rel, root_at}, latch_mode::exclusive);
+  page_changes meta_changes, root_changes;
+  page_edit meta_edit(meta.mutable_bytes(), store.page_size(), &meta_changes);
+  meta_edit.write_value(meta_magic_at, meta_magic);
+  meta_edit.write_value(meta_root_at, root_at);
+  meta_edit.write_value(meta_level_at, std::uint16_t{0});
+  page_edit root_edit(root.mutable_bytes(), store.page_size(), &root_changes);
+  init_node(root_edit, node_kind::leaf, 0, 0, 0);
+  store.log_change({{&meta, &meta_changes}, {&root, &root_changes}});
+}
+
+tree::meta tree::read_meta() {
+  page_guard page = latch_node(meta_block, latch_mode::shared);
+  if (load<std::uint32_t>(page.bytes(), meta_magic_at) != meta_magic)
+    throw tidemark::data_error("relation " + std::to_string(rel_) +
+                               " is not a table: its block 0 has no tree meta page");
+  return {load<block_id>(page.bytes(), meta_root_at),
+          load<std::uint16_t>(page.bytes(), meta_level_at)};
+}
+
+page_guard tree::latch_node(block_id block, latch_mode mode) {
+  return store_.latch({rel_, block}, mode);
+}
+
+page_guard tree::move_right(page_guard node, key_view key, latch_mode mode) {
+  for (;;) {
+    node_view view(node.bytes(), store_.page_size());
+    if (view.below_high_key(key))
+      return node;
+    block_id right = view.right();
+    TIDEMARK_CHECK(right != 0, "a node with a high key has a right sibling");
+    node.release();
+    node = latch_node(right, mode);
+  }
+}
+
+page_guard tree::latch_leaf(key_view key, latch_mode mode, descent* path) {
+  meta root = read_meta();
+  if (path != nullptr)
+    path->inner.assign(root.level, 0);
+  block_id block = root.root;
+  for (std::uint16_t level = root.level; level > 0; --level) {
+    page_guard node = move_right(latch_node(block, latch_mode::shared), key, latch_mode::shared);
+    node_view view(node.bytes(), store_.page_size());
+    TIDEMARK_CHECK(view.is_node() && view.level() == level, "a descent meets one level after another");
+    if (path != nullptr)
+      path->inner[level - 1] = node.id().block;
+    block = view.item(view.child_slot(key)).child();
+  }
+  page_guard leaf = move_right(latch_node(block, mode), key, mode);
+  TIDEMARK_CHECK(node_view(leaf.bytes(), store_.page_size()).is_leaf(), "a descent ends in a leaf");
+  if (path != nullptr)
+    path->leaf = leaf.id().block;
+  return leaf;
+}
+
+// ---- single-key operations -----------------------------------------------------------------
+
+std::optional<std::string> tree::get(key_view key) {
+  page_guard leaf = latch_leaf(key, latch_mode::shared);
+  node_view view(leaf.bytes(), store_.page_size());
+  bool found;
+  std::size_t slot = view.lower_bound(key, &found);
+  if (!found)
+    return std::nullopt;
+  return std::string(view.item(slot).value());
+}
+
+bool tree::put(key_view key, std::string_view value) {
+  TIDEMARK_CHECK(inline_value_fits(store_.page_size(), key.size(), value.size()),
+                 "the caller checks a key and value against the limits");
+  std::size_t footprint = item_footprint(key.size(), value.size());
+  for (;;) {
+    page_guard leaf = latch_leaf(key, latch_mode::exclusive);
+    node_view view(leaf.bytes(), store_.page_size());
+    bool found;
+    std::size_t slot = view.lower_bound(key, &found);
+    std::size_t old = found ? item_footprint(key.size(), view.item(slot).payload_length) : 0;
+    if (view.fits(footprint > old ? footprint - old : 0)) {
+      page_changes changes;
+      page_edit edit(leaf.mutable_bytes(), store_.page_size(), &changes);
+      auto length = static_cast<std::uint32_t>(value.size());
+      if (found)
+        replace_item(edit, slot, 0, length, value);
+      else
+        insert_item(edit, slot, key, 0, length, value);
+      changes.collapse(leaf.bytes(), store_.page_size());
+      store_.log_change({{&leaf, &changes}});
+      return !found;
+    }
+    leaf.release();
+    make_room({{std::string(key), footprint}});
+  }
+}
+
+bool tree::erase(key_view key) {
+  page_guard leaf = latch_leaf(key, latch_mode::exclusive);
+  node_view view(leaf.bytes(), store_.page_size());
+  bool found;
+  std::size_t slot = view.lower_bound(key, &found);
+  if (!found)
+    return false;
+  page_changes changes;
+  page_edit edit(leaf.mutable_bytes(), store_.page_size(), &changes);
+  erase_item(edit, slot);
+  store_.log_change({{&leaf, &changes}});
+  return true;
+}
+
+// ---- splits --------------------------------------------------------------------------------
+
+void tree::make_room(const std::vector<pending_item>& items) {
+  TIDEMARK_CHECK(!items.empty(), "room is made for at least one item");
+  while (std::optional<page_id> busy = try_split(items))
+    store_.wait_for(*busy);
+}
+
+std::optional<page_id> tree::try_split(const std::vector<pending_item>& items) {
+  std::size_t page_size = store_.page_size();
+  descent path;
+  std::vector<split_step> steps(1);
+  steps[0].node = latch_leaf(items.front().key, latch_mode::exclusive, &path);
+  node_view leaf(steps[0].node.bytes(), page_size);
+  // The items this leaf still covers: new keys, and replacements (sized as they will be).
+  std::vector<node_item> existing = node_items(leaf);
+  std::vector<pending_item> sized;
+  for (const node_item& item : existing)
+    sized.push_back({item.key, item.footprint()});
+  std::vector<pending_item> added;
+  std::size_t needed = 0, freed = 0;
+  for (const pending_item& item : items) {
+    if (!leaf.below_high_key(item.key))
+      break;
+    bool found;
+    std::size_t slot = leaf.lower_bound(item.key, &found);
+    needed += item.footprint;
+    if (found) {
+      freed += sized[slot].footprint;
+      sized[slot].footprint = std::max(sized[slot].footprint, item.footprint);
+    } else {
+      added.push_back(item);
+    }
+  }
+  if (leaf.fits(needed > freed ? needed - freed : 0))
+    return std::nullopt; // another split made the room already
+  std::size_t right_high = leaf.has_high_key() ? item_header_size + leaf.high_key().size() : 0;
+  steps[0].separator = choose_leaf_separator(sized, added, page_size, right_high,
+                                             leaf.right() == 0);
+  steps[0].items = std::move(existing);
+  steps[0].split = static_cast<std::size_t>(
+    std::lower_bound(steps[0].items.begin(), steps[0].items.end(), steps[0].separator,
+                     [](const node_item& a, const std::string& k) { return compare_keys(a.key, k) < 0; }) -
+    steps[0].items.begin());
+
+  // Upwards: each split node's right sibling (its left link moves), then its parent, which
+  // takes the separator or splits too; past the root, a new root.
+  page_guard parent, meta;
+  std::size_t parent_slot = 0;
+  for (std::size_t level = 0;; ++level) {
+    split_step& step = steps.back();
+    node_view node(step.node.bytes(), page_size);
+    if (block_id right = node.right(); right != 0) {
+      step.old_right = store_.try_latch({rel_, right}, latch_mode::exclusive);
+      if (!step.old_right)
+        return page_id{rel_, right};
+    }
+    block_id split_block = step.node.id().block;
+    if (level >= path.inner.size()) { // the top of this descent: still the root?
+      meta = store_.try_latch({rel_, meta_block}, latch_mode::exclusive);
+      if (!meta)
+        return page_id{rel_, meta_block};
+      if (load<block_id>(meta.bytes(), meta_root_at) == split_block)
+        break;
+      meta.release(); // the tree grew since the descent: descend again
+      return page_id{rel_, meta_block};
+    }
+    parent = store_.try_latch({rel_, path.inner[level]}, latch_mode::exclusive);
+    if (!parent)
+      return page_id{rel_, path.inner[level]};
+    while (!node_view(parent.bytes(), page_size).below_high_key(step.separator)) {
+      block_id right = node_view(parent.bytes(), page_size).right();
+      page_guard next = store_.try_latch({rel_, right}, latch_mode::exclusive);
+      if (!next)
+        return page_id{rel_, right};
+      parent = std::move(next);
+    }
+    node_view above(parent.bytes(), page_size);
+    parent_slot = above.slot_count();
+    for (std::size_t slot = 0; slot < above.slot_count(); ++slot)
+      if (above.item(slot).child() == split_block)
+        parent_slot = slot + 1;
+    TIDEMARK_CHECK(parent_slot <= above.slot_count() && parent_slot > 0,
+                   "the parent covering a separator holds the downlink of the node split");
+    std::string separator = step.separator;
+    if (above.fits(item_footprint(separator.size(), 0)))
+      break;
+    // The parent splits too: its items with the new downlink, divided evenly; the right
+    // part's first key moves up and becomes its minus infinity.
+    split_step up;
+    up.items = node_items(above);
+    up.child_slot = parent_slot;
+    up.items.insert(up.items.begin() + static_cast<std::ptrdiff_t>(parent_slot),
+                    node_item{separator, 0, 0, {}});
+    std::size_t high = above.has_high_key() ? above.high_key().size() : 0;
+    up.split = choose_split(up.items, page_size, high, false);
+    up.separator = up.items[up.split].key;
+    up.node = std::move(parent);
+    steps.push_back(std::move(up));
+  }
+
+  // Nothing can fail from here on: new blocks, then every page built and logged at once.
+  for (split_step& step : steps)
+    step.new_block = store_.new_block(rel_);
+  std::vector<page_guard> fresh;
+  for (split_step& step : steps)
+    fresh.push_back(store_.latch({rel_, step.new_block}, latch_mode::exclusive));
+  page_guard new_root;
+  if (meta) {
+    new_root = store_.latch({rel_, store_.new_block(rel_)}, latch_mode::exclusive);
+  }
+  std::vector<page_changes> changes(steps.size() * 3 + 3);
+  std::vector<logged_page> logged;
+  auto edit_of = [&](page_guard& page) {
+    page_changes* log = &changes[logged.size()];
+    logged.push_back({&page, log});
+    return page_edit(page.mutable_bytes(), page_size, log);
+  };
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    split_step& step = steps[k];
+    if (k > 0) // the downlink to the level below's new block
+      step.items[step.child_slot].aux = steps[k - 1].new_block;
+    node_view node(step.node.bytes(), page_size);
+    node_kind kind = node.kind();
+    std::uint16_t level = node.level();
+    std::optional<std::string> old_high;
+    if (node.has_high_key())
+      old_high = std::string(node.high_key());
+    block_id old_right = node.right(), old_left = node.left();
+    std::vector<node_item> left(step.items.begin(), step.items.begin() + step.split);
+    std::vector<node_item> right(step.items.begin() + step.split, step.items.end());
+    if (kind == node_kind::inner)
+      right.front().key.clear(); // minus infinity
+    page_edit left_edit = edit_of(step.node);
+    build_node(left_edit, kind, level, left, &step.separator, step.new_block, old_left);
+    page_edit right_edit = edit_of(fresh[k]);
+    build_node(right_edit, kind, level, right, old_high ? &*old_high : nullptr, old_right,
+               step.node.id().block);
+    if (step.old_right) {
+      page_edit sibling = edit_of(step.old_right);
+      set_left(sibling, step.new_block);
+    }
+  }
+  const split_step& top = steps.back();
+  if (meta) {
+    std::uint16_t level = static_cast<std::uint16_t>(node_view(top.node.bytes(), page_size).level() + 1);
+    page_edit root_edit = edit_of(new_root);
+    std::vector<node_item> root_items{{"", 0, top.node.id().block, {}},
+                                      {top.separator, 0, top.new_block, {}}};
+    build_node(root_edit, node_kind::inner, level, root_items, nullptr, 0, 0);
+    page_edit meta_edit = edit_of(meta);
+    meta_edit.write_value(meta_root_at, new_root.id().block);
+    meta_edit.write_value(meta_level_at, level);
+  } else {
+    page_edit parent_edit = edit_of(parent);
+    insert_item(parent_edit, parent_slot, top.separator, 0, top.new_block, {});
+  }
+  for (logged_page& page : logged)
+    page.changes->collapse(page.page->bytes(), page_size);
+  store_.log_change(logged);
+  return std::nullopt;
+}
+
+// ---- ordered reads -------------------------------------------------------------------------
+
+std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key, bool inclusive) {
+  page_guard leaf = latch_leaf(key, latch_mode::shared);
+  for (;;) {
+    node_view view(leaf.bytes(), store_.page_size());
+    bool found;
+    std::size_t slot = view.lower_bound(key, &found);
+    if (found && !inclusive)
+      ++slot;
+    if (slot < view.slot_count())
+      return entry_of(view, slot);
+    block_id right = view.right();
+    if (right == 0)
+      return std::nullopt;
+    leaf.release();
+    leaf = latch_node(right, latch_mode::shared);
+  }
+}
+
+std::optional<std::pair<std::string, std::string>> tree::last_before(const std::string* key,
+                                                                     bool inclusive) {
+  page_guard leaf;
+  std::size_t slot;
+  if (key != nullptr) {
+    leaf = latch_leaf(*key, latch_mode::shared);
+    node_view view(leaf.bytes(), store_.page_size());
+    bool found;
+    slot = view.lower_bound(*key, &found) + (found && inclusive ? 1 : 0);
+  } else { // the rightmost leaf: the last child at every level, then right to the end
+    meta root = read_meta();
+    leaf = latch_node(root.root, latch_mode::shared);
+    for (;;) {
+      node_view view(leaf.bytes(), store_.page_size());
+      if (view.right() != 0) {
+        block_id right = view.right();
+        leaf.release();
+        leaf = latch_node(right, latch_mode::shared);
+      } else if (!view.is_leaf()) {
+        block_id child = view.item(view.slot_count() - 1).child();
+        leaf.release();
+        leaf = latch_node(child, latch_mode::shared);
+      } else {
+        break;
+      }
+    }
+    slot = node_view(leaf.bytes(), store_.page_size()).slot_count();
+  }
+  for (;;) {
+    node_view view(leaf.bytes(), store_.page_size());
+    if (slot > 0)
+      return entry_of(view, slot - 1);
+    // Everything left of this leaf is below its keys: the left sibling, or, when that one
+    // split since, the last node of the chain from it to this leaf.
+    block_id here = leaf.id().block, left = view.left();
+    leaf.release();
+    if (left == 0)
+      return std::nullopt;
+    leaf = latch_node(left, latch_mode::shared);
+    while (node_view(leaf.bytes(), store_.page_size()).right() != here) {
+      block_id right = node_view(leaf.bytes(), store_.page_size()).right();
+      TIDEMARK_CHECK(right != 0, "the right links from a left sibling lead back to the node");
+      leaf.release();
+      leaf = latch_node(right, latch_mode::shared);
+    }
+    slot = node_view(leaf.bytes(), store_.page_size()).slot_count();
+  }
+}
+
+// ---- checking ------------------------------------------------------------------------------
+
+namespace {
+
+std::string describe_node(rel_id rel, block_id block) {
+  return "relation " + std::to_string(rel) + " block " + std::to_string(block);
+}
+
+// One level, left to right from `leftmost`: every node valid and at `level`, left links
+// matching, keys rising across siblings; `children` gets the downlinks in order, and
+// `bounds` each downlink's upper bound (the next separator, or the node's high key).
+std::string check_level(page_store& store, rel_id rel, block_id leftmost, std::uint16_t level,
+                        std::vector<bool>& seen, std::vector<block_id>& order,
+                        std::vector<block_id>& children,
+                        std::vector<std::optional<std::string>>& bounds) {
+  std::optional<std::string> low; // the previous node's high key
+  block_id previous = 0;
+  for (block_id block = leftmost; block != 0;) {
+    if (block >= seen.size() || block == meta_block)
+      return describe_node(rel, block) + ": a link points outside the tree's blocks";
+    if (seen[block])
+      return describe_node(rel, block) + " is reached twice";
+    seen[block] = true;
+    order.push_back(block);
+    page_guard page = store.latch({rel, block}, latch_mode::shared);
+    node_view node(page.bytes(), store.page_size());
+    if (std::string problem = check_node(node); !problem.empty())
+      return describe_node(rel, block) + ": " + problem;
+    if (node.level() != level)
+      return describe_node(rel, block) + " is at level " + std::to_string(node.level()) +
+             ", its neighbours at " + std::to_string(level);
+    if (node.left() != previous)
+      return describe_node(rel, block) + ": its left link is " + std::to_string(node.left()) +
+             ", not " + std::to_string(previous);
+    std::size_t first = node.is_leaf() ? 0 : 1; // an inner node's first key is minus infinity
+    if (low && node.slot_count() > first && compare_keys(node.key(first), *low) < 0)
+      return describe_node(rel, block) + ": a key lies below its left sibling's high key";
+    if (node.has_high_key() != (node.right() != 0))
+      return describe_node(rel, block) + ": a high key exactly when there is a right sibling";
+    if (!node.is_leaf()) {
+      if (node.slot_count() == 0)
+        return describe_node(rel, block) + ": an inner node without children";
+      for (std::size_t slot = 0; slot < node.slot_count(); ++slot) {
+        children.push_back(node.item(slot).child());
+        if (slot + 1 < node.slot_count())
+          bounds.emplace_back(std::string(node.key(slot + 1)));
+        else if (node.has_high_key())
+          bounds.emplace_back(std::string(node.high_key()));
+        else
+          bounds.emplace_back(std::nullopt);
+      }
+    }
+    low = node.has_high_key() ? std::optional<std::string>(std::string(node.high_key()))
+                              : std::nullopt;
+    previous = block;
+    block = node.right();
+  }
+  return {};
+}
+
+} // namespace
+
+std::string check_tree(page_store& store, rel_id rel) {
+  block_id blocks = store.blocks(rel);
+  if (blocks == 0)
+    return "relation " + std::to_string(rel) + " has no blocks";
+  block_id root;
+  std::uint16_t root_level;
+  {
+    page_guard meta = store.latch({rel, meta_block}, latch_mode::shared);
+    if (load<std::uint32_t>(meta.bytes(), meta_magic_at) != meta_magic)
+      return describe_node(rel, meta_block) + " is not a tree meta page";
+    root = load<block_id>(meta.bytes(), meta_root_at);
+    root_level = load<std::uint16_t>(meta.bytes(), meta_level_at);
+  }
+  std::vector<bool> seen(blocks, false);
+  std::vector<block_id> expected{root}; // the level's nodes, as the level above links them
+  std::vector<std::optional<std::string>> expected_bounds{std::nullopt};
+  for (int level = root_level; level >= 0; --level) {
+    std::vector<block_id> order, children;
+    std::vector<std::optional<std::string>> bounds;
+    if (std::string problem = check_level(store, rel, expected.front(),
+                                          static_cast<std::uint16_t>(level), seen, order,
+                                          children, bounds);
+        !problem.empty())
+      return problem;
+    if (order != expected)
+      return "level " + std::to_string(level) + " of relation " + std::to_string(rel) +
+             ": its right links and its parents' downlinks list different nodes";
+    for (std::size_t i = 0; i < order.size(); ++i) { // each node's high key: its bound above
+      page_guard page = store.latch({rel, order[i]}, latch_mode::shared);
+      node_view node(page.bytes(), store.page_size());
+      std::optional<std::string> high;
+      if (node.has_high_key())
+        high = std::string(node.high_key());
+      if (high != expected_bounds[i])
+        return describe_node(rel, order[i]) + ": its high key differs from its parent's separator";
+    }
+    expected = std::move(children);
+    expected_bounds = std::move(bounds);
+  }
+  std::size_t reached = static_cast<std::size_t>(std::count(seen.begin(), seen.end(), true));
+  if (reached + 1 != blocks)
+    return "relation " + std::to_string(rel) + ": " + std::to_string(blocks - 1 - reached) +
+           " of its blocks are not in the tree";
+  return {};
+}
+
+} // namespace tidemark::access

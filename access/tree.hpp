@@ -1,0 +1,107 @@
+// A B-link tree (Lehman and Yao, as PostgreSQL's nbtree) over a page_store: one relation,
+// block 0 its meta page, the rest nodes (node.hpp). Keys and values are byte strings.
+//
+// Why a B-link tree: every node has a high key and a right link, so a reader that reaches a
+// node after it split moves right until the node covers its key. Readers hold one latch at
+// a time and never wait for a structure change to finish.
+//
+// Structure changes (a split, with the parent's new downlink, up to a new root) are one
+// WAL record each (page_store::log_change), made under the exclusive latches of every page
+// they change: redo applies all of one or none, so no crash leaves a split half done. They
+// are never undone: a transaction that fails after asking for room leaves the split.
+// Nodes are never deleted yet: an erase leaves its bytes dead in the leaf until compaction
+// reuses them, and a leaf emptied by erases stays in the tree.
+//
+// Latching (page_store.hpp's protocol): readers latch one node at a time, top down and
+// left to right. A single put or erase latches its leaf alone. A split latches the leaf
+// (holding nothing), then everything else it needs (parents, the right sibling whose left
+// link changes, the meta page) with try_latch; one that is busy makes it release all and
+// wait for that page, then start again. So nobody waits while holding a latch except on
+// the first page of a split, or a commit on leaves in block order, and no cycle of waits
+// can form.
+//
+// Meta page (block 0), after the page header: u32 magic, u32 root block, u16 root level.
+#pragma once
+
+#include "access/node.hpp"
+#include "access/page_store.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tidemark::access {
+
+constexpr std::uint32_t meta_magic = 0x52544D54; // "TMTR"
+constexpr block_id meta_block = 0;
+
+/// The blocks a descent visited: inner[l - 1] at level l (1 .. root level), then the leaf.
+struct descent {
+  std::vector<block_id> inner;
+  block_id leaf = 0;
+};
+
+/// An item a commit is about to place in a leaf (for the room a split must make).
+struct pending_item {
+  std::string key;
+  std::size_t footprint = 0; // item_footprint() of the item as it will be stored
+};
+
+class tree {
+public:
+  tree(page_store& store, rel_id rel) : store_(store), rel_(rel) {}
+
+  /// Writes the meta page and an empty root leaf into an empty relation (one change).
+  static void create(page_store& store, rel_id rel);
+
+  std::optional<std::string> get(key_view key);
+  /// Inserts or replaces; true when the key was new. The value must fit inline
+  /// (inline_value_fits).
+  bool put(key_view key, std::string_view value);
+  /// True when the key was there.
+  bool erase(key_view key);
+
+  /// The leaf that covers `key`, latched in `mode` (moving right past splits).
+  page_guard latch_leaf(key_view key, latch_mode mode, descent* path = nullptr);
+  /// Splits the leaf covering the first of `items` (sorted, all covered by that leaf when
+  /// it was latched) until it could take them all, or at least once: the items may still
+  /// not fit the new leaves together, and the caller asks again with those that do not.
+  void make_room(const std::vector<pending_item>& items);
+
+  /// The first key >= `key` (> with `inclusive` false), with its value.
+  std::optional<std::pair<std::string, std::string>> first_from(key_view key, bool inclusive);
+  /// The last key < `key` (<= with `inclusive`), with its value; `key` null: the last key.
+  std::optional<std::pair<std::string, std::string>> last_before(const std::string* key,
+                                                                 bool inclusive);
+
+  rel_id relation() const { return rel_; }
+  page_store& store() { return store_; }
+
+private:
+  struct meta {
+    block_id root = 0;
+    std::uint16_t level = 0;
+  };
+  meta read_meta();
+  page_guard move_right(page_guard node, key_view key, latch_mode mode);
+  page_guard latch_node(block_id block, latch_mode mode);
+  /// One attempt at a split for `items`; returns a page to wait for when a try_latch failed
+  /// (nothing held then), nothing when the split was made or was not needed.
+  std::optional<page_id> try_split(const std::vector<pending_item>& items);
+
+  page_store& store_;
+  rel_id rel_;
+};
+
+/// True when a key and value of these sizes make a leaf item (slot included) no larger
+/// than max_item_size for the page size.
+bool inline_value_fits(std::size_t page_size, std::size_t key_size, std::size_t value_size);
+
+/// Checks the whole tree: every node valid (check_node), levels, sibling links both ways,
+/// each child's range equal to its parent's separators, every block reachable exactly
+/// once. Returns the first violation, or an empty string. Needs no concurrent writers.
+std::string check_tree(page_store& store, rel_id rel);
+
+} // namespace tidemark::access

@@ -1,0 +1,132 @@
+// A page_store in memory for the access layer's tests: pages in vectors, a shared_mutex
+// per page as its latch, and every logged change kept as a record, so a test can replay
+// them onto empty pages the way redo would and compare.
+#pragma once
+
+#include "access/page_store.hpp"
+#include "storage/check.hpp"
+#include "storage/page.hpp"
+#include "storage/wal_record.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+namespace tidemark::access::testing {
+
+class memory_page_store final : public page_store {
+public:
+  struct record {
+    lsn_t lsn;
+    std::vector<std::pair<page_id, std::vector<unsigned char>>> pages; // id, ops
+  };
+
+  /// `keep_records`: keep every logged change for replay_into() (memory grows with them).
+  explicit memory_page_store(std::size_t page_size, bool keep_records = false)
+    : page_size_(page_size), keep_records_(keep_records) {}
+
+  std::size_t page_size() const override { return page_size_; }
+
+  page_guard latch(page_id id, latch_mode mode) override {
+    page& p = page_of(id);
+    if (mode == latch_mode::exclusive)
+      p.latch.lock();
+    else
+      p.latch.lock_shared();
+    return make_guard(id, 0, p.bytes.data(), mode);
+  }
+
+  page_guard try_latch(page_id id, latch_mode mode) override {
+    page& p = page_of(id);
+    bool granted = mode == latch_mode::exclusive ? p.latch.try_lock() : p.latch.try_lock_shared();
+    if (!granted)
+      return {};
+    return make_guard(id, 0, p.bytes.data(), mode);
+  }
+
+  block_id new_block(rel_id rel) override {
+    std::unique_lock<std::shared_mutex> lock(pages_mutex_);
+    auto& pages = relations_[rel];
+    pages.push_back(std::make_unique<page>(page_size_));
+    return static_cast<block_id>(pages.size() - 1);
+  }
+
+  block_id blocks(rel_id rel) override {
+    std::shared_lock<std::shared_mutex> lock(pages_mutex_);
+    auto found = relations_.find(rel);
+    return found == relations_.end() ? 0 : static_cast<block_id>(found->second.size());
+  }
+
+  lsn_t log_change(const std::vector<logged_page>& pages) override {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    record r{++lsn_, {}};
+    for (const logged_page& p : pages) {
+      TIDEMARK_CHECK(p.page->mode() == latch_mode::exclusive, "logged pages are latched exclusively");
+      storage::set_page_lsn(p.page->mutable_bytes(), r.lsn);
+      r.pages.push_back({p.page->id(), std::vector<unsigned char>(p.changes->data(),
+                                                                  p.changes->data() + p.changes->size())});
+    }
+    ++record_count_;
+    if (keep_records_)
+      records_.push_back(std::move(r));
+    return lsn_;
+  }
+
+  /// Replays every record onto empty pages, as redo would, into `target`.
+  void replay_into(memory_page_store& target) const {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    TIDEMARK_CHECK(keep_records_, "a store replays only the records it kept");
+    for (const record& r : records_)
+      for (const auto& [id, ops] : r.pages) {
+        while (target.blocks(id.rel) <= id.block)
+          target.new_block(id.rel);
+        page& p = target.page_of(id);
+        storage::apply_ops(p.bytes.data(), page_size_, ops.data(), ops.size());
+        storage::set_page_lsn(p.bytes.data(), r.lsn);
+      }
+  }
+
+  /// The bytes of a page (no latch: the test makes sure no one writes).
+  const std::vector<unsigned char>& bytes_of(page_id id) { return page_of(id).bytes; }
+  std::size_t record_count() const {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    return record_count_;
+  }
+
+protected:
+  void unlatch(page_id id, std::uint64_t, latch_mode mode) override {
+    page& p = page_of(id);
+    if (mode == latch_mode::exclusive)
+      p.latch.unlock();
+    else
+      p.latch.unlock_shared();
+  }
+
+private:
+  struct page {
+    explicit page(std::size_t size) : bytes(size, 0) {}
+    std::vector<unsigned char> bytes;
+    std::shared_mutex latch;
+  };
+
+  page& page_of(page_id id) {
+    std::shared_lock<std::shared_mutex> lock(pages_mutex_);
+    auto found = relations_.find(id.rel);
+    TIDEMARK_CHECK(found != relations_.end() && id.block < found->second.size(),
+                   "the tree latches only blocks its relation has");
+    return *found->second[id.block];
+  }
+
+  std::size_t page_size_;
+  bool keep_records_;
+  std::size_t record_count_ = 0;
+  std::shared_mutex pages_mutex_;
+  std::map<rel_id, std::vector<std::unique_ptr<page>>> relations_;
+  mutable std::mutex log_mutex_;
+  std::vector<record> records_;
+  lsn_t lsn_ = 0;
+};
+
+} // namespace tidemark::access::testing
