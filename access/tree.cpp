@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 namespace tidemark::access {
 
@@ -93,6 +94,192 @@ std::string choose_leaf_separator(const std::vector<pending_item>& existing,
   }
   TIDEMARK_CHECK(best != 0, "a split right after the first item always fits");
   return shortest_separator(merged[best - 1].key, merged[best].key);
+}
+
+// A split from a leaf up to the node that takes the last separator: `parent` (with the
+// downlink's slot), or, when the root split, a new root (with the meta page).
+struct split_plan {
+  std::vector<split_step> steps;
+  page_guard parent;
+  std::size_t parent_slot = 0;
+  page_guard meta;
+};
+
+// The leaf's split (steps[0], its node latched): false when the leaf has room for the items
+// it still covers, new keys and replacements sized as they will be.
+bool plan_leaf_split(split_step& step, const std::vector<pending_item>& items,
+                     std::size_t page_size) {
+  node_view leaf(step.node.bytes(), page_size);
+  std::vector<node_item> existing = node_items(leaf);
+  std::vector<pending_item> sized;
+  for (const node_item& item : existing)
+    sized.push_back({item.key, item.footprint()});
+  std::vector<pending_item> added;
+  std::size_t needed = 0, freed = 0;
+  for (const pending_item& item : items) {
+    if (!leaf.below_high_key(item.key))
+      break;
+    bool found;
+    std::size_t slot = leaf.lower_bound(item.key, &found);
+    needed += item.footprint;
+    if (found) {
+      freed += sized[slot].footprint;
+      sized[slot].footprint = std::max(sized[slot].footprint, item.footprint);
+    } else {
+      added.push_back(item);
+    }
+  }
+  if (leaf.fits(needed > freed ? needed - freed : 0))
+    return false;
+  std::size_t right_high = leaf.has_high_key() ? item_header_size + leaf.high_key().size() : 0;
+  step.separator = choose_leaf_separator(sized, added, page_size, right_high, leaf.right() == 0);
+  step.items = std::move(existing);
+  auto right_part = std::lower_bound(
+    step.items.begin(), step.items.end(), step.separator,
+    [](const node_item& a, const std::string& key) { return compare_keys(a.key, key) < 0; });
+  step.split = static_cast<std::size_t>(right_part - step.items.begin());
+  return true;
+}
+
+// The parent of the node `step` split, latched: the one from the descent, or right of it
+// when it split since, up to the one covering the separator. Sets `*busy` when a latch was
+// not granted.
+page_guard latch_parent(page_store& store, rel_id rel, block_id from, const std::string& separator,
+                        std::optional<page_id>* busy) {
+  page_guard parent = store.try_latch({rel, from}, latch_mode::exclusive);
+  if (!parent) {
+    *busy = page_id{rel, from};
+    return {};
+  }
+  while (!node_view(parent.bytes(), store.page_size()).below_high_key(separator)) {
+    block_id right = node_view(parent.bytes(), store.page_size()).right();
+    page_guard next = store.try_latch({rel, right}, latch_mode::exclusive);
+    if (!next) {
+      *busy = page_id{rel, right};
+      return {};
+    }
+    parent = std::move(next);
+  }
+  return parent;
+}
+
+// Latches upwards from the leaf's split: each split node's right sibling (its left link
+// moves), then its parent, which takes the separator or splits too; past the root, the
+// meta page for a new root. Returns a page to wait for when a latch was not granted.
+std::optional<page_id> plan_upward(split_plan& plan, page_store& store, rel_id rel,
+                                   const descent& path) {
+  std::size_t page_size = store.page_size();
+  std::optional<page_id> busy;
+  for (std::size_t level = 0;; ++level) {
+    split_step& step = plan.steps.back();
+    node_view node(step.node.bytes(), page_size);
+    if (block_id right = node.right(); right != 0) {
+      step.old_right = store.try_latch({rel, right}, latch_mode::exclusive);
+      if (!step.old_right)
+        return page_id{rel, right};
+    }
+    block_id split_block = step.node.id().block;
+    if (level >= path.inner.size()) { // the top of this descent: still the root?
+      plan.meta = store.try_latch({rel, meta_block}, latch_mode::exclusive);
+      if (plan.meta && load<block_id>(plan.meta.bytes(), meta_root_at) == split_block)
+        return std::nullopt;
+      return page_id{rel, meta_block}; // busy, or the tree grew since: descend again
+    }
+    plan.parent = latch_parent(store, rel, path.inner[level], step.separator, &busy);
+    if (busy)
+      return busy;
+    node_view above(plan.parent.bytes(), page_size);
+    plan.parent_slot = 0;
+    for (std::size_t slot = 0; slot < above.slot_count(); ++slot)
+      if (above.item(slot).child() == split_block)
+        plan.parent_slot = slot + 1;
+    TIDEMARK_CHECK(plan.parent_slot > 0,
+                   "the parent covering a separator holds the downlink of the node split");
+    std::string separator = step.separator;
+    if (above.fits(item_footprint(separator.size(), 0)))
+      return std::nullopt;
+    // The parent splits too: its items with the new downlink, divided evenly; the right
+    // part's first key moves up and becomes its minus infinity.
+    split_step up;
+    up.items = node_items(above);
+    up.child_slot = plan.parent_slot;
+    up.items.insert(up.items.begin() + static_cast<std::ptrdiff_t>(plan.parent_slot),
+                    node_item{separator, 0, 0, {}});
+    std::size_t high = above.has_high_key() ? above.high_key().size() : 0;
+    up.split = choose_split(up.items, page_size, high, false);
+    up.separator = up.items[up.split].key;
+    up.node = std::move(plan.parent);
+    plan.steps.push_back(std::move(up));
+  }
+}
+
+// Builds one split node's two parts: the left stays in its block, the right goes to the
+// new block, and the old right sibling's left link moves to it.
+void build_split_step(split_step& step, page_guard& fresh,
+                      const std::function<page_edit(page_guard&)>& edit_of,
+                      std::size_t page_size) {
+  node_view node(step.node.bytes(), page_size);
+  node_kind kind = node.kind();
+  std::uint16_t level = node.level();
+  std::optional<std::string> old_high;
+  if (node.has_high_key())
+    old_high = std::string(node.high_key());
+  block_id old_right = node.right(), old_left = node.left();
+  std::vector<node_item> left(step.items.begin(), step.items.begin() + step.split);
+  std::vector<node_item> right(step.items.begin() + step.split, step.items.end());
+  if (kind == node_kind::inner)
+    right.front().key.clear(); // minus infinity
+  page_edit left_edit = edit_of(step.node);
+  build_node(left_edit, kind, level, left, &step.separator, step.new_block, old_left);
+  page_edit right_edit = edit_of(fresh);
+  build_node(right_edit, kind, level, right, old_high ? &*old_high : nullptr, old_right,
+             step.node.id().block);
+  if (step.old_right) {
+    page_edit sibling = edit_of(step.old_right);
+    set_left(sibling, step.new_block);
+  }
+}
+
+// Everything is latched: new blocks, every page built, one logged change. Nothing fails.
+void apply_split(split_plan& plan, page_store& store, rel_id rel) {
+  std::size_t page_size = store.page_size();
+  std::vector<page_guard> fresh;
+  for (split_step& step : plan.steps) {
+    step.new_block = store.new_block(rel);
+    fresh.push_back(store.latch({rel, step.new_block}, latch_mode::exclusive));
+  }
+  page_guard new_root;
+  if (plan.meta)
+    new_root = store.latch({rel, store.new_block(rel)}, latch_mode::exclusive);
+  std::vector<page_changes> changes(plan.steps.size() * 3 + 2);
+  std::vector<logged_page> logged;
+  std::function<page_edit(page_guard&)> edit_of = [&](page_guard& page) {
+    page_changes* log = &changes[logged.size()];
+    logged.push_back({&page, log});
+    return page_edit(page.mutable_bytes(), page_size, log);
+  };
+  for (std::size_t k = 0; k < plan.steps.size(); ++k) {
+    if (k > 0) // the downlink to the level below's new block
+      plan.steps[k].items[plan.steps[k].child_slot].aux = plan.steps[k - 1].new_block;
+    build_split_step(plan.steps[k], fresh[k], edit_of, page_size);
+  }
+  const split_step& top = plan.steps.back();
+  if (plan.meta) {
+    auto level = static_cast<std::uint16_t>(node_view(top.node.bytes(), page_size).level() + 1);
+    page_edit root_edit = edit_of(new_root);
+    std::vector<node_item> root_items{{"", 0, top.node.id().block, {}},
+                                      {top.separator, 0, top.new_block, {}}};
+    build_node(root_edit, node_kind::inner, level, root_items, nullptr, 0, 0);
+    page_edit meta_edit = edit_of(plan.meta);
+    meta_edit.write_value(meta_root_at, new_root.id().block);
+    meta_edit.write_value(meta_level_at, level);
+  } else {
+    page_edit parent_edit = edit_of(plan.parent);
+    insert_item(parent_edit, plan.parent_slot, top.separator, 0, top.new_block, {});
+  }
+  for (logged_page& page : logged)
+    page.changes->collapse(page.page->bytes(), page_size);
+  store.log_change(logged);
 }
 
 } // namespace
@@ -228,157 +415,15 @@ void tree::make_room(const std::vector<pending_item>& items) {
 }
 
 std::optional<page_id> tree::try_split(const std::vector<pending_item>& items) {
-  std::size_t page_size = store_.page_size();
   descent path;
-  std::vector<split_step> steps(1);
-  steps[0].node = latch_leaf(items.front().key, latch_mode::exclusive, &path);
-  node_view leaf(steps[0].node.bytes(), page_size);
-  // The items this leaf still covers: new keys, and replacements (sized as they will be).
-  std::vector<node_item> existing = node_items(leaf);
-  std::vector<pending_item> sized;
-  for (const node_item& item : existing)
-    sized.push_back({item.key, item.footprint()});
-  std::vector<pending_item> added;
-  std::size_t needed = 0, freed = 0;
-  for (const pending_item& item : items) {
-    if (!leaf.below_high_key(item.key))
-      break;
-    bool found;
-    std::size_t slot = leaf.lower_bound(item.key, &found);
-    needed += item.footprint;
-    if (found) {
-      freed += sized[slot].footprint;
-      sized[slot].footprint = std::max(sized[slot].footprint, item.footprint);
-    } else {
-      added.push_back(item);
-    }
-  }
-  if (leaf.fits(needed > freed ? needed - freed : 0))
+  split_plan plan;
+  plan.steps.resize(1);
+  plan.steps[0].node = latch_leaf(items.front().key, latch_mode::exclusive, &path);
+  if (!plan_leaf_split(plan.steps[0], items, store_.page_size()))
     return std::nullopt; // another split made the room already
-  std::size_t right_high = leaf.has_high_key() ? item_header_size + leaf.high_key().size() : 0;
-  steps[0].separator = choose_leaf_separator(sized, added, page_size, right_high,
-                                             leaf.right() == 0);
-  steps[0].items = std::move(existing);
-  steps[0].split = static_cast<std::size_t>(
-    std::lower_bound(steps[0].items.begin(), steps[0].items.end(), steps[0].separator,
-                     [](const node_item& a, const std::string& k) { return compare_keys(a.key, k) < 0; }) -
-    steps[0].items.begin());
-
-  // Upwards: each split node's right sibling (its left link moves), then its parent, which
-  // takes the separator or splits too; past the root, a new root.
-  page_guard parent, meta;
-  std::size_t parent_slot = 0;
-  for (std::size_t level = 0;; ++level) {
-    split_step& step = steps.back();
-    node_view node(step.node.bytes(), page_size);
-    if (block_id right = node.right(); right != 0) {
-      step.old_right = store_.try_latch({rel_, right}, latch_mode::exclusive);
-      if (!step.old_right)
-        return page_id{rel_, right};
-    }
-    block_id split_block = step.node.id().block;
-    if (level >= path.inner.size()) { // the top of this descent: still the root?
-      meta = store_.try_latch({rel_, meta_block}, latch_mode::exclusive);
-      if (!meta)
-        return page_id{rel_, meta_block};
-      if (load<block_id>(meta.bytes(), meta_root_at) == split_block)
-        break;
-      meta.release(); // the tree grew since the descent: descend again
-      return page_id{rel_, meta_block};
-    }
-    parent = store_.try_latch({rel_, path.inner[level]}, latch_mode::exclusive);
-    if (!parent)
-      return page_id{rel_, path.inner[level]};
-    while (!node_view(parent.bytes(), page_size).below_high_key(step.separator)) {
-      block_id right = node_view(parent.bytes(), page_size).right();
-      page_guard next = store_.try_latch({rel_, right}, latch_mode::exclusive);
-      if (!next)
-        return page_id{rel_, right};
-      parent = std::move(next);
-    }
-    node_view above(parent.bytes(), page_size);
-    parent_slot = above.slot_count();
-    for (std::size_t slot = 0; slot < above.slot_count(); ++slot)
-      if (above.item(slot).child() == split_block)
-        parent_slot = slot + 1;
-    TIDEMARK_CHECK(parent_slot <= above.slot_count() && parent_slot > 0,
-                   "the parent covering a separator holds the downlink of the node split");
-    std::string separator = step.separator;
-    if (above.fits(item_footprint(separator.size(), 0)))
-      break;
-    // The parent splits too: its items with the new downlink, divided evenly; the right
-    // part's first key moves up and becomes its minus infinity.
-    split_step up;
-    up.items = node_items(above);
-    up.child_slot = parent_slot;
-    up.items.insert(up.items.begin() + static_cast<std::ptrdiff_t>(parent_slot),
-                    node_item{separator, 0, 0, {}});
-    std::size_t high = above.has_high_key() ? above.high_key().size() : 0;
-    up.split = choose_split(up.items, page_size, high, false);
-    up.separator = up.items[up.split].key;
-    up.node = std::move(parent);
-    steps.push_back(std::move(up));
-  }
-
-  // Nothing can fail from here on: new blocks, then every page built and logged at once.
-  for (split_step& step : steps)
-    step.new_block = store_.new_block(rel_);
-  std::vector<page_guard> fresh;
-  for (split_step& step : steps)
-    fresh.push_back(store_.latch({rel_, step.new_block}, latch_mode::exclusive));
-  page_guard new_root;
-  if (meta) {
-    new_root = store_.latch({rel_, store_.new_block(rel_)}, latch_mode::exclusive);
-  }
-  std::vector<page_changes> changes(steps.size() * 3 + 3);
-  std::vector<logged_page> logged;
-  auto edit_of = [&](page_guard& page) {
-    page_changes* log = &changes[logged.size()];
-    logged.push_back({&page, log});
-    return page_edit(page.mutable_bytes(), page_size, log);
-  };
-  for (std::size_t k = 0; k < steps.size(); ++k) {
-    split_step& step = steps[k];
-    if (k > 0) // the downlink to the level below's new block
-      step.items[step.child_slot].aux = steps[k - 1].new_block;
-    node_view node(step.node.bytes(), page_size);
-    node_kind kind = node.kind();
-    std::uint16_t level = node.level();
-    std::optional<std::string> old_high;
-    if (node.has_high_key())
-      old_high = std::string(node.high_key());
-    block_id old_right = node.right(), old_left = node.left();
-    std::vector<node_item> left(step.items.begin(), step.items.begin() + step.split);
-    std::vector<node_item> right(step.items.begin() + step.split, step.items.end());
-    if (kind == node_kind::inner)
-      right.front().key.clear(); // minus infinity
-    page_edit left_edit = edit_of(step.node);
-    build_node(left_edit, kind, level, left, &step.separator, step.new_block, old_left);
-    page_edit right_edit = edit_of(fresh[k]);
-    build_node(right_edit, kind, level, right, old_high ? &*old_high : nullptr, old_right,
-               step.node.id().block);
-    if (step.old_right) {
-      page_edit sibling = edit_of(step.old_right);
-      set_left(sibling, step.new_block);
-    }
-  }
-  const split_step& top = steps.back();
-  if (meta) {
-    std::uint16_t level = static_cast<std::uint16_t>(node_view(top.node.bytes(), page_size).level() + 1);
-    page_edit root_edit = edit_of(new_root);
-    std::vector<node_item> root_items{{"", 0, top.node.id().block, {}},
-                                      {top.separator, 0, top.new_block, {}}};
-    build_node(root_edit, node_kind::inner, level, root_items, nullptr, 0, 0);
-    page_edit meta_edit = edit_of(meta);
-    meta_edit.write_value(meta_root_at, new_root.id().block);
-    meta_edit.write_value(meta_level_at, level);
-  } else {
-    page_edit parent_edit = edit_of(parent);
-    insert_item(parent_edit, parent_slot, top.separator, 0, top.new_block, {});
-  }
-  for (logged_page& page : logged)
-    page.changes->collapse(page.page->bytes(), page_size);
-  store_.log_change(logged);
+  if (std::optional<page_id> busy = plan_upward(plan, store_, rel_, path))
+    return busy;
+  apply_split(plan, store_, rel_);
   return std::nullopt;
 }
 
