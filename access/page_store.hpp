@@ -85,6 +85,8 @@ public:
 protected:
   friend class page_guard;
   page_guard make_guard(page_id id, std::uint64_t handle, unsigned char* bytes, latch_mode mode);
+  /// The handle make_guard() was given for the guard's page.
+  static std::uint64_t handle_of(const page_guard& guard) { return guard.handle_; }
   /// Releases what make_guard() granted.
   virtual void unlatch(page_id id, std::uint64_t handle, latch_mode mode) = 0;
 };

@@ -166,14 +166,16 @@ bool buffer_pool::is_reusable(buffer_id buffer) const {
 // ---- pins --------------------------------------------------------------------------------
 
 void buffer_pool::reserve_pins(std::uint32_t count) {
-  waits_.wait(pins_key(), [&] {
-    std::int64_t available = pins_available_.load(std::memory_order_relaxed);
-    while (available >= count)
-      if (pins_available_.compare_exchange_weak(available, available - count,
-                                                std::memory_order_acq_rel))
-        return true;
-    return false;
-  });
+  waits_.wait(pins_key(), [&] { return try_reserve_pins(count); });
+}
+
+bool buffer_pool::try_reserve_pins(std::uint32_t count) {
+  std::int64_t available = pins_available_.load(std::memory_order_relaxed);
+  while (available >= count)
+    if (pins_available_.compare_exchange_weak(available, available - count,
+                                              std::memory_order_acq_rel))
+      return true;
+  return false;
 }
 
 void buffer_pool::release_pins(std::uint32_t count) {
@@ -593,6 +595,10 @@ void buffer_pool::lock_exclusive(buffer_id buffer) {
 void buffer_pool::unlock_exclusive(buffer_id buffer) {
   descriptors_[buffer].latch.store(0, std::memory_order_release);
   waits_.wake(buffer);
+}
+
+bool buffer_pool::try_lock_exclusive(buffer_id buffer) {
+  return try_exclusive(descriptors_[buffer].latch);
 }
 
 void buffer_pool::lock_shared(buffer_id buffer) {

@@ -108,6 +108,8 @@ public:
   /// Blocks until `count` pins may be taken (returned by release_pins).
   void reserve_pins(std::uint32_t count);
   void release_pins(std::uint32_t count);
+  /// reserve_pins() without waiting: false (nothing reserved) when they are not available.
+  bool try_reserve_pins(std::uint32_t count);
 
   /// Pins `id`, reading it when it is not cached. Throws data_error naming the file and
   /// block when the page fails verification.
@@ -133,6 +135,8 @@ public:
 
   void lock_exclusive(buffer_id buffer);
   void unlock_exclusive(buffer_id buffer);
+  /// Takes the exclusive latch only if no one holds the latch; never waits.
+  bool try_lock_exclusive(buffer_id buffer);
   void lock_shared(buffer_id buffer);
   /// Takes the shared latch only if no one holds it exclusively; never waits.
   bool try_lock_shared(buffer_id buffer);

@@ -130,11 +130,11 @@ std::size_t page_transaction::appended_relations() const {
 // Refuses `new_pages` more pages when the record would then have more blocks than it can:
 // changed pages, plus one per relation appended to.
 void page_transaction::refuse_past_page_limit(std::size_t new_pages) const {
-  if (op_pages_.size() + appends_.size() + new_pages <= max_blocks_per_record)
+  if (op_pages_.size() + appends_.size() + new_pages <= max_transaction_pages)
     return; // a cheap bound first: appends_ counts every row, not every relation
-  if (op_pages_.size() + appended_relations() + new_pages > max_blocks_per_record)
+  if (op_pages_.size() + appended_relations() + new_pages > max_transaction_pages)
     throw tidemark::usage_error("a transaction may change at most " +
-                                std::to_string(max_blocks_per_record) +
+                                std::to_string(max_transaction_pages) +
                                 " pages (each relation appended to counts as one)");
 }
 

@@ -51,6 +51,10 @@
 
 namespace tidemark::storage {
 
+/// Pages one page transaction may change (each relation appended to counts as one).
+constexpr std::size_t max_transaction_pages = 8;
+static_assert(max_transaction_pages <= max_blocks_per_record, "a transaction is one record");
+
 /// The current tail block of each append-only relation.
 class append_tails {
 public:

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 namespace tidemark::storage {
 
@@ -31,12 +32,10 @@ void redo_record(const record_view& record, buffer_pool& pool, redo_summary& sum
       pool.release_pins(static_cast<std::uint32_t>(count - 1));
     throw;
   }
-  for (std::size_t i = 0; i < count; ++i) { // insertion sort: at most eight blocks
-    std::size_t k = i;
-    for (; k > 0 && record.blocks[i].id < record.blocks[order[k - 1]].id; --k)
-      order[k] = order[k - 1];
-    order[k] = i;
-  }
+  std::iota(order, order + count, std::size_t{0});
+  std::sort(order, order + count, [&](std::size_t a, std::size_t b) {
+    return record.blocks[a].id < record.blocks[b].id;
+  });
   auto first_of_page = [&](std::size_t k) { // a page named twice is latched once
     return k == 0 || !(record.blocks[order[k - 1]].id == record.blocks[order[k]].id);
   };

@@ -77,7 +77,9 @@ bool valid_ops(const unsigned char* ops, std::size_t length, std::size_t page_si
 // Decodes the blocks and main data after the header; false if anything is out of bounds.
 bool decode_body(const unsigned char* bytes, std::size_t length, std::size_t page_size,
                  record_view& out) {
-  if (out.header.block_count > max_blocks_per_record)
+  auto type = static_cast<record_type>(out.header.type);
+  if (type != record_type::transaction && type != record_type::checkpoint &&
+      type != record_type::structure)
     return false;
   std::size_t pos = header_size;
   for (std::size_t i = 0; i < out.header.block_count; ++i) {
@@ -159,6 +161,13 @@ void record_builder::add_i64(std::uint16_t offset, std::int64_t delta) {
 
 void record_builder::write_bytes(std::uint16_t offset, const void* data, std::uint16_t length) {
   write_op(op_kind::write_bytes, offset, data, length);
+}
+
+void record_builder::add_ops(const unsigned char* ops, std::size_t length,
+                             std::size_t page_size) {
+  TIDEMARK_CHECK(block_start_ != 0, "record_builder: ops belong to an open block");
+  TIDEMARK_CHECK(valid_ops(ops, length, page_size), "record_builder: encoded ops are well formed");
+  bytes_.insert(bytes_.end(), ops, ops + length);
 }
 
 void record_builder::write_op(op_kind kind, std::uint16_t offset, const void* data,

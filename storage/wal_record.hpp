@@ -43,6 +43,7 @@ namespace tidemark::storage {
 enum class record_type : std::uint8_t {
   transaction = 1, // page changes of one committed transaction (the commit record)
   checkpoint = 2,  // main data: checkpoint_payload
+  structure = 3,   // a keyed table's structure change (a split): pages only, no transaction
 };
 
 struct record_header {
@@ -70,7 +71,7 @@ static_assert(sizeof(block_ref_header) == 12, "block ref layout is part of the W
 constexpr std::uint16_t block_has_image = 1;
 constexpr std::uint16_t block_image_lz4 = 2; // with block_has_image: the image is compressed
 constexpr std::size_t record_alignment = 8;
-constexpr std::size_t max_blocks_per_record = 8;
+constexpr std::size_t max_blocks_per_record = 255; // block_count is one byte
 constexpr std::size_t max_main_length = 1u << 20;
 constexpr std::size_t op_header_size = 5;          // u8 kind, u16 offset, u16 length
 constexpr std::size_t max_block_ops_length = 0xFFFF; // ops of one block in one record
@@ -107,6 +108,9 @@ public:
   void begin_block(page_id id);
   void add_i64(std::uint16_t offset, std::int64_t delta);
   void write_bytes(std::uint16_t offset, const void* data, std::uint16_t length);
+  /// Appends ops already encoded in the op format (the access layer records them as it
+  /// changes a page); they must be valid for the page size (TIDEMARK_CHECK).
+  void add_ops(const unsigned char* ops, std::size_t length, std::size_t page_size);
   /// The ops added since begin_block(), to apply to the page (valid until end_block()).
   const unsigned char* block_ops() const;
   std::size_t block_ops_length() const;

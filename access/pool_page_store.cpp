@@ -1,0 +1,119 @@
+// pool_page_store: the tree's pages in the buffer pool, its changes in the WAL. See
+// pool_page_store.hpp.
+#include "access/pool_page_store.hpp"
+
+#include "storage/check.hpp"
+#include "storage/page.hpp"
+
+namespace tidemark::access {
+
+pool_page_store::pool_page_store(storage::buffer_pool& pool, storage::wal_log* wal,
+                                 bool full_page_writes,
+                                 std::function<void(const std::string&)> on_half_applied)
+  : pool_(pool), wal_(wal), full_page_writes_(full_page_writes),
+    on_half_applied_(std::move(on_half_applied)) {}
+
+page_guard pool_page_store::latch(page_id id, latch_mode mode) {
+  pool_.reserve_pins(1);
+  storage::buffer_id buffer;
+  try {
+    buffer = pool_.pin(id);
+  } catch (...) {
+    pool_.release_pins(1);
+    throw;
+  }
+  if (mode == latch_mode::exclusive)
+    pool_.lock_exclusive(buffer);
+  else
+    pool_.lock_shared(buffer);
+  return make_guard(id, buffer, static_cast<unsigned char*>(pool_.page(buffer)), mode);
+}
+
+page_guard pool_page_store::try_latch(page_id id, latch_mode mode) {
+  if (!pool_.try_reserve_pins(1))
+    return {};
+  storage::buffer_id buffer;
+  try {
+    buffer = pool_.pin(id);
+  } catch (...) {
+    pool_.release_pins(1);
+    throw;
+  }
+  bool granted = mode == latch_mode::exclusive ? pool_.try_lock_exclusive(buffer)
+                                               : pool_.try_lock_shared(buffer);
+  if (!granted) {
+    pool_.unpin(buffer);
+    pool_.release_pins(1);
+    return {};
+  }
+  return make_guard(id, buffer, static_cast<unsigned char*>(pool_.page(buffer)), mode);
+}
+
+void pool_page_store::unlatch(page_id, std::uint64_t handle, latch_mode mode) {
+  auto buffer = static_cast<storage::buffer_id>(handle);
+  if (mode == latch_mode::exclusive)
+    pool_.unlock_exclusive(buffer);
+  else
+    pool_.unlock_shared(buffer);
+  pool_.unpin(buffer);
+  pool_.release_pins(1);
+}
+
+block_id pool_page_store::new_block(rel_id rel) {
+  std::lock_guard<std::mutex> lock(blocks_mutex_);
+  auto next = next_block_.find(rel);
+  if (next == next_block_.end())
+    next = next_block_.emplace(rel, pool_.files().nblocks(rel)).first;
+  block_id block = next->second++;
+  pool_.files().note_block({rel, block}); // the relation has it before anything is written
+  return block;
+}
+
+block_id pool_page_store::blocks(rel_id rel) { return pool_.files().nblocks(rel); }
+
+void pool_page_store::encode(storage::record_builder& record,
+                             const std::vector<logged_page>& pages, lsn_t redo_lsn) const {
+  record.reset(storage::record_type::structure, 0);
+  for (const logged_page& page : pages) {
+    const unsigned char* bytes = page.page->bytes();
+    bool image = full_page_writes_ && storage::page_lsn(bytes) <= redo_lsn;
+    record.begin_block(page.page->id());
+    if (!image) // an image is the page after the ops: redo restores it and skips them
+      record.add_ops(page.changes->data(), page.changes->size(), page_size());
+    record.end_block(image ? bytes : nullptr, page_size());
+  }
+  record.finish();
+}
+
+lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages) {
+  if (wal_ == nullptr)
+    throw tidemark::usage_error("the database is open read-only: a table may not change");
+  TIDEMARK_CHECK(!pages.empty() && pages.size() <= storage::max_blocks_per_record,
+                 "a structure change fits one record");
+  for (const logged_page& page : pages)
+    TIDEMARK_CHECK(page.page->mode() == latch_mode::exclusive,
+                   "a logged page is latched exclusively by the caller");
+  storage::record_builder record;
+  storage::wal_log::commit_hold hold;
+  std::optional<storage::lsn_range> position;
+  try {
+    lsn_t redo = wal_->redo_lsn();
+    encode(record, pages, redo);
+    while (!(position = wal_->insert(record, redo, &hold))) {
+      redo = wal_->redo_lsn(); // a checkpoint moved the redo point: decide images again
+      encode(record, pages, redo);
+    }
+  } catch (const std::exception& error) {
+    if (on_half_applied_)
+      on_half_applied_(std::string("a table change failed after changing pages: ") + error.what());
+    throw;
+  }
+  for (const logged_page& page : pages) {
+    storage::set_page_lsn(page.page->mutable_bytes(), position->end);
+    pool_.mark_dirty(static_cast<storage::buffer_id>(handle_of(*page.page)));
+  }
+  hold.release();
+  return position->end;
+}
+
+} // namespace tidemark::access
