@@ -10,7 +10,9 @@
 //  - A guard releases its latch (and pin) when it is destroyed or released.
 //  - log_change() is given pages latched exclusively by the caller, with their changes
 //    already applied through page_edits; it makes them one WAL record (redo applies all of
-//    it or none), stamps the record's LSN on every page and marks them dirty.
+//    it or none), stamps the record's LSN on every page and marks them dirty. With a
+//    transaction id the record is that transaction's commit record, and the transaction is
+//    marked committed in the commit-status log before log_change() returns.
 #pragma once
 
 #include "access/page_changes.hpp"
@@ -79,8 +81,9 @@ public:
   virtual block_id new_block(rel_id rel) = 0;
   /// Blocks the relation has (every one handed out by new_block() counts).
   virtual block_id blocks(rel_id rel) = 0;
-  /// One atomic change (see the header comment). Returns the record's end LSN.
-  virtual lsn_t log_change(const std::vector<logged_page>& pages) = 0;
+  /// One atomic change (see the header comment): a structure change (xid 0) or the commit
+  /// of transaction `xid`. Returns the record's end LSN.
+  virtual lsn_t log_change(const std::vector<logged_page>& pages, storage::xid_t xid = 0) = 0;
 
 protected:
   friend class page_guard;

@@ -8,9 +8,9 @@
 namespace tidemark::access {
 
 pool_page_store::pool_page_store(storage::buffer_pool& pool, storage::wal_log* wal,
-                                 bool full_page_writes,
+                                 bool full_page_writes, storage::commit_log* status,
                                  std::function<void(const std::string&)> on_half_applied)
-  : pool_(pool), wal_(wal), full_page_writes_(full_page_writes),
+  : pool_(pool), wal_(wal), full_page_writes_(full_page_writes), status_(status),
     on_half_applied_(std::move(on_half_applied)) {}
 
 page_guard pool_page_store::latch(page_id id, latch_mode mode) {
@@ -72,8 +72,9 @@ block_id pool_page_store::new_block(rel_id rel) {
 block_id pool_page_store::blocks(rel_id rel) { return pool_.files().nblocks(rel); }
 
 void pool_page_store::encode(storage::record_builder& record,
-                             const std::vector<logged_page>& pages, lsn_t redo_lsn) const {
-  record.reset(storage::record_type::structure, 0);
+                             const std::vector<logged_page>& pages, storage::xid_t xid,
+                             lsn_t redo_lsn) const {
+  record.reset(xid == 0 ? storage::record_type::structure : storage::record_type::transaction, xid);
   for (const logged_page& page : pages) {
     const unsigned char* bytes = page.page->bytes();
     bool image = full_page_writes_ && storage::page_lsn(bytes) <= redo_lsn;
@@ -85,7 +86,7 @@ void pool_page_store::encode(storage::record_builder& record,
   record.finish();
 }
 
-lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages) {
+lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages, storage::xid_t xid) {
   if (wal_ == nullptr)
     throw tidemark::usage_error("the database is open read-only: a table may not change");
   TIDEMARK_CHECK(!pages.empty() && pages.size() <= storage::max_blocks_per_record,
@@ -98,10 +99,10 @@ lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages) {
   std::optional<storage::lsn_range> position;
   try {
     lsn_t redo = wal_->redo_lsn();
-    encode(record, pages, redo);
+    encode(record, pages, xid, redo);
     while (!(position = wal_->insert(record, redo, &hold))) {
       redo = wal_->redo_lsn(); // a checkpoint moved the redo point: decide images again
-      encode(record, pages, redo);
+      encode(record, pages, xid, redo);
     }
   } catch (const std::exception& error) {
     if (on_half_applied_)
@@ -112,8 +113,27 @@ lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages) {
     storage::set_page_lsn(page.page->mutable_bytes(), position->end);
     pool_.mark_dirty(static_cast<storage::buffer_id>(handle_of(*page.page)));
   }
+  if (xid != 0)
+    record_status(xid, position->end);
   hold.release();
   return position->end;
+}
+
+// Logged and applied, but if the commit-status log cannot say so the engine stops (redo
+// records the status from the record), and whether the record became durable is unknown.
+void pool_page_store::record_status(storage::xid_t xid, lsn_t end) {
+  if (status_ == nullptr)
+    return;
+  try {
+    status_->set(xid, storage::xact_status::committed, end);
+  } catch (const std::exception& error) {
+    std::string why = "transaction " + std::to_string(xid) +
+                      " was logged, but the commit-status log could not record it: " + error.what();
+    if (on_half_applied_)
+      on_half_applied_(why);
+    throw tidemark::commit_outcome_unknown(
+      why + "; after the next open it is either wholly present or wholly absent", xid);
+  }
 }
 
 } // namespace tidemark::access

@@ -8,8 +8,8 @@
 //  - log_change() inserts one record holding every page's ops (and a full-page image of
 //    each page not changed since the redo point, in full_page_writes mode), with a
 //    commit_hold released only after every page carries the record's LSN and is marked
-//    dirty: a checkpoint never takes a redo point past the record before it can see the
-//    pages dirty (storage rule 4).
+//    dirty, and a transaction's status is set: a checkpoint never takes a redo point past
+//    the record before it can see both (storage rule 4).
 //  - A failure to insert leaves changed but unlogged pages in the pool: on_half_applied
 //    is called (the engine stops, W3) before the caller's latches are released.
 //  - new_block() hands each block out once: a per-relation counter that starts at the
@@ -18,6 +18,7 @@
 
 #include "access/page_store.hpp"
 #include "storage/buffer_pool.hpp"
+#include "storage/commit_log.hpp"
 #include "storage/wal_log.hpp"
 
 #include <functional>
@@ -29,8 +30,10 @@ namespace tidemark::access {
 
 class pool_page_store final : public page_store {
 public:
-  /// `wal` null: a read-only store (log_change() throws usage_error).
+  /// `wal` null: a read-only store (log_change() throws usage_error). `status` (may be
+  /// null in tests) records each committed transaction.
   pool_page_store(storage::buffer_pool& pool, storage::wal_log* wal, bool full_page_writes,
+                  storage::commit_log* status = nullptr,
                   std::function<void(const std::string&)> on_half_applied = {});
 
   std::size_t page_size() const override { return pool_.page_size(); }
@@ -38,18 +41,20 @@ public:
   page_guard try_latch(page_id id, latch_mode mode) override;
   block_id new_block(rel_id rel) override;
   block_id blocks(rel_id rel) override;
-  lsn_t log_change(const std::vector<logged_page>& pages) override;
+  lsn_t log_change(const std::vector<logged_page>& pages, storage::xid_t xid = 0) override;
 
 protected:
   void unlatch(page_id id, std::uint64_t handle, latch_mode mode) override;
 
 private:
   void encode(storage::record_builder& record, const std::vector<logged_page>& pages,
-              lsn_t redo_lsn) const;
+              storage::xid_t xid, lsn_t redo_lsn) const;
+  void record_status(storage::xid_t xid, lsn_t end);
 
   storage::buffer_pool& pool_;
   storage::wal_log* wal_;
   bool full_page_writes_;
+  storage::commit_log* status_;
   std::function<void(const std::string&)> on_half_applied_;
   std::mutex blocks_mutex_;
   std::map<rel_id, block_id> next_block_; // relations this store has extended

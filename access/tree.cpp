@@ -74,10 +74,13 @@ std::string choose_leaf_separator(const std::vector<pending_item>& existing,
     total += m.footprint;
     existing_total += m.existing ? m.footprint : 0;
   }
-  // Ascending loads into the rightmost leaf: the existing items stay left, packed.
+  // Ascending loads into the rightmost leaf: the existing items stay left, packed, and a
+  // leaf with nothing but new items keeps nine tenths of a page of them.
   bool ascending = rightmost && !merged.back().existing && !pending.empty() &&
                    (existing.empty() || compare_keys(pending.front().key, existing.back().key) > 0);
-  std::size_t target = ascending ? existing_total : total / 2;
+  std::size_t packed = std::max(existing_total,
+                                std::min(total - merged.back().footprint, capacity * 9 / 10));
+  std::size_t target = ascending ? packed : total / 2;
   std::size_t best = 0, best_distance = ~std::size_t{0};
   std::size_t left_total = 0, left_existing = 0;
   for (std::size_t split = 1; split < merged.size(); ++split) {
@@ -105,10 +108,11 @@ struct split_plan {
   page_guard meta;
 };
 
-// The leaf's split (steps[0], its node latched): false when the leaf has room for the items
-// it still covers, new keys and replacements sized as they will be.
-bool plan_leaf_split(split_step& step, const std::vector<pending_item>& items,
-                     std::size_t page_size) {
+// The leaf's split (steps[0], its node latched), for the items from `from` on that it
+// covers (*covered of them): false when it has room for them, new keys and replacements
+// sized as they will be.
+bool plan_leaf_split(split_step& step, const std::vector<pending_item>& items, std::size_t from,
+                     std::size_t* covered, std::size_t page_size) {
   node_view leaf(step.node.bytes(), page_size);
   std::vector<node_item> existing = node_items(leaf);
   std::vector<pending_item> sized;
@@ -116,7 +120,9 @@ bool plan_leaf_split(split_step& step, const std::vector<pending_item>& items,
     sized.push_back({item.key, item.footprint()});
   std::vector<pending_item> added;
   std::size_t needed = 0, freed = 0;
-  for (const pending_item& item : items) {
+  *covered = 0;
+  for (std::size_t i = from; i < items.size(); ++i, ++*covered) {
+    const pending_item& item = items[i];
     if (!leaf.below_high_key(item.key))
       break;
     bool found;
@@ -409,22 +415,30 @@ bool tree::erase(key_view key) {
 // ---- splits --------------------------------------------------------------------------------
 
 void tree::make_room(const std::vector<pending_item>& items) {
-  TIDEMARK_CHECK(!items.empty(), "room is made for at least one item");
-  while (std::optional<page_id> busy = try_split(items))
-    store_.wait_for(*busy);
+  // Leaf by leaf from the first item: split the one covering items[from] until it can take
+  // the items it covers, then go on past them.
+  for (std::size_t from = 0; from < items.size();) {
+    split_attempt attempt = try_split(items, from);
+    if (attempt.busy)
+      store_.wait_for(*attempt.busy);
+    else if (!attempt.split)
+      from += attempt.covered;
+  }
 }
 
-std::optional<page_id> tree::try_split(const std::vector<pending_item>& items) {
+tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_t from) {
   descent path;
   split_plan plan;
   plan.steps.resize(1);
-  plan.steps[0].node = latch_leaf(items.front().key, latch_mode::exclusive, &path);
-  if (!plan_leaf_split(plan.steps[0], items, store_.page_size()))
-    return std::nullopt; // another split made the room already
-  if (std::optional<page_id> busy = plan_upward(plan, store_, rel_, path))
-    return busy;
+  plan.steps[0].node = latch_leaf(items[from].key, latch_mode::exclusive, &path);
+  split_attempt attempt;
+  if (!plan_leaf_split(plan.steps[0], items, from, &attempt.covered, store_.page_size()))
+    return attempt; // room enough (maybe another split made it)
+  if ((attempt.busy = plan_upward(plan, store_, rel_, path)))
+    return attempt;
   apply_split(plan, store_, rel_);
-  return std::nullopt;
+  attempt.split = true;
+  return attempt;
 }
 
 // ---- ordered reads -------------------------------------------------------------------------

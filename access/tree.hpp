@@ -65,9 +65,9 @@ public:
 
   /// The leaf that covers `key`, latched in `mode` (moving right past splits).
   page_guard latch_leaf(key_view key, latch_mode mode, descent* path = nullptr);
-  /// Splits the leaf covering the first of `items` (sorted, all covered by that leaf when
-  /// it was latched) until it could take them all, or at least once: the items may still
-  /// not fit the new leaves together, and the caller asks again with those that do not.
+  /// Splits leaves until each leaf could take the `items` (sorted by key) it covers, as
+  /// far as the moment of each look goes: others may fill them again before the caller
+  /// latches them, and it then asks again.
   void make_room(const std::vector<pending_item>& items);
 
   /// The first key >= `key` (> with `inclusive` false), with its value.
@@ -87,9 +87,13 @@ private:
   meta read_meta();
   page_guard move_right(page_guard node, key_view key, latch_mode mode);
   page_guard latch_node(block_id block, latch_mode mode);
-  /// One attempt at a split for `items`; returns a page to wait for when a try_latch failed
-  /// (nothing held then), nothing when the split was made or was not needed.
-  std::optional<page_id> try_split(const std::vector<pending_item>& items);
+  struct split_attempt {
+    std::optional<page_id> busy; // a try_latch failed: wait for it (nothing is held)
+    bool split = false;          // one split was made
+    std::size_t covered = 0;     // when neither: the items the leaf covers, room enough
+  };
+  /// One attempt at a split of the leaf covering items[from].
+  split_attempt try_split(const std::vector<pending_item>& items, std::size_t from);
 
   page_store& store_;
   rel_id rel_;

@@ -1,0 +1,102 @@
+// One transaction over keyed tables: reads recorded, changes buffered, and at commit every
+// read validated and every change applied to the leaves under their latches, logged as one
+// commit record (page_store::log_change with the transaction's id).
+//
+// Reads see the committed tables with the transaction's own pending changes laid over
+// them. Each read of a table records what it depended on: the key, whether it was there,
+// and its value. commit() then:
+//   1. finds the leaf of every key it changes or read (descents, holding nothing);
+//   2. latches those leaves in (relation, block) order, exclusively where it changes one,
+//      shared where it only reads; checks each key is still covered by its leaf (a split
+//      may have moved it right: release everything, find the leaves again);
+//   3. checks each changed leaf has room for its changes, or releases everything and
+//      splits it (a structure change of its own, kept whatever happens next), then starts
+//      again;
+//   4. validates the reads: with every leaf latched at once, each key is present or absent
+//      with the value it was read with; otherwise conflict_error, nothing applied;
+//   5. applies the changes (erases and resized replacements first, so the inserts after
+//      them find the room step 3 checked), and logs every changed leaf in one record.
+// Why this is serializable: at the moment every latch is held, every read still holds and
+// no other commit can change those leaves; the writes become visible at once when the
+// latches are released. Why no deadlock: the leaves are latched in one global order, and
+// nobody else waits for a latch while holding one except splits, which only ever try.
+// Why no undo: nothing is applied before the record can be written; a split made for the
+// transaction is a structure change of its own and stays.
+#pragma once
+
+#include "access/tree.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tidemark::access {
+
+/// Leaves one commit may change: its record holds them all.
+constexpr std::size_t max_commit_leaves = storage::max_blocks_per_record;
+
+class table_transaction {
+public:
+  explicit table_transaction(page_store& store) : store_(store) {}
+
+  void begin(storage::xid_t xid);
+  bool active() const { return active_; }
+  storage::xid_t xid() const { return xid_; }
+
+  /// The value of `key` as this transaction sees it.
+  std::optional<std::string> get(rel_id table, key_view key);
+  /// Insert or replace.
+  void put(rel_id table, key_view key, std::string_view value);
+  /// Inserts only when absent; false (nothing changed) when present.
+  bool insert(rel_id table, key_view key, std::string_view value);
+  /// True when the key was there.
+  bool erase(rel_id table, key_view key);
+
+  /// The newest page LSN a read returned since begin(): the caller makes WAL durable up to
+  /// it before acting on what it read.
+  lsn_t newest_seen() const { return newest_seen_; }
+
+  /// Validates, applies and logs; returns the commit record's end LSN (0 when nothing
+  /// changed: no record). Throws conflict_error (nothing applied) when a read no longer
+  /// holds, usage_error when the changes span more than max_commit_leaves leaves. The
+  /// transaction has ended whatever it throws.
+  lsn_t commit();
+  void abort();
+
+private:
+  struct table_key {
+    rel_id table;
+    std::string key;
+    friend bool operator<(const table_key& a, const table_key& b) {
+      return a.table != b.table ? a.table < b.table : compare_keys(a.key, b.key) < 0;
+    }
+  };
+  struct recorded_read {
+    std::optional<std::string> value; // none: the key was absent
+  };
+  struct latched_leaf {
+    page_id id;
+    latch_mode mode;
+    page_guard guard;
+  };
+  enum class attempt { done, again };
+
+  void refuse_outside_transaction(const char* operation) const;
+  std::optional<std::string> read_committed(rel_id table, key_view key);
+  attempt try_commit(lsn_t* end);
+  attempt latch_leaves(std::vector<latched_leaf>& leaves,
+                       std::map<table_key, std::size_t>& leaf_of);
+  bool make_room(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
+  void validate_reads(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
+  lsn_t apply_and_log(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
+
+  page_store& store_;
+  storage::xid_t xid_ = 0;
+  bool active_ = false;
+  lsn_t newest_seen_ = 0;
+  std::map<table_key, std::optional<std::string>> writes_; // none: erase
+  std::map<table_key, recorded_read> reads_;
+};
+
+} // namespace tidemark::access

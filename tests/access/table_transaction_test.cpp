@@ -1,0 +1,198 @@
+// Transactions over keyed tables (access/table_transaction.hpp) in a memory page store:
+// what a transaction sees, what a conflict leaves, transfers between accounts on four
+// threads keeping every total (serializability), a transaction that needs many splits, the
+// leaf limit refusing with nothing applied, and the commit records replayed as redo would.
+#include "access/table_transaction.hpp"
+#include "memory_page_store.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace tidemark::access;
+using tidemark::access::testing::memory_page_store;
+
+namespace {
+
+constexpr rel_id accounts = 100;
+constexpr rel_id history = 101;
+
+std::map<std::string, std::string> contents(page_store& store, rel_id table) {
+  tree t(store, table);
+  std::map<std::string, std::string> all;
+  for (auto entry = t.first_from("", true); entry; entry = t.first_from(entry->first, false))
+    all.insert(*entry);
+  return all;
+}
+
+std::string account_key(int id) { return "account/" + std::string(id % 7 * 10, '-') + std::to_string(id); }
+
+// A balance, padded to a length that changes with it, so replacements resize items.
+std::string balance_value(long long balance) {
+  std::string text = std::to_string(balance);
+  return text + std::string(static_cast<std::size_t>(balance % 13 + 13) % 13 * 9, '.');
+}
+long long balance_of(const std::string& value) { return std::stoll(value); }
+
+} // namespace
+
+TEST_CASE("a table transaction sees its own changes and applies them only at commit") {
+  memory_page_store store(4096);
+  tree::create(store, accounts);
+  table_transaction setup(store);
+  setup.begin(1);
+  setup.put(accounts, "a", "1");
+  setup.put(accounts, "b", "2");
+  CHECK(setup.commit() > 0);
+
+  table_transaction txn(store);
+  txn.begin(2);
+  CHECK(txn.get(accounts, "a") == std::optional<std::string>("1"));
+  txn.put(accounts, "a", "10");
+  CHECK(txn.get(accounts, "a") == std::optional<std::string>("10"));
+  CHECK_FALSE(txn.insert(accounts, "b", "x")); // present: nothing changed
+  CHECK(txn.insert(accounts, "c", "3"));
+  CHECK(txn.erase(accounts, "b"));
+  CHECK_FALSE(txn.erase(accounts, "zz"));
+  CHECK_FALSE(txn.get(accounts, "b").has_value());
+  // Nothing is visible outside before the commit.
+  CHECK(contents(store, accounts) == std::map<std::string, std::string>{{"a", "1"}, {"b", "2"}});
+  txn.commit();
+  CHECK(contents(store, accounts) == std::map<std::string, std::string>{{"a", "10"}, {"c", "3"}});
+
+  txn.begin(3);
+  txn.put(accounts, "a", "lost");
+  txn.abort();
+  CHECK_THROWS_AS(txn.put(accounts, "a", "x"), tidemark::usage_error);
+  CHECK(contents(store, accounts).at("a") == "10");
+}
+
+TEST_CASE("a transaction whose read changed before its commit conflicts and applies nothing") {
+  memory_page_store store(4096);
+  tree::create(store, accounts);
+  table_transaction setup(store);
+  setup.begin(1);
+  setup.put(accounts, "x", "1");
+  setup.commit();
+
+  table_transaction reader(store), writer(store);
+  reader.begin(2);
+  REQUIRE(reader.get(accounts, "x") == std::optional<std::string>("1"));
+  CHECK_FALSE(reader.get(accounts, "missing").has_value());
+  reader.put(accounts, "y", "from the reader");
+  SUBCASE("a value read was changed") {
+    writer.begin(3);
+    writer.put(accounts, "x", "2");
+    writer.commit();
+  }
+  SUBCASE("a key read as absent appeared (a phantom of one key)") {
+    writer.begin(3);
+    writer.put(accounts, "missing", "here now");
+    writer.commit();
+  }
+  CHECK_THROWS_WITH_AS(reader.commit(), doctest::Contains("changed after it was read"),
+                       tidemark::conflict_error);
+  CHECK(contents(store, accounts).count("y") == 0);
+  CHECK_FALSE(reader.active());
+}
+
+TEST_CASE("transfers on four threads keep every total: committed transactions are serializable") {
+  memory_page_store store(4096, true);
+  tree::create(store, accounts);
+  tree::create(store, history);
+  constexpr int account_count = 600;
+  {
+    table_transaction load(store);
+    load.begin(1);
+    for (int id = 0; id < account_count; ++id)
+      load.put(accounts, account_key(id), balance_value(1000));
+    load.commit();
+  }
+  std::atomic<std::uint64_t> next_xid{2};
+  std::atomic<int> conflicts{0}, committed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 random(t);
+      table_transaction txn(store);
+      for (int n = 0; n < 1500; ++n) {
+        int from = static_cast<int>(random() % account_count);
+        int to = static_cast<int>(random() % account_count);
+        long long amount = static_cast<long long>(random() % 50);
+        for (;;) {
+          txn.begin(next_xid++);
+          long long a = balance_of(*txn.get(accounts, account_key(from)));
+          txn.put(accounts, account_key(from), balance_value(a - amount));
+          long long b = balance_of(*txn.get(accounts, account_key(to)));
+          txn.put(accounts, account_key(to), balance_value(b + amount));
+          std::string entry = "t" + std::to_string(t) + "/" + std::to_string(n);
+          txn.put(history, entry, std::to_string(from) + ">" + std::to_string(to));
+          try {
+            txn.commit();
+            ++committed;
+            break;
+          } catch (const tidemark::conflict_error&) {
+            ++conflicts;
+          }
+        }
+      }
+    });
+  for (std::thread& thread : threads)
+    thread.join();
+  std::map<std::string, std::string> all = contents(store, accounts);
+  REQUIRE(all.size() == account_count);
+  long long total = 0;
+  for (const auto& entry : all)
+    total += balance_of(entry.second);
+  CHECK(total == 1000LL * account_count);
+  CHECK(contents(store, history).size() == 6000);
+  CHECK(committed == 6000);
+  MESSAGE("conflicts retried: " << conflicts.load());
+  CHECK(check_tree(store, accounts) == "");
+  CHECK(check_tree(store, history) == "");
+  // Redo of the records (splits and commits) rebuilds both tables byte for byte.
+  memory_page_store replayed(4096);
+  store.replay_into(replayed);
+  for (rel_id table : {accounts, history})
+    for (block_id block = 0; block < store.blocks(table); ++block)
+      REQUIRE(replayed.bytes_of({table, block}) == store.bytes_of({table, block}));
+}
+
+TEST_CASE("one transaction inserting thousands of keys into an empty table splits as it needs") {
+  memory_page_store store(4096);
+  tree::create(store, accounts);
+  table_transaction txn(store);
+  txn.begin(1);
+  std::map<std::string, std::string> expected;
+  std::mt19937_64 random(5);
+  for (int i = 0; i < 5000; ++i) {
+    std::string key = "k" + std::to_string(random() % 1000000);
+    std::string value(random() % 40, 'v');
+    txn.put(accounts, key, value);
+    expected[key] = value;
+  }
+  txn.commit();
+  CHECK(check_tree(store, accounts) == "");
+  CHECK(contents(store, accounts) == expected);
+}
+
+TEST_CASE("a transaction over the leaf limit is refused with nothing applied") {
+  memory_page_store store(4096);
+  tree::create(store, accounts);
+  table_transaction txn(store);
+  txn.begin(1);
+  std::size_t per_leaf = (4096 - slots_offset) / item_footprint(12, 200);
+  for (std::size_t i = 0; i < per_leaf * (max_commit_leaves + 20); ++i) {
+    char key[16];
+    std::snprintf(key, sizeof key, "key%09zu", i);
+    txn.put(accounts, key, std::string(200, 'v'));
+  }
+  CHECK_THROWS_WITH_AS(txn.commit(), doctest::Contains("at most 255 leaves"), tidemark::usage_error);
+  CHECK(contents(store, accounts).empty());
+  CHECK(check_tree(store, accounts) == ""); // the splits made for it stay, empty
+}
