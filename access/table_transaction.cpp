@@ -28,6 +28,23 @@ std::string describe_key(key_view key) {
   return "'" + text + (text.size() >= 64 ? "...'" : "'");
 }
 
+// FNV-1a over an entry's key and value, lengths first: added up over a range, so the sum
+// does not depend on the order the entries were read in.
+std::uint64_t entry_hash(key_view key, std::string_view value) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  auto mix = [&](const void* data, std::size_t length) {
+    for (std::size_t i = 0; i < length; ++i) {
+      hash ^= static_cast<const unsigned char*>(data)[i];
+      hash *= 0x100000001b3ull;
+    }
+  };
+  std::uint64_t lengths[2] = {key.size(), value.size()};
+  mix(lengths, sizeof lengths);
+  mix(key.data(), key.size());
+  mix(value.data(), value.size());
+  return hash;
+}
+
 } // namespace
 
 void table_transaction::begin(storage::xid_t xid) {
@@ -39,6 +56,7 @@ void table_transaction::begin(storage::xid_t xid) {
 void table_transaction::abort() {
   writes_.clear();
   reads_.clear();
+  ranges_.clear();
   newest_seen_ = 0;
   active_ = false;
 }
@@ -101,6 +119,130 @@ bool table_transaction::erase(rel_id table, key_view key) {
   return true;
 }
 
+// ---- ordered reads -------------------------------------------------------------------------
+
+bool table_transaction::recorded_range::covers(key_view key) const {
+  if (low && compare_keys(key, *low) < (low_inclusive ? 0 : 1))
+    return false;
+  if (high && compare_keys(key, *high) > (high_inclusive ? 0 : -1))
+    return false;
+  return true;
+}
+
+std::optional<table_entry> table_transaction::committed_step(rel_id table, const std::string* key,
+                                                             bool inclusive, bool forward) {
+  tree t(store_, table);
+  lsn_t newest = 0;
+  std::optional<std::pair<std::string, std::string>> found =
+    forward ? t.first_from(key != nullptr ? key_view(*key) : key_view(), key == nullptr || inclusive,
+                           &newest)
+            : t.last_before(key, inclusive, &newest);
+  newest_seen_ = active_ ? std::max(newest_seen_, newest) : newest;
+  std::optional<table_entry> entry;
+  if (found)
+    entry = table_entry{std::move(found->first), std::move(found->second)};
+  if (active_)
+    record_step(table, key, inclusive, forward, entry);
+  return entry;
+}
+
+// A step from `from` (null: the table's start or end) to `found` (none: nothing up to the
+// end) looked through a range with at most that one entry. It joins the last range when it
+// continues it in the same direction.
+void table_transaction::record_step(rel_id table, const std::string* from, bool inclusive,
+                                    bool forward, const std::optional<table_entry>& found) {
+  std::uint64_t hash = found ? entry_hash(found->key, found->value) : 0;
+  std::size_t count = found ? 1 : 0;
+  std::optional<std::string> reached;
+  if (found)
+    reached = found->key;
+  if (!ranges_.empty() && from != nullptr && !inclusive) {
+    recorded_range& last = ranges_.back();
+    std::optional<std::string>& edge = forward ? last.high : last.low;
+    bool edge_inclusive = forward ? last.high_inclusive : last.low_inclusive;
+    if (last.table == table && edge && *edge == *from && edge_inclusive) {
+      edge = reached;
+      (forward ? last.high_inclusive : last.low_inclusive) = true;
+      last.hash += hash;
+      last.count += count;
+      return;
+    }
+  }
+  recorded_range range{table, {}, {}, true, true, hash, count, {}};
+  std::optional<std::string> start;
+  if (from != nullptr)
+    start = *from;
+  if (forward) {
+    range.low = start;
+    range.low_inclusive = inclusive;
+    range.high = reached;
+  } else {
+    range.low = reached;
+    range.high = start;
+    range.high_inclusive = inclusive;
+  }
+  ranges_.push_back(std::move(range));
+}
+
+// The nearest pending change of `table` from `key` on in the direction (key null: from the
+// table's start or end), with its key.
+const std::optional<std::string>* table_transaction::pending_step(rel_id table,
+                                                                  const std::string* key,
+                                                                  bool inclusive, bool forward,
+                                                                  const std::string** pending_key) const {
+  if (!active_)
+    return nullptr;
+  auto it = writes_.end();
+  if (forward) {
+    table_key from{table, key != nullptr ? *key : std::string()};
+    it = key != nullptr && !inclusive ? writes_.upper_bound(from) : writes_.lower_bound(from);
+  } else {
+    auto after = key == nullptr ? writes_.lower_bound({table + 1, std::string()})
+                 : inclusive    ? writes_.upper_bound({table, *key})
+                                : writes_.lower_bound({table, *key});
+    if (after != writes_.begin())
+      it = std::prev(after);
+  }
+  if (it == writes_.end() || it->first.table != table)
+    return nullptr;
+  *pending_key = &it->first.key;
+  return &it->second;
+}
+
+std::optional<table_entry> table_transaction::next_entry(rel_id table, key_view key, bool inclusive) {
+  std::string at(key);
+  for (;;) {
+    std::optional<table_entry> committed = committed_step(table, &at, inclusive, true);
+    const std::string* pending_key = nullptr;
+    const std::optional<std::string>* pending = pending_step(table, &at, inclusive, true, &pending_key);
+    if (pending == nullptr || (committed && compare_keys(*pending_key, committed->key) > 0))
+      return committed;
+    if (*pending)
+      return table_entry{*pending_key, **pending};
+    at = *pending_key; // erased by this transaction: go on past it
+    inclusive = false;
+  }
+}
+
+std::optional<table_entry> table_transaction::previous_entry(rel_id table, const std::string* key,
+                                                             bool inclusive) {
+  std::optional<std::string> at;
+  if (key != nullptr)
+    at = *key;
+  for (;;) {
+    const std::string* from = at ? &*at : nullptr;
+    std::optional<table_entry> committed = committed_step(table, from, inclusive, false);
+    const std::string* pending_key = nullptr;
+    const std::optional<std::string>* pending = pending_step(table, from, inclusive, false, &pending_key);
+    if (pending == nullptr || (committed && compare_keys(*pending_key, committed->key) < 0))
+      return committed;
+    if (*pending)
+      return table_entry{*pending_key, **pending};
+    at = *pending_key;
+    inclusive = false;
+  }
+}
+
 // ---- commit --------------------------------------------------------------------------------
 
 lsn_t table_transaction::commit() {
@@ -120,18 +262,21 @@ lsn_t table_transaction::commit() {
 table_transaction::attempt table_transaction::try_commit(lsn_t* end) {
   std::vector<latched_leaf> leaves;
   std::map<table_key, std::size_t> leaf_of;
-  if (latch_leaves(leaves, leaf_of) == attempt::again)
+  std::map<page_id, std::size_t> index;
+  if (latch_leaves(leaves, leaf_of, index) == attempt::again)
     return attempt::again;
   if (make_room(leaves, leaf_of))
     return attempt::again;
   validate_reads(leaves, leaf_of);
+  validate_ranges(leaves, index);
   *end = writes_.empty() ? 0 : apply_and_log(leaves, leaf_of);
   return attempt::done;
 }
 
 // Steps 1 and 2 of the header: every key's leaf, latched in page order, still covering it.
 table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_leaf>& leaves,
-                                                           std::map<table_key, std::size_t>& leaf_of) {
+                                                           std::map<table_key, std::size_t>& leaf_of,
+                                                           std::map<page_id, std::size_t>& index) {
   std::map<table_key, page_id> located;
   std::map<page_id, latch_mode> wanted;
   auto locate = [&](const table_key& k, latch_mode mode) {
@@ -146,13 +291,13 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
   for (const auto& read : reads_)
     if (writes_.count(read.first) == 0)
       locate(read.first, latch_mode::shared);
+  locate_ranges(wanted);
   std::size_t changed = static_cast<std::size_t>(std::count_if(
     wanted.begin(), wanted.end(), [](const auto& w) { return w.second == latch_mode::exclusive; }));
   if (changed > max_commit_leaves)
     throw tidemark::usage_error("a transaction may change at most " +
                                 std::to_string(max_commit_leaves) + " leaves of tables; this one "
                                 "changes " + std::to_string(changed) + "; nothing was applied");
-  std::map<page_id, std::size_t> index;
   for (const auto& [id, mode] : wanted) {
     index[id] = leaves.size();
     leaves.push_back({id, mode, store_.latch(id, mode)});
@@ -165,7 +310,68 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
     }
     leaf_of[k] = index[id];
   }
+  if (!ranges_latched(leaves, index)) {
+    leaves.clear(); // a range's leaves split since they were found
+    return attempt::again;
+  }
   return attempt::done;
+}
+
+void table_transaction::locate_ranges(std::map<page_id, latch_mode>& wanted) {
+  for (recorded_range& range : ranges_) {
+    range.leaves = tree(store_, range.table)
+                     .leaves_between(range.low ? &*range.low : nullptr,
+                                     range.high ? &*range.high : nullptr);
+    for (block_id block : range.leaves)
+      wanted.emplace(page_id{range.table, block}, latch_mode::shared); // exclusive stays
+  }
+}
+
+// Each range's leaves, latched, are still one chain from the leaf covering its low end to
+// the leaf covering its high end.
+bool table_transaction::ranges_latched(const std::vector<latched_leaf>& leaves,
+                                       const std::map<page_id, std::size_t>& index) const {
+  for (const recorded_range& range : ranges_)
+    for (std::size_t i = 0; i < range.leaves.size(); ++i) {
+      node_view node(leaves[index.at({range.table, range.leaves[i]})].guard.bytes(), store_.page_size());
+      if (!node.is_node() || !node.is_leaf())
+        return false;
+      if (i == 0 && (range.low ? !node.below_high_key(*range.low) : node.left() != 0))
+        return false;
+      bool last = i + 1 == range.leaves.size();
+      if (!last && node.right() != range.leaves[i + 1])
+        return false;
+      if (last && (range.high ? !node.below_high_key(*range.high) : node.right() != 0))
+        return false;
+    }
+  return true;
+}
+
+void table_transaction::validate_ranges(std::vector<latched_leaf>& leaves,
+                                        const std::map<page_id, std::size_t>& index) {
+  for (const recorded_range& range : ranges_) {
+    std::uint64_t hash = 0;
+    std::size_t count = 0;
+    for (block_id block : range.leaves) {
+      node_view node(leaves[index.at({range.table, block})].guard.bytes(), store_.page_size());
+      for (std::size_t slot = 0; slot < node.slot_count(); ++slot) {
+        item_view item = node.item(slot);
+        if (range.covers(item.key)) {
+          hash += entry_hash(item.key, item.value());
+          ++count;
+        }
+      }
+    }
+    if (hash != range.hash || count != range.count)
+      conflict(leaves, "a range of table " + std::to_string(range.table) +
+                         " it read changed after it was read (an entry appeared, went or changed)");
+  }
+}
+
+void table_transaction::conflict(std::vector<latched_leaf>& leaves, const std::string& what) {
+  leaves.clear();
+  throw tidemark::conflict_error("transaction " + std::to_string(xid_) + " conflicts: " + what +
+                                 "; nothing was applied, retry it");
 }
 
 // Step 3: true (everything released) when leaves had no room for their changes and were
@@ -212,12 +418,9 @@ void table_transaction::validate_reads(std::vector<latched_leaf>& leaves,
     std::size_t slot = node.lower_bound(k.key, &found);
     bool holds = found == read.value.has_value() &&
                  (!found || node.item(slot).value() == std::string_view(*read.value));
-    if (!holds) {
-      leaves.clear();
-      throw tidemark::conflict_error("transaction " + std::to_string(xid_) + " conflicts: key " +
-                                     describe_key(k.key) + " of table " + std::to_string(k.table) +
-                                     " changed after it was read; nothing was applied, retry it");
-    }
+    if (!holds)
+      conflict(leaves, "key " + describe_key(k.key) + " of table " + std::to_string(k.table) +
+                         " changed after it was read");
   }
 }
 

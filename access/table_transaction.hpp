@@ -3,9 +3,12 @@
 // commit record (page_store::log_change with the transaction's id).
 //
 // Reads see the committed tables with the transaction's own pending changes laid over
-// them. Each read of a table records what it depended on: the key, whether it was there,
-// and its value. commit() then:
-//   1. finds the leaf of every key it changes or read (descents, holding nothing);
+// them. Each read of a table records what it depended on: for a key, whether it was there
+// and its value; for a step of an ordered read, the range it looked through and the
+// entries the range held (a count and an order-independent hash of keys and values, so
+// adjacent steps join into one range). commit() then:
+//   1. finds the leaf of every key it changes or read, and the leaves of every range it
+//      read (descents and right links, holding nothing);
 //   2. latches those leaves in (relation, block) order, exclusively where it changes one,
 //      shared where it only reads; checks each key is still covered by its leaf (a split
 //      may have moved it right: release everything, find the leaves again);
@@ -13,7 +16,8 @@
 //      splits it (a structure change of its own, kept whatever happens next), then starts
 //      again;
 //   4. validates the reads: with every leaf latched at once, each key is present or absent
-//      with the value it was read with; otherwise conflict_error, nothing applied;
+//      with the value it was read with, and each range holds the same entries (a key that
+//      appeared in it is a phantom); otherwise conflict_error, nothing applied;
 //   5. applies the changes (erases and resized replacements first, so the inserts after
 //      them find the room step 3 checked), and logs every changed leaf in one record.
 // Why this is serializable: at the moment every latch is held, every read still holds and
@@ -36,6 +40,14 @@ namespace tidemark::access {
 /// Leaves one commit may change: its record holds them all.
 constexpr std::size_t max_commit_leaves = storage::max_blocks_per_record;
 
+struct table_entry {
+  std::string key;
+  std::string value;
+  friend bool operator==(const table_entry& a, const table_entry& b) {
+    return a.key == b.key && a.value == b.value;
+  }
+};
+
 class table_transaction {
 public:
   explicit table_transaction(page_store& store) : store_(store) {}
@@ -52,6 +64,11 @@ public:
   bool insert(rel_id table, key_view key, std::string_view value);
   /// True when the key was there.
   bool erase(rel_id table, key_view key);
+  /// Ordered reads as this transaction sees the table: the first entry at or after `key`
+  /// (after, with `inclusive` false), and the last entry at or before `key` (before; `key`
+  /// null: the last entry). Each is recorded as a range read.
+  std::optional<table_entry> next_entry(rel_id table, key_view key, bool inclusive);
+  std::optional<table_entry> previous_entry(rel_id table, const std::string* key, bool inclusive);
 
   /// The newest page LSN a read returned since begin(): the caller makes WAL durable up to
   /// it before acting on what it read.
@@ -75,6 +92,16 @@ private:
   struct recorded_read {
     std::optional<std::string> value; // none: the key was absent
   };
+  /// The committed entries between two bounds (none: unbounded) when they were read.
+  struct recorded_range {
+    rel_id table;
+    std::optional<std::string> low, high;
+    bool low_inclusive = true, high_inclusive = true;
+    std::uint64_t hash = 0;
+    std::size_t count = 0;
+    std::vector<block_id> leaves; // located at commit
+    bool covers(key_view key) const;
+  };
   struct latched_leaf {
     page_id id;
     latch_mode mode;
@@ -84,11 +111,23 @@ private:
 
   void refuse_outside_transaction(const char* operation) const;
   std::optional<std::string> read_committed(rel_id table, key_view key);
+  std::optional<table_entry> committed_step(rel_id table, const std::string* key, bool inclusive,
+                                            bool forward);
+  void record_step(rel_id table, const std::string* from, bool inclusive, bool forward,
+                   const std::optional<table_entry>& found);
+  const std::optional<std::string>* pending_step(rel_id table, const std::string* key,
+                                                 bool inclusive, bool forward,
+                                                 const std::string** pending_key) const;
+  void locate_ranges(std::map<page_id, latch_mode>& wanted);
+  bool ranges_latched(const std::vector<latched_leaf>& leaves,
+                      const std::map<page_id, std::size_t>& index) const;
+  void validate_ranges(std::vector<latched_leaf>& leaves, const std::map<page_id, std::size_t>& index);
   attempt try_commit(lsn_t* end);
-  attempt latch_leaves(std::vector<latched_leaf>& leaves,
-                       std::map<table_key, std::size_t>& leaf_of);
+  attempt latch_leaves(std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
+                       std::map<page_id, std::size_t>& index);
   bool make_room(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
   void validate_reads(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
+  [[noreturn]] void conflict(std::vector<latched_leaf>& leaves, const std::string& what);
   lsn_t apply_and_log(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
 
   page_store& store_;
@@ -97,6 +136,7 @@ private:
   lsn_t newest_seen_ = 0;
   std::map<table_key, std::optional<std::string>> writes_; // none: erase
   std::map<table_key, recorded_read> reads_;
+  std::vector<recorded_range> ranges_;
 };
 
 } // namespace tidemark::access

@@ -443,10 +443,13 @@ tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std:
 
 // ---- ordered reads -------------------------------------------------------------------------
 
-std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key, bool inclusive) {
+std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key, bool inclusive,
+                                                                   lsn_t* newest) {
   page_guard leaf = latch_leaf(key, latch_mode::shared);
   for (;;) {
     node_view view(leaf.bytes(), store_.page_size());
+    if (newest != nullptr)
+      *newest = std::max(*newest, storage::page_lsn(leaf.bytes()));
     bool found;
     std::size_t slot = view.lower_bound(key, &found);
     if (found && !inclusive)
@@ -462,7 +465,8 @@ std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key
 }
 
 std::optional<std::pair<std::string, std::string>> tree::last_before(const std::string* key,
-                                                                     bool inclusive) {
+                                                                     bool inclusive,
+                                                                     lsn_t* newest) {
   page_guard leaf;
   std::size_t slot;
   if (key != nullptr) {
@@ -491,6 +495,8 @@ std::optional<std::pair<std::string, std::string>> tree::last_before(const std::
   }
   for (;;) {
     node_view view(leaf.bytes(), store_.page_size());
+    if (newest != nullptr)
+      *newest = std::max(*newest, storage::page_lsn(leaf.bytes()));
     if (slot > 0)
       return entry_of(view, slot - 1);
     // Everything left of this leaf is below its keys: the left sibling, or, when that one
@@ -507,6 +513,20 @@ std::optional<std::pair<std::string, std::string>> tree::last_before(const std::
       leaf = latch_node(right, latch_mode::shared);
     }
     slot = node_view(leaf.bytes(), store_.page_size()).slot_count();
+  }
+}
+
+std::vector<block_id> tree::leaves_between(const std::string* low, const std::string* high) {
+  std::vector<block_id> leaves;
+  page_guard leaf = latch_leaf(low != nullptr ? key_view(*low) : key_view(), latch_mode::shared);
+  for (;;) {
+    leaves.push_back(leaf.id().block);
+    node_view view(leaf.bytes(), store_.page_size());
+    if (view.right() == 0 || (high != nullptr && view.below_high_key(*high)))
+      return leaves;
+    block_id right = view.right();
+    leaf.release();
+    leaf = latch_node(right, latch_mode::shared);
   }
 }
 

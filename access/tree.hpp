@@ -70,11 +70,17 @@ public:
   /// latches them, and it then asks again.
   void make_room(const std::vector<pending_item>& items);
 
-  /// The first key >= `key` (> with `inclusive` false), with its value.
-  std::optional<std::pair<std::string, std::string>> first_from(key_view key, bool inclusive);
+  /// The first key >= `key` (> with `inclusive` false), with its value. `*newest`, when
+  /// given, is raised to the LSN of every leaf looked at.
+  std::optional<std::pair<std::string, std::string>> first_from(key_view key, bool inclusive,
+                                                                lsn_t* newest = nullptr);
   /// The last key < `key` (<= with `inclusive`), with its value; `key` null: the last key.
   std::optional<std::pair<std::string, std::string>> last_before(const std::string* key,
-                                                                 bool inclusive);
+                                                                 bool inclusive,
+                                                                 lsn_t* newest = nullptr);
+  /// The leaves from the one covering `low` (null: the leftmost) to the one covering `high`
+  /// (null: the rightmost), left to right, as the right links had them a moment ago.
+  std::vector<block_id> leaves_between(const std::string* low, const std::string* high);
 
   rel_id relation() const { return rel_; }
   page_store& store() { return store_; }

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <random>
@@ -101,7 +102,7 @@ TEST_CASE("a transaction whose read changed before its commit conflicts and appl
   CHECK_FALSE(reader.active());
 }
 
-TEST_CASE("transfers on four threads keep every total: committed transactions are serializable") {
+TEST_CASE("transfers and whole-table scans on four threads: every committed scan saw the total") {
   memory_page_store store(4096, true);
   tree::create(store, accounts);
   tree::create(store, history);
@@ -114,13 +115,31 @@ TEST_CASE("transfers on four threads keep every total: committed transactions ar
     load.commit();
   }
   std::atomic<std::uint64_t> next_xid{2};
-  std::atomic<int> conflicts{0}, committed{0};
+  std::atomic<int> conflicts{0}, committed{0}, scans{0}, wrong_totals{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       std::mt19937_64 random(t);
       table_transaction txn(store);
       for (int n = 0; n < 1500; ++n) {
+        if (n % 10 == 0) { // a scan of every balance: committed, it saw the one total
+          for (;;) {
+            txn.begin(next_xid++);
+            long long sum = 0;
+            for (auto entry = txn.next_entry(accounts, "", true); entry;
+                 entry = txn.next_entry(accounts, entry->key, false))
+              sum += balance_of(entry->value);
+            try {
+              txn.commit();
+              if (sum != 1000LL * account_count)
+                wrong_totals++;
+              ++scans;
+              break;
+            } catch (const tidemark::conflict_error&) {
+              ++conflicts;
+            }
+          }
+        }
         int from = static_cast<int>(random() % account_count);
         int to = static_cast<int>(random() % account_count);
         long long amount = static_cast<long long>(random() % 50);
@@ -152,6 +171,8 @@ TEST_CASE("transfers on four threads keep every total: committed transactions ar
   CHECK(total == 1000LL * account_count);
   CHECK(contents(store, history).size() == 6000);
   CHECK(committed == 6000);
+  CHECK(scans == 600);
+  CHECK(wrong_totals == 0);
   MESSAGE("conflicts retried: " << conflicts.load());
   CHECK(check_tree(store, accounts) == "");
   CHECK(check_tree(store, history) == "");
@@ -195,4 +216,81 @@ TEST_CASE("a transaction over the leaf limit is refused with nothing applied") {
   CHECK_THROWS_WITH_AS(txn.commit(), doctest::Contains("at most 255 leaves"), tidemark::usage_error);
   CHECK(contents(store, accounts).empty());
   CHECK(check_tree(store, accounts) == ""); // the splits made for it stay, empty
+}
+
+TEST_CASE("ordered reads see the committed entries with the transaction's own changes laid over") {
+  memory_page_store store(4096);
+  tree::create(store, accounts);
+  table_transaction txn(store);
+  txn.begin(1);
+  for (const char* key : {"a", "c", "e"})
+    txn.put(accounts, key, std::string("old ") + key);
+  txn.commit();
+  txn.begin(2);
+  txn.put(accounts, "b", "new b");
+  txn.put(accounts, "c", "new c");
+  CHECK(txn.erase(accounts, "e"));
+  std::vector<table_entry> forward, backward;
+  for (auto entry = txn.next_entry(accounts, "", true); entry;
+       entry = txn.next_entry(accounts, entry->key, false))
+    forward.push_back(*entry);
+  for (auto entry = txn.previous_entry(accounts, nullptr, false); entry;
+       entry = txn.previous_entry(accounts, &entry->key, false))
+    backward.push_back(*entry);
+  std::vector<table_entry> expected{{"a", "old a"}, {"b", "new b"}, {"c", "new c"}};
+  CHECK(forward == expected);
+  std::reverse(expected.begin(), expected.end());
+  CHECK(backward == expected);
+  CHECK(txn.next_entry(accounts, "c", false) == std::nullopt);
+  std::string d = "d";
+  CHECK(txn.previous_entry(accounts, &d, true) == std::optional<table_entry>({"c", "new c"}));
+  txn.commit();
+}
+
+TEST_CASE("a range read conflicts with a key that appears in it, not with changes outside it") {
+  memory_page_store store(4096);
+  tree::create(store, accounts);
+  table_transaction setup(store), scanner(store), other(store);
+  setup.begin(1);
+  for (char c = 'a'; c <= 'z'; ++c)
+    if (c != 'k')
+      setup.put(accounts, std::string(1, c), "v");
+  setup.commit();
+  // The scanner reads from "f" to the first key after "m".
+  auto scan = [&] {
+    scanner.begin(10);
+    int seen = 0;
+    for (auto entry = scanner.next_entry(accounts, "f", true); entry && entry->key <= "m";
+         entry = scanner.next_entry(accounts, entry->key, false))
+      ++seen;
+    scanner.put(accounts, "scanned", std::to_string(seen));
+  };
+  SUBCASE("a phantom inside the range") {
+    scan();
+    other.begin(11);
+    other.put(accounts, "k", "phantom");
+    other.commit();
+    CHECK_THROWS_WITH_AS(scanner.commit(), doctest::Contains("range of table"),
+                         tidemark::conflict_error);
+    CHECK(contents(store, accounts).count("scanned") == 0);
+  }
+  SUBCASE("an erase inside the range") {
+    scan();
+    other.begin(11);
+    other.erase(accounts, "g");
+    other.commit();
+    CHECK_THROWS_AS(scanner.commit(), tidemark::conflict_error);
+  }
+  SUBCASE("changes outside the range, with splits of the leaves around it") {
+    scan();
+    other.begin(11);
+    for (int i = 0; i < 3000; ++i)
+      other.put(accounts, "p" + std::to_string(i), std::string(40, 'x'));
+    for (int i = 0; i < 3000; ++i)
+      other.put(accounts, "b" + std::to_string(i), std::string(40, 'x'));
+    other.commit();
+    REQUIRE(store.blocks(accounts) > 20);
+    scanner.commit();
+    CHECK(contents(store, accounts).at("scanned") == "7"); // f g h i j l m
+  }
 }
