@@ -57,6 +57,7 @@ void table_transaction::abort() {
   writes_.clear();
   reads_.clear();
   ranges_.clear();
+  new_trees_.clear();
   newest_seen_ = 0;
   active_ = false;
 }
@@ -109,6 +110,11 @@ bool table_transaction::insert(rel_id table, key_view key, std::string_view valu
     return false;
   put(table, key, value);
   return true;
+}
+
+void table_transaction::create_tree(rel_id table) {
+  refuse_outside_transaction("create_tree");
+  new_trees_.push_back(table);
 }
 
 bool table_transaction::erase(rel_id table, key_view key) {
@@ -269,7 +275,7 @@ table_transaction::attempt table_transaction::try_commit(lsn_t* end) {
     return attempt::again;
   validate_reads(leaves, leaf_of);
   validate_ranges(leaves, index);
-  *end = writes_.empty() ? 0 : apply_and_log(leaves, leaf_of);
+  *end = writes_.empty() && new_trees_.empty() ? 0 : apply_and_log(leaves, leaf_of);
   return attempt::done;
 }
 
@@ -463,9 +469,33 @@ lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves,
       logged.push_back({&leaves[i].guard, &changes[i]});
     }
   }
+  std::vector<page_guard> new_pages;
+  std::vector<page_changes> new_changes(new_trees_.size() * 2);
+  build_new_trees(new_pages, new_changes, logged);
   if (logged.empty())
     return 0; // only erases of keys the transaction itself had put
   return store_.log_change(logged, xid_);
+}
+
+// The meta page and root leaf of each new tree, for the commit record. Nothing fails here:
+// the relations were empty (the catalog hands each out once).
+void table_transaction::build_new_trees(std::vector<page_guard>& pages,
+                                        std::vector<page_changes>& changes,
+                                        std::vector<logged_page>& logged) {
+  pages.reserve(new_trees_.size() * 2); // guards are referred to by address
+  for (std::size_t i = 0; i < new_trees_.size(); ++i) {
+    rel_id table = new_trees_[i];
+    block_id meta_at = store_.new_block(table), root_at = store_.new_block(table);
+    TIDEMARK_CHECK(meta_at == meta_block && root_at == meta_block + 1,
+                   "a new table's relation is empty when its tree is made");
+    pages.push_back(store_.latch({table, meta_at}, latch_mode::exclusive));
+    pages.push_back(store_.latch({table, root_at}, latch_mode::exclusive));
+    page_edit meta(pages[2 * i].mutable_bytes(), store_.page_size(), &changes[2 * i]);
+    page_edit root(pages[2 * i + 1].mutable_bytes(), store_.page_size(), &changes[2 * i + 1]);
+    tree::build_empty(meta, root);
+    logged.push_back({&pages[2 * i], &changes[2 * i]});
+    logged.push_back({&pages[2 * i + 1], &changes[2 * i + 1]});
+  }
 }
 
 } // namespace tidemark::access

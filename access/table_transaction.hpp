@@ -64,6 +64,10 @@ public:
   bool insert(rel_id table, key_view key, std::string_view value);
   /// True when the key was there.
   bool erase(rel_id table, key_view key);
+  /// Makes an empty tree in relation `table` (which has no blocks) as part of this
+  /// transaction's commit: its first pages go in the commit record (the catalog's
+  /// create_table, so that a table and its catalog entry appear together or not at all).
+  void create_tree(rel_id table);
   /// Ordered reads as this transaction sees the table: the first entry at or after `key`
   /// (after, with `inclusive` false), and the last entry at or before `key` (before; `key`
   /// null: the last entry). Each is recorded as a range read.
@@ -129,6 +133,8 @@ private:
   void validate_reads(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
   [[noreturn]] void conflict(std::vector<latched_leaf>& leaves, const std::string& what);
   lsn_t apply_and_log(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
+  void build_new_trees(std::vector<page_guard>& pages, std::vector<page_changes>& changes,
+                       std::vector<logged_page>& logged);
 
   page_store& store_;
   storage::xid_t xid_ = 0;
@@ -137,6 +143,7 @@ private:
   std::map<table_key, std::optional<std::string>> writes_; // none: erase
   std::map<table_key, recorded_read> reads_;
   std::vector<recorded_range> ranges_;
+  std::vector<rel_id> new_trees_;
 };
 
 } // namespace tidemark::access

@@ -306,12 +306,16 @@ void tree::create(page_store& store, rel_id rel) {
   page_guard root = store.latch({rel, root_at}, latch_mode::exclusive);
   page_changes meta_changes, root_changes;
   page_edit meta_edit(meta.mutable_bytes(), store.page_size(), &meta_changes);
-  meta_edit.write_value(meta_magic_at, meta_magic);
-  meta_edit.write_value(meta_root_at, root_at);
-  meta_edit.write_value(meta_level_at, std::uint16_t{0});
   page_edit root_edit(root.mutable_bytes(), store.page_size(), &root_changes);
-  init_node(root_edit, node_kind::leaf, 0, 0, 0);
+  build_empty(meta_edit, root_edit);
   store.log_change({{&meta, &meta_changes}, {&root, &root_changes}});
+}
+
+void tree::build_empty(page_edit& meta, page_edit& root) {
+  meta.write_value(meta_magic_at, meta_magic);
+  meta.write_value(meta_root_at, block_id{meta_block + 1});
+  meta.write_value(meta_level_at, std::uint16_t{0});
+  init_node(root, node_kind::leaf, 0, 0, 0);
 }
 
 tree::meta tree::read_meta() {

@@ -55,6 +55,9 @@ public:
 
   /// Writes the meta page and an empty root leaf into an empty relation (one change).
   static void create(page_store& store, rel_id rel);
+  /// The two pages of an empty tree, written through the caller's edits (its change logs
+  /// them): the meta page in block 0, the root leaf in block 1.
+  static void build_empty(page_edit& meta, page_edit& root);
 
   std::optional<std::string> get(key_view key);
   /// Inserts or replaces; true when the key was new. The value must fit inline

@@ -17,22 +17,27 @@ relation_files::relation_files(io_engine& io, std::string base_dir, std::size_t 
     page_size_(page_size),
     segment_size_(segment_size),
     blocks_per_segment_(segment_size / page_size),
-    fds_(new std::atomic<int>[max_relations * max_segments]) {
+    fd_tables_(new std::atomic<std::atomic<int>*>[max_relations]) {
   if (blocks_per_segment_ == 0 || segment_size % page_size != 0)
     throw std::invalid_argument("segment_size must be a multiple of page_size");
-  for (std::size_t i = 0; i < max_relations * max_segments; ++i)
-    fds_[i].store(-1, std::memory_order_relaxed);
   for (rel_id r = 0; r < max_relations; ++r) {
+    fd_tables_[r].store(nullptr, std::memory_order_relaxed);
     nblocks_[r].store(0, std::memory_order_relaxed);
     nblocks_known_[r].store(false, std::memory_order_relaxed);
   }
 }
 
 relation_files::~relation_files() {
-  for (std::size_t i = 0; i < max_relations * max_segments; ++i) {
-    int fd = fds_[i].load(std::memory_order_relaxed);
-    if (fd >= 0)
-      io_.close_file(fd);
+  for (rel_id r = 0; r < max_relations; ++r) {
+    std::atomic<int>* fds = fd_tables_[r].load(std::memory_order_relaxed);
+    if (fds == nullptr)
+      continue;
+    for (std::uint32_t segno = 0; segno < max_segments; ++segno) {
+      int fd = fds[segno].load(std::memory_order_relaxed);
+      if (fd >= 0)
+        io_.close_file(fd);
+    }
+    delete[] fds;
   }
 }
 
@@ -60,12 +65,22 @@ std::string relation_files::describe(page_id id) const {
 }
 
 int relation_files::fd_for(segment_id segment, bool create) {
-  std::atomic<int>& slot = fds_[segment.rel * max_segments + segment.segno];
-  int fd = slot.load(std::memory_order_acquire);
-  if (fd >= 0)
-    return fd;
+  std::atomic<int>* fds = fd_tables_[segment.rel].load(std::memory_order_acquire);
+  if (fds != nullptr) {
+    int fd = fds[segment.segno].load(std::memory_order_acquire);
+    if (fd >= 0)
+      return fd;
+  }
   std::lock_guard<std::mutex> guard(open_mutex_);
-  fd = slot.load(std::memory_order_relaxed);
+  fds = fd_tables_[segment.rel].load(std::memory_order_relaxed);
+  if (fds == nullptr) {
+    fds = new std::atomic<int>[max_segments];
+    for (std::uint32_t segno = 0; segno < max_segments; ++segno)
+      fds[segno].store(-1, std::memory_order_relaxed);
+    fd_tables_[segment.rel].store(fds, std::memory_order_release);
+  }
+  std::atomic<int>& slot = fds[segment.segno];
+  int fd = slot.load(std::memory_order_relaxed);
   if (fd >= 0)
     return fd;
   std::string path = segment_path(segment);

@@ -5,7 +5,8 @@
 // Invariants:
 //  - A block lives in exactly one segment: segno = block / blocks_per_segment.
 //  - File descriptors are opened once and cached for the life of the object; the cache is
-//    lock-free for lookups.
+//    lock-free for lookups (a relation's table of segment descriptors is made, under the
+//    open lock, the first time one of its segments is opened).
 //  - nblocks(rel) never shrinks while the object lives; it covers every block written or
 //    noted through note_block() (redo may touch blocks the files do not have yet).
 #pragma once
@@ -21,7 +22,11 @@
 
 namespace tidemark::storage {
 
-constexpr rel_id max_relations = 64;        // rel ids 1 .. 63
+/// Relation ids: 1 .. 63 are the page relations an application addresses by number; from
+/// 64 on, keyed tables' relations (access/catalog.hpp hands them out).
+constexpr rel_id max_page_relations = 64;
+constexpr rel_id max_table_relations = 4096;
+constexpr rel_id max_relations = max_page_relations + max_table_relations;
 constexpr std::uint32_t max_segments = 4096; // per relation
 
 struct page_read {
@@ -85,7 +90,8 @@ private:
   std::size_t page_size_;
   std::uint64_t segment_size_;
   std::uint64_t blocks_per_segment_;
-  std::unique_ptr<std::atomic<int>[]> fds_; // [rel * max_segments + segno], -1 = not open
+  // [rel] -> max_segments descriptors (-1: not open), made at the relation's first open
+  std::unique_ptr<std::atomic<std::atomic<int>*>[]> fd_tables_;
   std::mutex open_mutex_;
   std::atomic<block_id> nblocks_[max_relations];
   std::atomic<bool> nblocks_known_[max_relations];
