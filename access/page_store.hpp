@@ -19,6 +19,7 @@
 #include "storage/types.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tidemark::access {
@@ -84,6 +85,12 @@ public:
   /// One atomic change (see the header comment): a structure change (xid 0) or the commit
   /// of transaction `xid`. Returns the record's end LSN.
   virtual lsn_t log_change(const std::vector<logged_page>& pages, storage::xid_t xid = 0) = 0;
+  /// The longest record log_change() can write: a change is checked against it before any
+  /// page changes.
+  virtual std::size_t max_record_bytes() const = 0;
+  /// A change failed after changing pages and before logging them: whoever runs the store
+  /// must stop before anyone reads or writes them (W3).
+  virtual void half_applied(const std::string& why) = 0;
 
 protected:
   friend class page_guard;

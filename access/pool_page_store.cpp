@@ -5,6 +5,8 @@
 #include "storage/check.hpp"
 #include "storage/page.hpp"
 
+#include <algorithm>
+
 namespace tidemark::access {
 
 pool_page_store::pool_page_store(storage::buffer_pool& pool, storage::wal_log* wal,
@@ -71,6 +73,17 @@ block_id pool_page_store::new_block(rel_id rel) {
 
 block_id pool_page_store::blocks(rel_id rel) { return pool_.files().nblocks(rel); }
 
+std::size_t pool_page_store::max_record_bytes() const {
+  if (wal_ == nullptr)
+    return storage::max_record_bytes;
+  return std::min(storage::max_record_bytes, wal_->options().buffer_size);
+}
+
+void pool_page_store::half_applied(const std::string& why) {
+  if (on_half_applied_)
+    on_half_applied_(why);
+}
+
 void pool_page_store::encode(storage::record_builder& record,
                              const std::vector<logged_page>& pages, storage::xid_t xid,
                              lsn_t redo_lsn) const {
@@ -105,8 +118,7 @@ lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages, storage
       encode(record, pages, xid, redo);
     }
   } catch (const std::exception& error) {
-    if (on_half_applied_)
-      on_half_applied_(std::string("a table change failed after changing pages: ") + error.what());
+    half_applied(std::string("a table change failed after changing pages: ") + error.what());
     throw;
   }
   for (const logged_page& page : pages) {

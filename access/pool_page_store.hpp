@@ -42,6 +42,8 @@ public:
   block_id new_block(rel_id rel) override;
   block_id blocks(rel_id rel) override;
   lsn_t log_change(const std::vector<logged_page>& pages, storage::xid_t xid = 0) override;
+  std::size_t max_record_bytes() const override;
+  void half_applied(const std::string& why) override;
 
 protected:
   void unlatch(page_id id, std::uint64_t handle, latch_mode mode) override;

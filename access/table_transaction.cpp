@@ -1,6 +1,8 @@
 // A transaction over keyed tables: see table_transaction.hpp.
 #include "access/table_transaction.hpp"
 
+#include "access/overflow.hpp"
+
 #include "storage/check.hpp"
 #include "storage/page.hpp"
 
@@ -58,6 +60,7 @@ void table_transaction::abort() {
   reads_.clear();
   ranges_.clear();
   new_trees_.clear();
+  meta_tables_.clear();
   newest_seen_ = 0;
   active_ = false;
 }
@@ -81,7 +84,7 @@ std::optional<std::string> table_transaction::read_committed(rel_id table, key_v
   newest_seen_ = active_ ? std::max(newest_seen_, lsn) : lsn;
   if (!found)
     return std::nullopt;
-  return std::string(node.item(slot).value());
+  return item_value(store_, table, node.item(slot));
 }
 
 std::optional<std::string> table_transaction::get(rel_id table, key_view key) {
@@ -99,8 +102,10 @@ std::optional<std::string> table_transaction::get(rel_id table, key_view key) {
 
 void table_transaction::put(rel_id table, key_view key, std::string_view value) {
   refuse_outside_transaction("put");
-  TIDEMARK_CHECK(inline_value_fits(store_.page_size(), key.size(), value.size()),
+  TIDEMARK_CHECK(key.size() <= max_key_size && value.size() <= max_value_size,
                  "the caller checks a key and value against the limits");
+  if (!inline_value_fits(store_.page_size(), key.size(), value.size()))
+    meta_tables_.insert(table); // its chain comes from the table's pages
   writes_[{table, std::string(key)}] = std::string(value);
 }
 
@@ -298,15 +303,11 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
     if (writes_.count(read.first) == 0)
       locate(read.first, latch_mode::shared);
   locate_ranges(wanted);
-  std::size_t changed = static_cast<std::size_t>(std::count_if(
-    wanted.begin(), wanted.end(), [](const auto& w) { return w.second == latch_mode::exclusive; }));
-  if (changed > max_commit_leaves)
-    throw tidemark::usage_error("a transaction may change at most " +
-                                std::to_string(max_commit_leaves) + " leaves of tables; this one "
-                                "changes " + std::to_string(changed) + "; nothing was applied");
+  for (rel_id table : meta_tables_)
+    wanted[{table, meta_block}] = latch_mode::exclusive;
   for (const auto& [id, mode] : wanted) {
     index[id] = leaves.size();
-    leaves.push_back({id, mode, store_.latch(id, mode)});
+    leaves.push_back({id, mode, store_.latch(id, mode), id.block == meta_block});
   }
   for (const auto& [k, id] : located) {
     node_view node(leaves[index[id]].guard.bytes(), store_.page_size());
@@ -320,7 +321,30 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
     leaves.clear(); // a range's leaves split since they were found
     return attempt::again;
   }
+  if (needs_meta(leaves, leaf_of)) {
+    leaves.clear(); // a chain to free: latch the table's meta page too, in order
+    return attempt::again;
+  }
   return attempt::done;
+}
+
+// True (the table noted) when a change erases or replaces a value on a chain of a table
+// whose meta page is not latched: freeing the chain changes the free list.
+bool table_transaction::needs_meta(const std::vector<latched_leaf>& leaves,
+                                   const std::map<table_key, std::size_t>& leaf_of) {
+  bool missing = false;
+  for (const auto& write : writes_) {
+    if (meta_tables_.count(write.first.table) != 0)
+      continue;
+    node_view node(leaves[leaf_of.at(write.first)].guard.bytes(), store_.page_size());
+    bool found;
+    std::size_t slot = node.lower_bound(write.first.key, &found);
+    if (found && (node.item(slot).flags & item_overflow) != 0) {
+      meta_tables_.insert(write.first.table);
+      missing = true;
+    }
+  }
+  return missing;
 }
 
 void table_transaction::locate_ranges(std::map<page_id, latch_mode>& wanted) {
@@ -363,7 +387,7 @@ void table_transaction::validate_ranges(std::vector<latched_leaf>& leaves,
       for (std::size_t slot = 0; slot < node.slot_count(); ++slot) {
         item_view item = node.item(slot);
         if (range.covers(item.key)) {
-          hash += entry_hash(item.key, item.value());
+          hash += entry_hash(item.key, item_value(store_, range.table, item));
           ++count;
         }
       }
@@ -387,7 +411,7 @@ bool table_transaction::make_room(std::vector<latched_leaf>& leaves,
   std::size_t page_size = store_.page_size();
   std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
   for (std::size_t i = 0; i < leaves.size(); ++i) {
-    if (leaves[i].mode != latch_mode::exclusive)
+    if (leaves[i].mode != latch_mode::exclusive || leaves[i].meta)
       continue;
     node_view node(leaves[i].guard.bytes(), page_size);
     std::size_t added = 0, removed = 0;
@@ -400,8 +424,9 @@ bool table_transaction::make_room(std::vector<latched_leaf>& leaves,
       if (found)
         removed += item_footprint(k.key.size(), node.item(slot).payload_length);
       if (value) {
-        added += item_footprint(k.key.size(), value->size());
-        items.push_back({k.key, item_footprint(k.key.size(), value->size())});
+        std::size_t footprint = stored_footprint(page_size, k.key.size(), value->size());
+        added += footprint;
+        items.push_back({k.key, footprint});
       }
     }
     if (added > removed && !node.fits(added - removed))
@@ -423,57 +448,125 @@ void table_transaction::validate_reads(std::vector<latched_leaf>& leaves,
     bool found;
     std::size_t slot = node.lower_bound(k.key, &found);
     bool holds = found == read.value.has_value() &&
-                 (!found || node.item(slot).value() == std::string_view(*read.value));
+                 (!found || item_value(store_, k.table, node.item(slot)) == *read.value);
     if (!holds)
       conflict(leaves, "key " + describe_key(k.key) + " of table " + std::to_string(k.table) +
                          " changed after it was read");
   }
 }
 
-// Step 5: erases and resized replacements first, then inserts; one record for all leaves.
+// Before anything changes: each chain to be freed is intact, and the record will fit.
+void table_transaction::check_before_applying(std::vector<latched_leaf>& leaves,
+                                              const std::map<table_key, std::size_t>& leaf_of) {
+  std::size_t page_size = store_.page_size();
+  std::size_t pages = new_trees_.size() * 2;
+  for (const latched_leaf& leaf : leaves)
+    pages += leaf.mode == latch_mode::exclusive ? 1 : 0;
+  for (const auto& [k, value] : writes_) {
+    if (value && !inline_value_fits(page_size, k.key.size(), value->size()))
+      pages += overflow_pages(page_size, value->size());
+    node_view node(leaves[leaf_of.at(k)].guard.bytes(), page_size);
+    bool found;
+    std::size_t slot = node.lower_bound(k.key, &found);
+    if (!found || (node.item(slot).flags & item_overflow) == 0)
+      continue;
+    overflow_ref ref = decode_ref(node.item(slot));
+    if (std::string problem = check_chain(store_, k.table, ref, nullptr); !problem.empty()) {
+      leaves.clear();
+      throw tidemark::data_error(problem + "; nothing was applied");
+    }
+    pages += overflow_pages(page_size, ref.length);
+  }
+  // A block costs at most its header, a page of ops or an image, and the op's header.
+  std::size_t bound = sizeof(storage::record_header) + pages * (page_size + 24);
+  if (bound > store_.max_record_bytes()) {
+    leaves.clear();
+    throw tidemark::usage_error(
+      "the transaction changes " + std::to_string(pages) + " pages of tables, more than one "
+      "WAL record holds (" + std::to_string(store_.max_record_bytes()) + " bytes: raise "
+      "wal_buffers, or split the transaction); nothing was applied");
+  }
+}
+
+// Step 5 for one leaf: erases and resized replacements first (their chains freed), then the
+// inserts (their chains written), so the inserts find the room step 3 checked.
+void table_transaction::apply_to_leaf(std::size_t leaf, latched_leaf& latched,
+                                      const std::map<table_key, std::size_t>& leaf_of,
+                                      page_changes& changes,
+                                      std::map<rel_id, page_allocator>& allocators) {
+  std::size_t page_size = store_.page_size();
+  page_edit edit(latched.guard.mutable_bytes(), page_size, &changes);
+  std::vector<const std::pair<const table_key, std::optional<std::string>>*> inserts;
+  for (const auto& write : writes_) {
+    if (leaf_of.at(write.first) != leaf)
+      continue;
+    node_view node(edit.bytes(), page_size);
+    bool found;
+    std::size_t slot = node.lower_bound(write.first.key, &found);
+    const std::optional<std::string>& value = write.second;
+    bool inline_value = value && inline_value_fits(page_size, write.first.key.size(), value->size());
+    if (found && inline_value && (node.item(slot).flags & item_overflow) == 0 &&
+        node.item(slot).payload_length == value->size()) {
+      replace_item(edit, slot, 0, static_cast<std::uint32_t>(value->size()), *value);
+      continue;
+    }
+    if (found && (node.item(slot).flags & item_overflow) != 0)
+      allocators.at(write.first.table).free_chain(decode_ref(node.item(slot)));
+    if (found)
+      erase_item(edit, slot);
+    if (value)
+      inserts.push_back(&write);
+  }
+  for (const auto* write : inserts) {
+    const std::string& key = write->first.key;
+    const std::string& value = *write->second;
+    std::uint16_t flags = 0;
+    std::string payload;
+    if (inline_value_fits(page_size, key.size(), value.size())) {
+      payload = value;
+    } else {
+      flags = item_overflow;
+      payload = encode_ref(allocators.at(write->first.table).write_chain(value));
+    }
+    node_view node(edit.bytes(), page_size);
+    bool found;
+    std::size_t slot = node.lower_bound(key, &found);
+    insert_item(edit, slot, key, flags, static_cast<std::uint32_t>(payload.size()), payload);
+  }
+}
+
 lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves,
                                        const std::map<table_key, std::size_t>& leaf_of) {
+  check_before_applying(leaves, leaf_of);
   std::size_t page_size = store_.page_size();
   std::vector<page_changes> changes(leaves.size());
   std::vector<logged_page> logged;
-  for (std::size_t i = 0; i < leaves.size(); ++i) {
-    if (leaves[i].mode != latch_mode::exclusive)
-      continue;
-    page_edit edit(leaves[i].guard.mutable_bytes(), page_size, &changes[i]);
-    std::vector<const std::pair<const table_key, std::optional<std::string>>*> inserts;
-    for (const auto& write : writes_) {
-      if (leaf_of.at(write.first) != i)
-        continue;
-      node_view node(edit.bytes(), page_size);
-      bool found;
-      std::size_t slot = node.lower_bound(write.first.key, &found);
-      const std::optional<std::string>& value = write.second;
-      if (found && value && node.item(slot).payload_length == value->size()) {
-        replace_item(edit, slot, 0, static_cast<std::uint32_t>(value->size()), *value);
-        continue;
-      }
-      if (found)
-        erase_item(edit, slot);
-      if (value)
-        inserts.push_back(&write);
-    }
-    for (const auto* write : inserts) {
-      node_view node(edit.bytes(), page_size);
-      bool found;
-      std::size_t slot = node.lower_bound(write->first.key, &found);
-      const std::string& value = *write->second;
-      insert_item(edit, slot, write->first.key, 0, static_cast<std::uint32_t>(value.size()), value);
-    }
-    if (!changes[i].empty()) {
-      changes[i].collapse(edit.bytes(), page_size);
-      logged.push_back({&leaves[i].guard, &changes[i]});
-    }
-  }
+  std::map<rel_id, page_allocator> allocators; // for tables whose meta page is latched
+  for (std::size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].meta)
+      allocators.emplace(std::piecewise_construct, std::forward_as_tuple(leaves[i].id.rel),
+                         std::forward_as_tuple(store_, leaves[i].id.rel, leaves[i].guard,
+                                               changes[i], logged));
   std::vector<page_guard> new_pages;
   std::vector<page_changes> new_changes(new_trees_.size() * 2);
-  build_new_trees(new_pages, new_changes, logged);
-  if (logged.empty())
-    return 0; // only erases of keys the transaction itself had put
+  try {
+    for (std::size_t i = 0; i < leaves.size(); ++i) {
+      if (leaves[i].mode != latch_mode::exclusive || leaves[i].meta)
+        continue;
+      apply_to_leaf(i, leaves[i], leaf_of, changes[i], allocators);
+      if (!changes[i].empty()) {
+        changes[i].collapse(leaves[i].guard.bytes(), page_size);
+        logged.push_back({&leaves[i].guard, &changes[i]});
+      }
+    }
+    build_new_trees(new_pages, new_changes, logged);
+    if (logged.empty())
+      return 0; // only erases of keys the transaction itself had put
+  } catch (const std::exception& error) {
+    // Pages hold changes no record describes: the engine must stop before anyone sees them.
+    store_.half_applied(std::string("a table commit failed while changing pages: ") + error.what());
+    throw;
+  }
   return store_.log_change(logged, xid_);
 }
 

@@ -28,17 +28,17 @@
 // transaction is a structure change of its own and stays.
 #pragma once
 
+#include "access/overflow.hpp"
 #include "access/tree.hpp"
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace tidemark::access {
 
-/// Leaves one commit may change: its record holds them all.
-constexpr std::size_t max_commit_leaves = storage::max_blocks_per_record;
 
 struct table_entry {
   std::string key;
@@ -80,8 +80,8 @@ public:
 
   /// Validates, applies and logs; returns the commit record's end LSN (0 when nothing
   /// changed: no record). Throws conflict_error (nothing applied) when a read no longer
-  /// holds, usage_error when the changes span more than max_commit_leaves leaves. The
-  /// transaction has ended whatever it throws.
+  /// holds, usage_error (nothing applied) when its commit record would be longer than the
+  /// store's max_record_bytes(). The transaction has ended whatever it throws.
   lsn_t commit();
   void abort();
 
@@ -110,6 +110,7 @@ private:
     page_id id;
     latch_mode mode;
     page_guard guard;
+    bool meta = false; // a table's meta page (its free list), not a leaf
   };
   enum class attempt { done, again };
 
@@ -133,6 +134,13 @@ private:
   void validate_reads(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
   [[noreturn]] void conflict(std::vector<latched_leaf>& leaves, const std::string& what);
   lsn_t apply_and_log(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
+  void check_before_applying(std::vector<latched_leaf>& leaves,
+                             const std::map<table_key, std::size_t>& leaf_of);
+  void apply_to_leaf(std::size_t leaf, latched_leaf& latched,
+                     const std::map<table_key, std::size_t>& leaf_of, page_changes& changes,
+                     std::map<rel_id, page_allocator>& allocators);
+  bool needs_meta(const std::vector<latched_leaf>& leaves,
+                  const std::map<table_key, std::size_t>& leaf_of);
   void build_new_trees(std::vector<page_guard>& pages, std::vector<page_changes>& changes,
                        std::vector<logged_page>& logged);
 
@@ -144,6 +152,7 @@ private:
   std::map<table_key, recorded_read> reads_;
   std::vector<recorded_range> ranges_;
   std::vector<rel_id> new_trees_;
+  std::set<rel_id> meta_tables_; // tables whose meta page the commit latches (chains)
 };
 
 } // namespace tidemark::access

@@ -2,6 +2,7 @@
 // tree.hpp.
 #include "access/tree.hpp"
 
+#include "access/overflow.hpp"
 #include "storage/check.hpp"
 
 #include <algorithm>
@@ -12,9 +13,6 @@ namespace tidemark::access {
 
 namespace {
 
-constexpr std::size_t meta_magic_at = storage::page_header_size;
-constexpr std::size_t meta_root_at = meta_magic_at + 4;
-constexpr std::size_t meta_level_at = meta_magic_at + 8;
 
 template <class T>
 T load(const unsigned char* page, std::size_t at) {
@@ -23,9 +21,11 @@ T load(const unsigned char* page, std::size_t at) {
   return value;
 }
 
-std::pair<std::string, std::string> entry_of(const node_view& node, std::size_t slot) {
+// The entry at `slot` of a latched leaf, its value read from its chain when it has one.
+std::pair<std::string, std::string> entry_of(page_store& store, rel_id rel, const node_view& node,
+                                             std::size_t slot) {
   item_view item = node.item(slot);
-  return {std::string(item.key), std::string(item.value())};
+  return {std::string(item.key), item_value(store, rel, item)};
 }
 
 // One node a split divides: its new left part stays in its block, the right part goes to a
@@ -372,7 +372,7 @@ std::optional<std::string> tree::get(key_view key) {
   std::size_t slot = view.lower_bound(key, &found);
   if (!found)
     return std::nullopt;
-  return std::string(view.item(slot).value());
+  return item_value(store_, rel_, view.item(slot));
 }
 
 bool tree::put(key_view key, std::string_view value) {
@@ -459,7 +459,7 @@ std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key
     if (found && !inclusive)
       ++slot;
     if (slot < view.slot_count())
-      return entry_of(view, slot);
+      return entry_of(store_, rel_, view, slot);
     block_id right = view.right();
     if (right == 0)
       return std::nullopt;
@@ -502,7 +502,7 @@ std::optional<std::pair<std::string, std::string>> tree::last_before(const std::
     if (newest != nullptr)
       *newest = std::max(*newest, storage::page_lsn(leaf.bytes()));
     if (slot > 0)
-      return entry_of(view, slot - 1);
+      return entry_of(store_, rel_, view, slot - 1);
     // Everything left of this leaf is below its keys: the left sibling, or, when that one
     // split since, the last node of the chain from it to this leaf.
     block_id here = leaf.id().block, left = view.left();
@@ -594,6 +594,43 @@ std::string check_level(page_store& store, rel_id rel, block_id leftmost, std::u
   return {};
 }
 
+// Past the nodes: every overflow chain the leaves refer to, the free list, and blocks in
+// none of them, which may only be never-written (a split's block whose record a crash
+// took).
+std::string check_pages_accounted(page_store& store, rel_id rel, const std::vector<block_id>& leaves,
+                                  std::vector<bool>& seen) {
+  for (block_id block : leaves) {
+    page_guard page = store.latch({rel, block}, latch_mode::shared);
+    node_view leaf(page.bytes(), store.page_size());
+    for (std::size_t slot = 0; slot < leaf.slot_count(); ++slot) {
+      item_view item = leaf.item(slot);
+      if ((item.flags & item_overflow) == 0)
+        continue;
+      if (item.payload_length != overflow_ref_size)
+        return describe_node(rel, block) + ": an overflow item without an overflow ref";
+      if (std::string problem = check_chain(store, rel, decode_ref(item), &seen); !problem.empty())
+        return problem;
+    }
+  }
+  {
+    page_guard meta = store.latch({rel, meta_block}, latch_mode::shared);
+    if (std::string problem =
+          check_free_list(store, rel, load<block_id>(meta.bytes(), meta_free_head_at),
+                          load<std::uint32_t>(meta.bytes(), meta_free_count_at), seen);
+        !problem.empty())
+      return problem;
+  }
+  for (block_id block = meta_block + 1; block < seen.size(); ++block) {
+    if (seen[block])
+      continue;
+    page_guard page = store.latch({rel, block}, latch_mode::shared);
+    if (!storage::page_is_all_zero(page.bytes(), store.page_size()))
+      return describe_node(rel, block) + " is in use but neither in the tree, in an overflow "
+                                         "chain nor on the free list";
+  }
+  return {};
+}
+
 } // namespace
 
 std::string check_tree(page_store& store, rel_id rel) {
@@ -610,6 +647,7 @@ std::string check_tree(page_store& store, rel_id rel) {
     root_level = load<std::uint16_t>(meta.bytes(), meta_level_at);
   }
   std::vector<bool> seen(blocks, false);
+  std::vector<block_id> leaves;
   std::vector<block_id> expected{root}; // the level's nodes, as the level above links them
   std::vector<std::optional<std::string>> expected_bounds{std::nullopt};
   for (int level = root_level; level >= 0; --level) {
@@ -632,14 +670,12 @@ std::string check_tree(page_store& store, rel_id rel) {
       if (high != expected_bounds[i])
         return describe_node(rel, order[i]) + ": its high key differs from its parent's separator";
     }
+    if (level == 0)
+      leaves = order;
     expected = std::move(children);
     expected_bounds = std::move(bounds);
   }
-  std::size_t reached = static_cast<std::size_t>(std::count(seen.begin(), seen.end(), true));
-  if (reached + 1 != blocks)
-    return "relation " + std::to_string(rel) + ": " + std::to_string(blocks - 1 - reached) +
-           " of its blocks are not in the tree";
-  return {};
+  return check_pages_accounted(store, rel, leaves, seen);
 }
 
 } // namespace tidemark::access

@@ -20,7 +20,8 @@
 // the first page of a split, or a commit on leaves in block order, and no cycle of waits
 // can form.
 //
-// Meta page (block 0), after the page header: u32 magic, u32 root block, u16 root level.
+// Meta page (block 0), after the page header: u32 magic, u32 root block, u16 root level,
+// u16 reserved, u32 first free block (0: none), u32 free blocks (overflow.hpp).
 #pragma once
 
 #include "access/node.hpp"
@@ -36,6 +37,11 @@ namespace tidemark::access {
 
 constexpr std::uint32_t meta_magic = 0x52544D54; // "TMTR"
 constexpr block_id meta_block = 0;
+constexpr std::size_t meta_magic_at = storage::page_header_size;
+constexpr std::size_t meta_root_at = meta_magic_at + 4;
+constexpr std::size_t meta_level_at = meta_magic_at + 8;
+constexpr std::size_t meta_free_head_at = meta_magic_at + 12;
+constexpr std::size_t meta_free_count_at = meta_magic_at + 16;
 
 /// The blocks a descent visited: inner[l - 1] at level l (1 .. root level), then the leaf.
 struct descent {

@@ -13,8 +13,10 @@ namespace tidemark::storage {
 void redo_record(const record_view& record, buffer_pool& pool, redo_summary& summary) {
   const lsn_t end = record.end_lsn();
   const std::size_t count = record.block_count;
-  buffer_id buffers[max_blocks_per_record];
-  std::size_t order[max_blocks_per_record];
+  thread_local std::vector<buffer_id> buffers; // kept allocated from record to record
+  thread_local std::vector<std::size_t> order;
+  buffers.resize(count);
+  order.resize(count);
   if (count > 1)
     pool.reserve_pins(static_cast<std::uint32_t>(count - 1)); // replay() reserved one
   std::size_t pinned = 0;
@@ -32,8 +34,8 @@ void redo_record(const record_view& record, buffer_pool& pool, redo_summary& sum
       pool.release_pins(static_cast<std::uint32_t>(count - 1));
     throw;
   }
-  std::iota(order, order + count, std::size_t{0});
-  std::sort(order, order + count, [&](std::size_t a, std::size_t b) {
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return record.blocks[a].id < record.blocks[b].id;
   });
   auto first_of_page = [&](std::size_t k) { // a page named twice is latched once

@@ -82,7 +82,9 @@ bool decode_body(const unsigned char* bytes, std::size_t length, std::size_t pag
       type != record_type::structure)
     return false;
   std::size_t pos = header_size;
-  for (std::size_t i = 0; i < out.header.block_count; ++i) {
+  std::size_t count = out.header.blocks();
+  out.blocks.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
     if (length - pos < block_header_size)
       return false;
     auto ref = load<block_ref_header>(bytes + pos);
@@ -117,7 +119,7 @@ bool decode_body(const unsigned char* bytes, std::size_t length, std::size_t pag
   }
   if (length - pos != out.header.main_length)
     return false;
-  out.block_count = out.header.block_count;
+  out.block_count = count;
   out.main = bytes + pos;
   out.main_length = out.header.main_length;
   return true;
@@ -240,7 +242,8 @@ void record_builder::finish() {
   TIDEMARK_CHECK(block_start_ == 0, "record_builder: finish() with every block closed");
   record_header& h = header();
   h.total_length = static_cast<std::uint32_t>(bytes_.size());
-  h.block_count = static_cast<std::uint8_t>(block_count_);
+  h.block_count = static_cast<std::uint8_t>(block_count_ & 0xFF);
+  h.block_count_high = static_cast<std::uint8_t>(block_count_ >> 8);
   h.main_length = static_cast<std::uint32_t>(main_length_);
   payload_crc_ = crc32c(bytes_.data() + header_size, bytes_.size() - header_size);
 }

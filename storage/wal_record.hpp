@@ -5,7 +5,8 @@
 // Layout (all little-endian, records start on 8-byte boundaries; total_length excludes the
 // padding that follows):
 //
-//   record_header (48 bytes)
+//   record_header (48 bytes; the block count is two bytes, low then high, apart: records
+//                  of up to 255 blocks read as they did when it was one)
 //   block_count × { block_ref_header (12 bytes), ops (ops_length bytes),
 //                   page image, only if block_has_image:
 //                     page_size bytes, or, with block_image_lz4 as well,
@@ -54,9 +55,12 @@ struct record_header {
   std::uint64_t durable_lsn;
   std::uint64_t xid;
   std::uint8_t type;
-  std::uint8_t block_count;
-  std::uint16_t reserved;
+  std::uint8_t block_count;      // low byte of the number of blocks
+  std::uint8_t block_count_high; // its high byte (zero in records of 255 blocks or fewer)
+  std::uint8_t reserved;
   std::uint32_t main_length;
+
+  std::size_t blocks() const { return block_count | std::size_t{block_count_high} << 8; }
 };
 static_assert(sizeof(record_header) == 48, "record header layout is part of the WAL format");
 
@@ -71,7 +75,10 @@ static_assert(sizeof(block_ref_header) == 12, "block ref layout is part of the W
 constexpr std::uint16_t block_has_image = 1;
 constexpr std::uint16_t block_image_lz4 = 2; // with block_has_image: the image is compressed
 constexpr std::size_t record_alignment = 8;
-constexpr std::size_t max_blocks_per_record = 255; // block_count is one byte
+constexpr std::size_t max_blocks_per_record = 0xFFFF; // block_count and block_count_high
+/// The longest record: the reader takes a longer length for corruption, and the log refuses
+/// to insert one (wal_log::insert).
+constexpr std::size_t max_record_bytes = std::size_t{256} << 20;
 constexpr std::size_t max_main_length = 1u << 20;
 constexpr std::size_t op_header_size = 5;          // u8 kind, u16 offset, u16 length
 constexpr std::size_t max_block_ops_length = 0xFFFF; // ops of one block in one record
@@ -93,11 +100,12 @@ inline std::size_t aligned_record_size(std::size_t total_length) {
 }
 
 /// Upper bound of total_length for `page_size`: every block with 64 KiB of ops and an image
-/// (a compressed one is never longer than the page),
-/// plus the longest main data. The reader rejects longer lengths without reading them.
+/// (a compressed one is never longer than the page), plus the longest main data, and never
+/// more than max_record_bytes. The reader rejects longer lengths without reading them.
 inline std::size_t max_record_length(std::size_t page_size) {
   std::size_t block_max = sizeof(block_ref_header) + 0xFFFF + page_size;
-  return sizeof(record_header) + max_blocks_per_record * block_max + max_main_length;
+  std::size_t longest = sizeof(record_header) + max_blocks_per_record * block_max + max_main_length;
+  return longest < max_record_bytes ? longest : max_record_bytes;
 }
 
 /// Assembles one record. Reusable: reset() keeps the buffer's capacity, so steady-state
@@ -161,7 +169,7 @@ void restore_image(const block_ref_view& block, void* page, std::size_t page_siz
 struct record_view {
   record_header header;
   std::size_t block_count = 0;
-  block_ref_view blocks[max_blocks_per_record];
+  std::vector<block_ref_view> blocks; // block_count of them (kept allocated between records)
   const unsigned char* main = nullptr;
   std::size_t main_length = 0;
 

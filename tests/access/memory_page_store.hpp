@@ -75,6 +75,12 @@ public:
     return lsn_;
   }
 
+  std::size_t max_record_bytes() const override { return max_record_bytes_; }
+  void set_max_record_bytes(std::size_t bytes) { max_record_bytes_ = bytes; }
+  void half_applied(const std::string& why) override {
+    TIDEMARK_CHECK_DETAIL(false, "a test's change never fails half applied", why);
+  }
+
   /// Replays every record onto empty pages, as redo would, into `target`.
   void replay_into(memory_page_store& target) const {
     std::lock_guard<std::mutex> lock(log_mutex_);
@@ -122,6 +128,7 @@ private:
 
   std::size_t page_size_;
   bool keep_records_;
+  std::size_t max_record_bytes_ = tidemark::storage::max_record_bytes;
   std::size_t record_count_ = 0;
   std::shared_mutex pages_mutex_;
   std::map<rel_id, std::vector<std::unique_ptr<page>>> relations_;

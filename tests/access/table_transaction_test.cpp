@@ -202,20 +202,27 @@ TEST_CASE("one transaction inserting thousands of keys into an empty table split
   CHECK(contents(store, accounts) == expected);
 }
 
-TEST_CASE("a transaction over the leaf limit is refused with nothing applied") {
+TEST_CASE("a transaction larger than one WAL record is refused with nothing applied") {
   memory_page_store store(4096);
+  store.set_max_record_bytes(256 * 1024); // 64 pages of 4 KiB
   tree::create(store, accounts);
   table_transaction txn(store);
   txn.begin(1);
   std::size_t per_leaf = (4096 - slots_offset) / item_footprint(12, 200);
-  for (std::size_t i = 0; i < per_leaf * (max_commit_leaves + 20); ++i) {
+  for (std::size_t i = 0; i < per_leaf * 80; ++i) {
     char key[16];
     std::snprintf(key, sizeof key, "key%09zu", i);
     txn.put(accounts, key, std::string(200, 'v'));
   }
-  CHECK_THROWS_WITH_AS(txn.commit(), doctest::Contains("at most 255 leaves"), tidemark::usage_error);
+  CHECK_THROWS_WITH_AS(txn.commit(), doctest::Contains("more than one WAL record holds"),
+                       tidemark::usage_error);
   CHECK(contents(store, accounts).empty());
   CHECK(check_tree(store, accounts) == ""); // the splits made for it stay, empty
+  // A value whose chain alone is too long for a record is refused the same way.
+  txn.begin(2);
+  txn.put(accounts, "big", std::string(400 * 1024, 'b'));
+  CHECK_THROWS_AS(txn.commit(), tidemark::usage_error);
+  CHECK(contents(store, accounts).empty());
 }
 
 TEST_CASE("ordered reads see the committed entries with the transaction's own changes laid over") {
