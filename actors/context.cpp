@@ -30,10 +30,10 @@ void context::log(const std::string& line) const {
 void context::sync_file(const storage::file_tag& tag) {
   switch (tag.kind) {
     case storage::file_kind::relation:
-      files->sync_segment(tag.segment);
+      store.files->sync_segment(tag.segment);
       return;
     case storage::file_kind::commit_log:
-      commit_log->sync_segment(tag.segment.segno);
+      store.commit_log->sync_segment(tag.segment.segno);
       return;
   }
 }
@@ -41,7 +41,7 @@ void context::sync_file(const storage::file_tag& tag) {
 void context::write_back_file(const storage::file_tag& tag, std::uint64_t offset,
                              std::uint64_t length) {
   if (tag.kind == storage::file_kind::relation)
-    files->write_back_segment(tag.segment, offset, length);
+    store.files->write_back_segment(tag.segment, offset, length);
 }
 
 messages::actor_role role_of(storage::write_source source) {

@@ -46,8 +46,8 @@ using dw_batcher_pointer = dw_batcher_actor::stateful_pointer<dw_batcher_state>;
 
 void trace(context& ctx, actor_role from, actor_role to, trace_type type, std::uint64_t a,
            std::uint64_t b = 0) {
-  if (ctx.trace)
-    ctx.trace->record(from, to, type, a, b);
+  if (ctx.store.trace)
+    ctx.store.trace->record(from, to, type, a, b);
 }
 
 // What a batch's in-place writes do to each file it touches: bytes and range (for the
@@ -57,8 +57,8 @@ std::vector<storage::file_write> writes_of(context& ctx, const std::vector<stora
   std::size_t count = 0;
   for (const storage::dw_entry& entry : entries)
     count = storage::note_write(written.data(), count,
-                                {storage::file_kind::relation, ctx.files->segment_of(entry.id)},
-                                ctx.files->offset_in_segment(entry.id), ctx.files->page_size());
+                                {storage::file_kind::relation, ctx.store.files->segment_of(entry.id)},
+                                ctx.store.files->offset_in_segment(entry.id), ctx.store.files->page_size());
   written.resize(count);
   return written;
 }
@@ -87,11 +87,11 @@ void on_chunks_synced(dw_batcher_pointer self, const std::vector<std::uint32_t>&
     TIDEMARK_CHECK_DETAIL(st.awaiting_fsync.erase(chunk) == 1,
                           "a chunk reported synced was awaiting its fsync",
                           "chunk " + std::to_string(chunk));
-    ctx.ring->advance(chunk, dw_state::data_fsynced);
+    ctx.store.ring->advance(chunk, dw_state::data_fsynced);
     trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_fsynced, chunk);
     // Traced before the release: a writer may take the chunk the moment it is free.
     trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_free, chunk);
-    ctx.ring->release(chunk);
+    ctx.store.ring->release(chunk);
     st.hurried.erase(chunk);
   }
   ask_synced(self);
@@ -107,7 +107,7 @@ void ask_synced(dw_batcher_pointer self) {
   self->request(st.sync_worker, caf::infinite, synced_chunks_request{})
     .then([=](const chunks_synced& done) { on_chunks_synced(self, done.chunks); },
           [=](const caf::error&) {
-            self->state.ctx->ring->fail();
+            self->state.ctx->store.ring->fail();
             fail_queued_batches(self);
           });
 }
@@ -123,8 +123,8 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   auto& st = self->state;
   context& ctx = *st.ctx;
   bool needed = st.waiting_for_ring_space ||
-                ctx.ring->used_bytes() > ctx.ring->capacity_bytes() / 2 ||
-                (writer_waiting && ctx.ring->free_chunks() == 0);
+                ctx.store.ring->used_bytes() > ctx.store.ring->capacity_bytes() / 2 ||
+                (writer_waiting && ctx.store.ring->free_chunks() == 0);
   if (!st.hurried.empty() || !needed)
     return;
   sync_now request;
@@ -145,15 +145,15 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
 
 void fail_batch(context& ctx, std::uint32_t chunk, const std::string& why) {
   ctx.fail(why);
-  ctx.ring->fail();
-  for (const storage::dw_entry& entry : ctx.ring->entries(chunk))
-    ctx.pool->finish_write(entry.buffer, false);
+  ctx.store.ring->fail();
+  for (const storage::dw_entry& entry : ctx.store.ring->entries(chunk))
+    ctx.store.pool->finish_write(entry.buffer, false);
 }
 
 void answer_flush_waiters(dw_batcher_pointer self) {
   auto& st = self->state;
   for (auto& promise : st.flush_waiters)
-    promise.deliver(dw_flushed{st.ctx->ring->counters().batches.load()});
+    promise.deliver(dw_flushed{st.ctx->store.ring->counters().batches.load()});
   st.flush_waiters.clear();
 }
 
@@ -191,13 +191,13 @@ bool may_gather(const dw_batcher_state& st, actor_role source) {
   const context& ctx = *st.ctx;
   if (ctx.config.doublewrite_flush_delay.count() == 0 || source == actor_role::backend ||
       ctx.recovering.load(std::memory_order_relaxed) || !st.flush_waiters.empty() ||
-      ctx.pool->supply_size() < ctx.pool->supply_low_water() / 4 ||
-      st.queued.size() >= ctx.ring->batch_pages()) // each batch holds a page at least
+      ctx.store.pool->supply_size() < ctx.store.pool->supply_low_water() / 4 ||
+      st.queued.size() >= ctx.store.ring->batch_pages()) // each batch holds a page at least
     return false;
   std::size_t pages = 0;
   for (const auto& [chunk, queued_source] : st.queued)
-    pages += ctx.ring->entries(chunk).size();
-  return pages < ctx.ring->batch_pages();
+    pages += ctx.store.ring->entries(chunk).size();
+  return pages < ctx.store.ring->batch_pages();
 }
 
 // A batch handed over: queued, and written at the next drain together with every batch
@@ -206,7 +206,7 @@ bool may_gather(const dw_batcher_state& st, actor_role source) {
 void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   trace(*st.ctx, source, actor_role::dw_batcher, trace_type::dw_batch_ready, chunk,
-        st.ctx->ring->entries(chunk).size());
+        st.ctx->store.ring->entries(chunk).size());
   st.queued.emplace_back(chunk, source);
   if (!may_gather(st, source)) {
     drain_soon(self);
@@ -222,14 +222,14 @@ void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) 
 bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   context& ctx = *st.ctx;
-  storage::doublewrite_ring& ring = *ctx.ring;
+  storage::doublewrite_ring& ring = *ctx.store.ring;
   const auto& entries = ring.entries(chunk);
   st.copies.clear();
   for (std::size_t i = 0; i < entries.size(); ++i)
     st.copies.push_back(
       {entries[i].id, entries[i].lsn, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
   try {
-    ctx.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
+    ctx.store.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
     if (!ring.write(chunk))
       return false;
   } catch (const std::exception& error) {
@@ -245,7 +245,7 @@ bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role sourc
 void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   context& ctx = *st.ctx;
-  storage::doublewrite_ring& ring = *ctx.ring;
+  storage::doublewrite_ring& ring = *ctx.store.ring;
   const auto& entries = ring.entries(chunk);
   st.writes.clear();
   for (std::size_t i = 0; i < entries.size(); ++i)
@@ -258,18 +258,18 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
     // D1: only after DWB_FSYNCED. No writeback is started here: the pages wait in the page
     // cache, coalescing, for the sync worker's paced write-back and the fsync that retires
     // the chunk.
-    ctx.files->write_pages(st.writes.data(), st.writes.size());
+    ctx.store.files->write_pages(st.writes.data(), st.writes.size());
   } catch (const std::exception& error) {
     fail_batch(ctx, chunk, std::string("doublewrite batch failed: ") + error.what());
     return;
   }
-  ctx.registry.register_files(written.data(), written.size(), source_of(source));
-  ctx.writer->count_written(entries.size(), source_of(source));
+  ctx.store.registry.register_files(written.data(), written.size(), source_of(source));
+  ctx.store.writer->count_written(entries.size(), source_of(source));
   // Buffers the bgwriter cleaned, and victims a session handed over and left for another,
   // are reusable now: offered to the sessions' next allocations.
   bool offer = source == actor_role::bgwriter || source == actor_role::backend;
   for (const storage::dw_entry& entry : entries)
-    ctx.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
+    ctx.store.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);
   trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_written, chunk);
   st.awaiting_fsync.emplace(chunk, files);
@@ -316,10 +316,10 @@ void write_queued(dw_batcher_pointer self) {
       for (const auto& [chunk, source] : st.group)
         st.group_chunks.push_back(chunk);
       try {
-        ctx.ring->sync(st.group_chunks.data(), st.group_chunks.size());
+        ctx.store.ring->sync(st.group_chunks.data(), st.group_chunks.size());
       } catch (const std::exception& error) {
         ctx.fail(std::string("doublewrite ring fsync failed: ") + error.what());
-        ctx.ring->fail();
+        ctx.store.ring->fail();
         fail_group_and_queue(self);
         return;
       }
@@ -333,10 +333,10 @@ void write_queued(dw_batcher_pointer self) {
       st.group.clear();
     } else if (retry) {
       try {
-        retry = ctx.ring->sync_horizon();
+        retry = ctx.store.ring->sync_horizon();
       } catch (const std::exception& error) {
         ctx.fail(std::string("doublewrite ring fsync failed: ") + error.what());
-        ctx.ring->fail();
+        ctx.store.ring->fail();
         fail_queued_batches(self);
         return;
       }
@@ -387,14 +387,14 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx
       if (!st.queued.empty())
         drain_soon(self); // not after a gathering delay: someone waits
       if (st.queued.empty())
-        return dw_flushed{st.ctx->ring->counters().batches.load()};
+        return dw_flushed{st.ctx->store.ring->counters().batches.load()};
       st.flush_waiters.push_back(self->make_response_promise<dw_flushed>());
       return st.flush_waiters.back();
     },
     [=](flush_atom, std::uint32_t generation) {
       context& ctx = *self->state.ctx;
       auto& victims = storage::checked_downcast<doublewrite_victim_writer>(
-        ctx.victims.get(), "doublewrite mode hands sessions' victims to the doublewrite victim writer");
+        ctx.store.victims.get(), "doublewrite mode hands sessions' victims to the doublewrite victim writer");
       auto [chunk, count] = victims.take(generation);
       if (count > 0 && !ctx.failed())
         hand_over(self, chunk, actor_role::backend);

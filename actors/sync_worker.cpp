@@ -130,8 +130,8 @@ using sync_worker_pointer = sync_worker_actor::stateful_pointer<sync_worker_stat
 
 void trace(context& ctx, role from, role to, trace_type type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
-  if (ctx.trace)
-    ctx.trace->record(from, to, type, a, b, c);
+  if (ctx.store.trace)
+    ctx.store.trace->record(from, to, type, a, b, c);
 }
 
 // Answers the batcher's outstanding synced_chunks_request with every chunk covered since
@@ -197,7 +197,7 @@ bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uin
   }
   *micros = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - start).count());
-  ctx.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  ctx.counters.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
   trace(ctx, role::sync_worker, role::sync_worker, trace_type::fsync, tag.segment.rel, tag.segment.segno,
         static_cast<std::uint64_t>(tag.kind));
   notify_synced(self, tag);
@@ -320,10 +320,10 @@ void sweep_step(sync_worker_pointer self) {
 // A file was written: remember it for the next fsync (absorbed when already pending).
 void on_register(sync_worker_pointer self, const sync_register& request) {
   context& ctx = *self->state.ctx;
-  ctx.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
+  ctx.counters.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
   for (const file_written& f : request.files) {
     if (!self->state.table.remember({to_tag(f.file), f.bytes, f.begin, f.end}))
-      ctx.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
+      ctx.counters.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -38,8 +38,8 @@ standby_position where_standby_is(const receiver_state& st) {
   p.written = ctx.standby.received.load();
   p.flushed = ctx.standby.flushed.load();
   p.replayed = ctx.standby.replayed.load();
-  p.pages_read = ctx.pool->counters().reads.load();
-  p.prefetch_hits = ctx.pool->counters().prefetch_hits.load();
+  p.pages_read = ctx.store.pool->counters().reads.load();
+  p.prefetch_hits = ctx.store.pool->counters().prefetch_hits.load();
   return p;
 }
 
@@ -124,12 +124,12 @@ void store_chunk(receiver_pointer self, const wal_chunk& chunk) {
   if (stopped_by_failure(self))
     return;
   try {
-    ctx.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
-    lsn_t written = ctx.wal->write_out();
+    ctx.store.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
+    lsn_t written = ctx.store.wal->write_out();
     ctx.standby.received.store(written);
     if (st.sender) // remote_write commits need not wait for the fdatasync
       self->send(st.sender, standby_feedback{where_standby_is(st)});
-    lsn_t flushed = ctx.wal->sync_through(written);
+    lsn_t flushed = ctx.store.wal->sync_through(written);
     ctx.standby.flushed.store(flushed);
     st.arrival->flushed_to(flushed);
     if (stopped_by_failure(self)) // redo stopped meanwhile: this flush is not confirmed
@@ -239,8 +239,8 @@ wal_receiver_actor::behavior_type wal_receiver(receiver_pointer self, context* c
   st.ctx = ctx;
   st.arrival = arrival;
   st.options = std::move(options);
-  ctx->standby.flushed.store(ctx->wal->flushed_lsn());
-  ctx->standby.received.store(ctx->wal->flushed_lsn());
+  ctx->standby.flushed.store(ctx->store.wal->flushed_lsn());
+  ctx->standby.received.store(ctx->store.wal->flushed_lsn());
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& st = self->state;
     if (st.sender && down.source == st.sender.address())

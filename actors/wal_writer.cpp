@@ -86,7 +86,7 @@ void start_sync(wal_writer_pointer self, std::uint64_t needed) {
   st.uncovered_waits = 0;
   std::uint64_t target;
   try {
-    target = ctx.wal->write_out();
+    target = ctx.store.wal->write_out();
   } catch (const storage::io_error& error) {
     ctx.fail(error.what());
     fail_waiters(self);
@@ -130,7 +130,7 @@ wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, context* c
   return {
     [=](wal_sync_request request) -> caf::result<flush_done> {
       try {
-        return flush_done{ctx->wal->sync_through(request.target)};
+        return flush_done{ctx->store.wal->sync_through(request.target)};
       } catch (const storage::io_error& error) {
         ctx->fail(error.what());
         return failure_error(*ctx);
@@ -158,7 +158,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
       context& ctx = *st.ctx;
       if (ctx.failed())
         return failure_error(ctx);
-      std::uint64_t flushed = ctx.wal->flushed_lsn();
+      std::uint64_t flushed = ctx.store.wal->flushed_lsn();
       if (request.lsn <= flushed)
         return flush_done{flushed};
       auto promise = self->make_response_promise<flush_done>();
@@ -168,7 +168,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
     },
     [=](flush_wanted wanted) {
       context& ctx = *self->state.ctx;
-      if (!ctx.failed() && wanted.lsn > ctx.wal->flushed_lsn())
+      if (!ctx.failed() && wanted.lsn > ctx.store.wal->flushed_lsn())
         want_flush(self, wanted.lsn);
     },
     [=](flush_atom) {
@@ -176,7 +176,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
       start_sync(self, self->state.highest_waited);
     },
     [=](tick_atom) {
-      start_sync(self, self->state.ctx->wal->inserted_lsn());
+      start_sync(self, self->state.ctx->store.wal->inserted_lsn());
       self->delayed_send(self, async_flush_interval, tick_atom::value);
     },
   };

@@ -268,7 +268,7 @@ std::size_t database::page_size() const { return impl_->engine().config.page_siz
 block_number database::relation_blocks(relation_id relation) const {
   check_relation(relation);
   impl_->check_open("relation_blocks");
-  return impl_->engine().files->nblocks(relation);
+  return impl_->engine().store.files->nblocks(relation);
 }
 
 transaction_status database::status_of(transaction_id id) const {
@@ -278,9 +278,9 @@ transaction_status database::status_of(transaction_id id) const {
     return transaction_status::unknown;
   // Open read-only, there is no commit-status log in memory: its files hold every status.
   storage::xact_status status =
-    e.commit_log != nullptr
-      ? e.commit_log->get(id)
-      : storage::read_recorded_status(*e.io, e.data_dir + "/xact", e.config.page_size, id);
+    e.store.commit_log != nullptr
+      ? e.store.commit_log->get(id)
+      : storage::read_recorded_status(*e.store.io, e.data_dir + "/xact", e.config.page_size, id);
   switch (status) {
     case storage::xact_status::committed:
       return transaction_status::committed;
@@ -303,7 +303,7 @@ power_loss_report database::simulate_power_loss() {
 void database::write_trace(const std::string& path) const {
   if (!impl_->traced)
     throw usage_error("write_trace needs open_options::trace");
-  impl_->engine().trace->write_chrome_json(path);
+  impl_->engine().store.trace->write_chrome_json(path);
 }
 
 // ---- session -------------------------------------------------------------------------------

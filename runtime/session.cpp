@@ -16,8 +16,8 @@ namespace tidemark::runtime {
 instance_session::instance_session(instance& db)
   : db_(&db),
     txn_(std::make_unique<storage::page_transaction>(
-      *db.internals().pool, db.internals().wal.get(), *db.internals().tails,
-      db.internals().full_page_writes(), db.internals().commit_log.get(),
+      *db.internals().store.pool, db.internals().store.wal.get(), *db.internals().tails,
+      db.internals().full_page_writes(), db.internals().store.commit_log.get(),
       [e = &db.internals()](const std::string& why) { e->fail(why); })) {}
 
 void instance_session::check_running() const {
@@ -29,21 +29,21 @@ void instance_session::check_running() const {
 
 void instance_session::wait_durable(storage::lsn_t lsn) {
   engine& e = db_->internals();
-  if (e.wal == nullptr) // read-only: everything on disk was made durable by the clean stop
+  if (e.store.wal == nullptr) // read-only: everything on disk was made durable by the clean stop
     return;
-  if (!e.config.synchronous_commit || lsn <= e.wal->flushed_lsn())
+  if (!e.config.synchronous_commit || lsn <= e.store.wal->flushed_lsn())
     return;
   // Group commit: the wal_writer starts a sync covering `lsn` (together with every other
   // commit waiting), and the sync's completion wakes this thread.
   caf::anon_send(db_->wal_writer(), messages::flush_wanted{lsn});
-  e.wal->wait_for_flush(lsn);
+  e.store.wal->wait_for_flush(lsn);
 }
 
 void instance_session::wait_for_standby(storage::lsn_t lsn) {
   engine& e = db_->internals();
   if (lsn == 0 || e.config.synchronous_standby == settings::standby_wait::off)
     return;
-  e.standby_acknowledged.wait_for(lsn);
+  e.sender.acknowledged.wait_for(lsn);
 }
 
 void instance_session::settle_read() {
@@ -66,7 +66,7 @@ void instance_session::begin() {
 }
 
 void instance_session::check_block(storage::page_id id, bool changing) const {
-  if (id.block < db_->internals().files->nblocks(id.rel))
+  if (id.block < db_->internals().store.files->nblocks(id.rel))
     return; // the common case: a block the relation has
   storage::block_id limit = txn_->extendable_to(id.rel); // blocks [0, limit) may be read
   if (id.block < limit || (changing && id.block == limit))

@@ -62,10 +62,10 @@ void instance::start_replication() {
 void instance::start_standby(const instance_options& options) {
   engine& e = *engine_;
   const storage::control_data control = e.control();
-  e.standby.flushed.store(e.wal->flushed_lsn());
-  e.standby.received.store(e.wal->flushed_lsn());
+  e.standby.flushed.store(e.store.wal->flushed_lsn());
+  e.standby.received.store(e.store.wal->flushed_lsn());
   e.standby.replayed.store(control.redo_lsn);
-  arrival_ = std::make_unique<storage::received_wal>(e.wal->flushed_lsn());
+  arrival_ = std::make_unique<storage::received_wal>(e.store.wal->flushed_lsn());
   e.standby.restartpoints.store(true);
   e.standby.restart_redo.store(control.redo_lsn);
   if (options.stream) {
@@ -158,16 +158,16 @@ void instance::promote() {
     throw tidemark::data_error(why);
   }
   e.standby.restartpoints.store(false);
-  e.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
+  e.store.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
   e.standby.promoting.store(true); // the end-of-recovery checkpoint records the next generation
-  const std::uint64_t written_before = e.writer->written(storage::write_source::checkpointer);
+  const std::uint64_t written_before = e.store.writer->written(storage::write_source::checkpointer);
   auto started = std::chrono::steady_clock::now();
   request_checkpoint(messages::checkpoint_reason::end_of_recovery);
   recovery_.checkpoint_seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   recovery_.pages_written_by_checkpoint =
-    e.writer->written(storage::write_source::checkpointer) - written_before;
-  remove_standby_file(*e.io, e.data_dir);
+    e.store.writer->written(storage::write_source::checkpointer) - written_before;
+  remove_standby_file(*e.store.io, e.data_dir);
   standby_.reset();
   arrival_.reset();
   e.recovering.store(false);
@@ -195,7 +195,7 @@ standby_status instance::standby() const {
   s.replayed = e.standby.replayed.load();
   s.backup_end = standby_->backup_end_lsn;
   s.records = e.standby.records.load();
-  s.restartpoints = e.checkpoints.restartpoints.load();
+  s.restartpoints = e.counters.checkpoints.restartpoints.load();
   s.restart_redo = e.standby.restart_redo.load();
   s.wal_rereads = e.standby.wal_rereads.load();
   s.failed = e.failed();
@@ -207,7 +207,7 @@ standby_status instance::standby() const {
                          std::chrono::system_clock::now().time_since_epoch()).count();
     s.seconds_behind = std::max<double>(0, double(now - then) / 1e6);
   }
-  const auto& pool = e.pool->counters();
+  const auto& pool = e.store.pool->counters();
   s.pages_read = pool.reads.load();
   s.prefetched = pool.prefetched.load();
   s.prefetch_hits = pool.prefetch_hits.load();

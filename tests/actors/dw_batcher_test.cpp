@@ -61,9 +61,9 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   // a writer would.
   std::uint32_t stage(storage::block_id first, unsigned seed, bool compressible = false,
                       std::uint32_t pages = batch) {
-    storage::buffer_pool& pool = *engine.pool;
+    storage::buffer_pool& pool = *engine.store.pool;
     const std::size_t page_size = pool.page_size();
-    std::uint32_t chunk = engine.ring->acquire({});
+    std::uint32_t chunk = engine.store.ring->acquire({});
     for (std::uint32_t i = 0; i < pages; ++i) {
       storage::page_id id{rel, first + i};
       touch(rel, id.block);
@@ -89,21 +89,21 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   void stage_buffer(std::uint32_t chunk, std::uint32_t slot, storage::buffer_id buffer) {
     storage::dw_entry entry;
     entry.buffer = buffer;
-    REQUIRE(engine.pool->start_write(buffer, engine.ring->slot_memory(chunk, slot), &entry.id,
+    REQUIRE(engine.store.pool->start_write(buffer, engine.store.ring->slot_memory(chunk, slot), &entry.id,
                                      &entry.lsn));
-    engine.ring->entries(chunk).push_back(entry);
+    engine.store.ring->entries(chunk).push_back(entry);
   }
 
   void hand_over(std::uint32_t chunk,
                  messages::actor_role source = messages::actor_role::bgwriter) {
-    auto pages = static_cast<std::uint32_t>(engine.ring->entries(chunk).size());
+    auto pages = static_cast<std::uint32_t>(engine.store.ring->entries(chunk).size());
     caf::anon_send(batcher, messages::dw_batch_ready{chunk, pages, static_cast<std::uint8_t>(source)});
   }
 
   // Puts clean, unpinned buffers nobody used lately into the victim supply, as the
   // bgwriter does: sessions have victims, so no one waits for a batch being written.
   void fill_supply(storage::rel_id other) {
-    storage::buffer_pool& pool = *engine.pool;
+    storage::buffer_pool& pool = *engine.store.pool;
     for (storage::block_id b = 0; b < 3 * pool.size(); ++b) // sweeps age buffers to usage 0
       pool.unpin(pool.pin({other, b}));
     for (storage::buffer_id b = 0; b < pool.size(); ++b)
@@ -114,7 +114,7 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
 
   // Trace events of `type`.
   std::size_t events(trace_type type) const {
-    const auto& all = engine.trace->events();
+    const auto& all = engine.store.trace->events();
     return static_cast<std::size_t>(
       std::count_if(all.begin(), all.end(), [&](const auto& event) { return type == event.type; }));
   }
@@ -122,7 +122,7 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   // Index of the first trace event of `type` for `chunk`. A missing event fails the test:
   // an order check must never pass because one of its events did not happen.
   std::size_t first_event(trace_type type, std::uint32_t chunk) const {
-    const auto& all = engine.trace->events();
+    const auto& all = engine.store.trace->events();
     for (std::size_t i = 0; i < all.size(); ++i)
       if (type == all[i].type && all[i].a == chunk)
         return i;
@@ -140,7 +140,7 @@ TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before
   for (std::uint32_t chunk : chunks)
     f.hand_over(chunk);
   f.run();
-  const auto& counters = f.engine.ring->counters();
+  const auto& counters = f.engine.store.ring->counters();
   CHECK(counters.batches.load() == 3);
   CHECK(counters.fsyncs.load() == 1);
   std::size_t last_written = 0;
@@ -160,7 +160,7 @@ TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before
 TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement frees room") {
   batcher_fixture f;
   f.create_file(rel);
-  REQUIRE(f.engine.ring->capacity_bytes() < 2 * storage::max_record_bytes(batch, f.engine.pool->page_size()));
+  REQUIRE(f.engine.store.ring->capacity_bytes() < 2 * storage::max_record_bytes(batch, f.engine.store.pool->page_size()));
   std::uint32_t first = f.stage(0, 1);
   std::uint32_t second = f.stage(batch, 2);
   f.hand_over(first);
@@ -172,15 +172,15 @@ TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement
   });
   f.run();
 
-  const auto& ring = *f.engine.ring;
-  CHECK(f.engine.ring->counters().ring_full.load() >= 1);
-  CHECK(f.engine.ring->counters().batches.load() == 2);
+  const auto& ring = *f.engine.store.ring;
+  CHECK(f.engine.store.ring->counters().ring_full.load() >= 1);
+  CHECK(f.engine.store.ring->counters().batches.load() == 2);
   // The second record went into the first's space only after the first was FREE (D2) and
   // a header past it was durable: a header alone, as no other batch was there to carry it.
   CHECK(f.first_event(trace_type::dw_free, first) < f.first_event(trace_type::dw_horizon_synced, 0));
   CHECK(f.first_event(trace_type::dw_horizon_synced, 0) < f.first_event(trace_type::dw_written, second));
-  CHECK(f.engine.ring->counters().horizon_fsyncs.load() == 1);
-  CHECK(f.engine.ring->counters().fsyncs.load() == 3);
+  CHECK(f.engine.store.ring->counters().horizon_fsyncs.load() == 1);
+  CHECK(f.engine.store.ring->counters().fsyncs.load() == 3);
   REQUIRE(flushed.has_value());
   CHECK(flushed->batches == 2); // answered after the waiting batch was written
   CHECK(ring.state(first) == storage::dw_state::free); // and both retired in the end
@@ -194,7 +194,7 @@ TEST_CASE("dw_batcher: a writer waiting for staging while batches are queued hur
   std::uint32_t written = f.stage(0, 1, true);
   f.hand_over(written);
   f.run(); // written in place: DATA_WRITTEN, waiting for an fsync of its file
-  REQUIRE(f.engine.ring->state(written) == storage::dw_state::data_written);
+  REQUIRE(f.engine.store.ring->state(written) == storage::dw_state::data_written);
   // Two more batches queued for the next drain, and the flush request a writer sends when it
   // finds no staging memory. The ring has room: retiring the first batch would free
   // nothing anyone waits for, and would cost an fsync of the data file.
@@ -202,10 +202,10 @@ TEST_CASE("dw_batcher: a writer waiting for staging while batches are queued hur
   f.hand_over(f.stage(2 * batch, 3, true));
   caf::anon_send(f.batcher, messages::dw_flush_request{});
   f.run();
-  CHECK(f.engine.ring->counters().batches.load() == 3);
+  CHECK(f.engine.store.ring->counters().batches.load() == 3);
   CHECK(f.events(trace_type::sync_now) == 0);
-  CHECK(f.engine.syncs.fsyncs.load() == 0);
-  CHECK(f.engine.ring->state(written) == storage::dw_state::data_written);
+  CHECK(f.engine.counters.syncs.fsyncs.load() == 0);
+  CHECK(f.engine.store.ring->state(written) == storage::dw_state::data_written);
   CHECK_FALSE(f.engine.failed());
 }
 
@@ -213,7 +213,7 @@ TEST_CASE("dw_batcher: small background batches wait doublewrite_flush_delay to 
           "fsync, unless someone waits for them") {
   batcher_fixture f("64", {"doublewrite_flush_delay=5ms", "shared_buffers=256"});
   f.create_file(rel);
-  const auto& counters = f.engine.ring->counters();
+  const auto& counters = f.engine.store.ring->counters();
   std::vector<std::uint32_t> chunks;
   for (unsigned i = 0; i < 6; ++i) // two pages each; the last, a full batch
     chunks.push_back(f.stage(i * batch, i, true, i == 5 ? batch : 2));
@@ -265,10 +265,10 @@ TEST_CASE("dw_batcher: with the victim supply nearly empty, a small background b
           "synced at once") {
   batcher_fixture f("64", {"doublewrite_flush_delay=5ms", "shared_buffers=256"});
   f.create_file(rel);
-  REQUIRE(f.engine.pool->supply_size() < f.engine.pool->supply_low_water() / 4);
+  REQUIRE(f.engine.store.pool->supply_size() < f.engine.store.pool->supply_low_water() / 4);
   f.hand_over(f.stage(0, 1, true, 2));
   f.run();
-  CHECK(f.engine.ring->counters().batches.load() == 1);
+  CHECK(f.engine.store.ring->counters().batches.load() == 1);
   CHECK_FALSE(f.engine.failed());
 }
 
@@ -279,7 +279,7 @@ TEST_CASE("dw_batcher: a writer's sink that staged nothing holds no ring chunk a
   f.create_file(rel);
   auto bgwriter = actors::make_buffer_sink(f.engine, storage::write_source::bgwriter);
   auto checkpointer = actors::make_buffer_sink(f.engine, storage::write_source::checkpointer);
-  storage::buffer_pool& pool = *f.engine.pool;
+  storage::buffer_pool& pool = *f.engine.store.pool;
   storage::buffer_id clean = pool.pin({rel, 100}); // never written: nothing to write
   pool.unpin(clean);
   CHECK_FALSE(bgwriter->add(clean, true));
@@ -287,10 +287,10 @@ TEST_CASE("dw_batcher: a writer's sink that staged nothing holds no ring chunk a
   bgwriter->flush();
   checkpointer->flush();
   std::uint32_t first = 0, second = 0;
-  CHECK(f.engine.ring->try_acquire(&first));
-  CHECK(f.engine.ring->try_acquire(&second));
-  f.engine.ring->give_back(first);
-  f.engine.ring->give_back(second);
+  CHECK(f.engine.store.ring->try_acquire(&first));
+  CHECK(f.engine.store.ring->try_acquire(&second));
+  f.engine.store.ring->give_back(first);
+  f.engine.store.ring->give_back(second);
   CHECK_FALSE(f.engine.failed());
 }
 

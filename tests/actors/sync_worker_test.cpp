@@ -43,7 +43,7 @@ struct sync_fixture : test::deterministic_fixture, test::engine_fixture {
   void grow_file(std::uint32_t rel, std::uint32_t blocks) {
     std::vector<unsigned char> page(engine.config.page_size, 0);
     storage::finalize_page_for_write(page.data(), page.size(), {rel, blocks - 1}, true);
-    engine.files->write_page({rel, blocks - 1}, page.data());
+    engine.store.files->write_page({rel, blocks - 1}, page.data());
   }
 
   // Asks for a sync phase; the answer lands in `done` or `error`.
@@ -70,8 +70,8 @@ TEST_CASE("sync worker: many registrations of one segment cost one fsync") {
   REQUIRE(done);
   CHECK_FALSE(error);
   CHECK(done->files == 2);
-  CHECK(f.engine.syncs.requests.load() == 110);
-  CHECK(f.engine.syncs.absorbed.load() == 108);
+  CHECK(f.engine.counters.syncs.requests.load() == 110);
+  CHECK(f.engine.counters.syncs.absorbed.load() == 108);
   CHECK(f.events(trace_type::fsync).size() == 2);
 }
 
@@ -114,7 +114,7 @@ TEST_CASE("sync worker: a sync phase writes a file back a megabyte at a time, th
   REQUIRE(done);
   std::vector<std::uint64_t> offsets;
   bool fsynced_after_pieces = false;
-  for (const auto& e : f.engine.trace->events()) {
+  for (const auto& e : f.engine.store.trace->events()) {
     if (e.type == trace_type::write_back && e.a == 3)
       offsets.push_back(e.c);
     if (e.type == trace_type::fsync && e.a == 3)

@@ -34,13 +34,13 @@ traced_result run_doublewrite(double seconds) {
                          "max_wal_size=1GB", "segment_size=1MB", "log_checkpoints=off"},
                         4, seconds, [&](runtime::instance& db) {
                           // Read after close: the shutdown checkpoint writes through the ring too.
-                          auto& counters = db.internals().ring->counters();
+                          auto& counters = db.internals().store.ring->counters();
                           result.batches = counters.batches.load();
                           result.ring_fsyncs = counters.fsyncs.load();
                           result.horizon_fsyncs = counters.horizon_fsyncs.load();
                           result.ring_full = counters.ring_full.load();
                           result.slot_waits = counters.slot_waits.load();
-                          result.events = db.internals().trace->events();
+                          result.events = db.internals().store.trace->events();
                         });
   return result;
 }

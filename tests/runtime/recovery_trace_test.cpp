@@ -82,8 +82,8 @@ std::vector<messages::trace_event> recover_traced(const std::vector<std::string>
   REQUIRE(db->recovery().needed);
   CHECK(db->recovery().records > transactions); // every committed transaction was replayed
   db->close();
-  CHECK(db->internals().trace->dropped() == 0);
-  std::vector<messages::trace_event> events = db->internals().trace->events();
+  CHECK(db->internals().store.trace->dropped() == 0);
+  std::vector<messages::trace_event> events = db->internals().store.trace->events();
   db.reset();
   std::filesystem::remove_all(root);
   return events;

@@ -18,7 +18,7 @@ TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its wr
   test::traced_tpcb_run({"shared_buffers=64", "checkpoint_timeout=1s", "segment_size=1MB",
                          "wal_segment_size=256kB", "max_wal_size=64MB", "log_checkpoints=off",
                          "bgwriter_delay=10ms"},
-                        4, 2.5, [&](runtime::instance& db) { events = db.internals().trace->events(); });
+                        4, 2.5, [&](runtime::instance& db) { events = db.internals().store.trace->events(); });
   std::size_t checkpoints = 0, cleaned_during_write = 0;
   for (std::size_t begin = 0; begin < events.size(); ++begin) {
     if (!is(events[begin], trace_type::checkpoint_begin) ||
