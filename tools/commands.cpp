@@ -23,10 +23,10 @@ const flag_spec set_flag_run = {"--set", "KEY=VALUE",
                                 "a setting for this run (tidemark settings lists them)",
                                 false, true};
 
-} // namespace
-
-const std::vector<command>& commands() {
-  static const std::vector<command> table = {
+// The commands on one data directory (directory_commands.hpp), and the settings listing
+// (settings_command.hpp) of what its tidemark.conf may hold.
+std::vector<command> directory_commands() {
+  return {
     {"init", "create a data directory holding the TPC-B-like tables",
      "Writes DIR/tidemark.conf with every setting (--set changes one), loads the tables and\n"
      "makes it all durable before the first checkpoint.",
@@ -75,6 +75,13 @@ const std::vector<command>& commands() {
      {{"--json", "", "print JSON: one object per setting"},
       {"--markdown", "", "print the Markdown table of docs/settings.md"}},
      false, cmd_settings},
+  };
+}
+
+// The replication commands (replication_commands.hpp): a base backup, a standby, a
+// promotion.
+std::vector<command> replication_commands() {
+  return {
     {"basebackup", "copy a running primary into a new standby directory",
      "The primary must have replication_listen set. The copy is consistent once a standby\n"
      "has replayed its WAL to the end position printed.",
@@ -100,6 +107,17 @@ const std::vector<command>& commands() {
        false, true}},
      true, cmd_promote},
   };
+}
+
+} // namespace
+
+const std::vector<command>& commands() {
+  static const std::vector<command> table = [] {
+    std::vector<command> all = directory_commands();
+    std::vector<command> replication = replication_commands();
+    all.insert(all.end(), replication.begin(), replication.end());
+    return all;
+  }();
   return table;
 }
 
