@@ -8,8 +8,8 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -70,8 +70,8 @@ checkpoint_run& current_run(checkpointer_state& st) {
   return *st.run;
 }
 
-void trace(context& ctx, actor_role to, trace_type type, std::uint64_t a = 0,
-           std::uint64_t b = 0, std::uint64_t c = 0) {
+void trace(context& ctx, actor_role to, trace_type type, std::uint64_t a = 0, std::uint64_t b = 0,
+           std::uint64_t c = 0) {
   if (ctx.store.trace)
     ctx.store.trace->record(actor_role::checkpointer, to, type, a, b, c);
 }
@@ -192,7 +192,8 @@ bool write_or_await(context& ctx, buffer_sink& sink, storage::buffer_id buffer) 
 
 void write_due(checkpointer_state& st, std::size_t due) {
   checkpoint_run& run = current_run(st);
-  TIDEMARK_CHECK(due <= run.to_write.size(), "a write step stops at the end of the checkpoint's list");
+  TIDEMARK_CHECK(due <= run.to_write.size(),
+                 "a write step stops at the end of the checkpoint's list");
   while (run.next < due)
     run.written += write_or_await(*st.ctx, *st.sink, run.to_write[run.next++].second);
   st.sink->flush();
@@ -234,10 +235,10 @@ storage::lsn_t write_checkpoint_record(context& ctx, const checkpoint_run& run) 
   storage::checkpoint_payload payload{};
   payload.redo_lsn = run.redo;
   payload.next_xid = ctx.next_xid.load();
-  payload.time_unix_ms = static_cast<std::uint64_t>(
-    std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch())
-      .count());
+  payload.time_unix_ms =
+    static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count());
   storage::record_builder record;
   record.reset(storage::record_type::checkpoint, 0);
   record.set_main_data(&payload, sizeof payload);
@@ -276,7 +277,8 @@ storage::lsn_t write_restartpoint(context& ctx, const checkpoint_run& run) {
   storage::write_control_file(*ctx.store.io, ctx.data_dir, control);
   ctx.set_control(control);
   ctx.standby.restart_redo.store(run.redo);
-  trace(ctx, actor_role::checkpointer, trace_type::control_file_written, control.checkpoint_lsn, run.redo);
+  trace(ctx, actor_role::checkpointer, trace_type::control_file_written, control.checkpoint_lsn,
+        run.redo);
   ctx.store.wal->remove_segments_before(std::min(run.redo, ctx.sender.keep_from.load()));
   trace(ctx, actor_role::checkpointer, trace_type::wal_recycled, run.redo);
   return control.checkpoint_lsn;
@@ -319,8 +321,9 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   publish(self, checkpoint_phase::finish);
   storage::lsn_t checkpoint_lsn;
   try {
-    checkpoint_lsn = run.reason == checkpoint_reason::restartpoint ? write_restartpoint(ctx, run)
-                                                                   : write_checkpoint_record(ctx, run);
+    checkpoint_lsn = run.reason == checkpoint_reason::restartpoint
+                       ? write_restartpoint(ctx, run)
+                       : write_checkpoint_record(ctx, run);
   } catch (const std::exception& error) {
     fail_run(self, std::string("checkpoint record failed: ") + error.what());
     return;
@@ -415,8 +418,8 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
                 caf::typed_response_promise<checkpoint_done> promise) {
   auto& st = self->state;
   context& ctx = *st.ctx;
-  trace(ctx, actor_role::checkpointer, trace_type::checkpoint_request, static_cast<std::uint64_t>(reason),
-        immediate);
+  trace(ctx, actor_role::checkpointer, trace_type::checkpoint_request,
+        static_cast<std::uint64_t>(reason), immediate);
   if (ctx.failed()) {
     promise.deliver(caf::make_error(caf::sec::runtime_error, "engine failed: " + ctx.failure()));
     return;
@@ -481,10 +484,11 @@ void on_tick(checkpointer_pointer self) {
     else if (ctx.counters.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
              !st.run->immediate)
       self->send(st.sync_worker, sync_deadline{sync_pace_ms(ctx, *st.run)}); // re-plans if
-                                                                         // WAL runs ahead
+                                                                             // WAL runs ahead
     return;
   }
-  bool idle = ctx.store.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last checkpoint
+  bool idle = ctx.store.wal->inserted_lsn() ==
+              st.idle_lsn; // nothing logged since the last checkpoint
   if (steady_clock::now() - st.last_start >= ctx.config.checkpoint_timeout) {
     if (idle)
       st.last_start = steady_clock::now();
@@ -510,7 +514,8 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, contex
       return promise;
     },
     [=](write_step_atom) {
-      if (self->state.run && self->state.ctx->counters.checkpoints.phase.load() == checkpoint_phase::write)
+      if (self->state.run &&
+          self->state.ctx->counters.checkpoints.phase.load() == checkpoint_phase::write)
         write_step(self);
     },
     [=](tick_atom) { on_tick(self); },

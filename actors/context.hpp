@@ -73,7 +73,7 @@ struct checkpoint_counters {
 };
 
 struct bgwriter_counters {
-  std::atomic<std::uint64_t> maxwritten_clean{0}; // rounds stopped by bgwriter_lru_maxpages
+  std::atomic<std::uint64_t> maxwritten_clean{0};         // rounds stopped by bgwriter_lru_maxpages
   std::unique_ptr<storage::allocation_listener> listener; // wakes it from hibernation
 };
 
@@ -125,7 +125,7 @@ struct storage_mechanisms {
   std::unique_ptr<storage::page_writer> writer;
   std::unique_ptr<storage::victim_writer> victims;
   std::unique_ptr<storage::doublewrite_ring> ring; // doublewrite mode only
-  messages::dw_batcher_actor batcher;               // doublewrite mode only
+  messages::dw_batcher_actor batcher;              // doublewrite mode only
 };
 
 /// What the WAL sender publishes for the checkpointer and the commits (wal_sender.hpp).
@@ -206,7 +206,7 @@ struct context {
       return;
     if (store.ring)
       store.ring->fail(); // writers waiting for a free chunk stop
-    if (store.pool) // the checkpointer waiting for a write the batcher was to finish
+    if (store.pool)       // the checkpointer waiting for a write the batcher was to finish
       store.pool->stop_waits();
     if (store.wal) // commits waiting for WAL no sync will cover any more
       store.wal->stop_waiters("the engine stopped after a failure: " + why);

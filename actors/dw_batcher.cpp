@@ -25,20 +25,20 @@ struct dw_batcher_state {
   // DATA_WRITTEN chunks (their staging, and with it their entries, given back) and the
   // files whose fsync retires each.
   std::map<std::uint32_t, std::vector<file_ref>> awaiting_fsync;
-  std::set<std::uint32_t> hurried;           // of those, the ones sync_now was asked for
-  bool asked_synced = false;                 // a synced_chunks_request is outstanding
+  std::set<std::uint32_t> hurried; // of those, the ones sync_now was asked for
+  bool asked_synced = false;       // a synced_chunks_request is outstanding
   // Batches handed over and not yet written to the ring, in order: those that arrived
   // since the last drain, and those waiting for ring space.
   std::deque<std::pair<std::uint32_t, actor_role>> queued;
-  bool waiting_for_ring_space = false;       // the front of `queued` found the ring full
-  bool drain_sent = false;                   // a drain_atom to ourselves is in the mailbox
-  bool gathering = false;                    // a timed (gathered_atom, generation) will drain
-  std::uint64_t gather_generation = 0;       // of that timer; a drain before it makes it stale
+  bool waiting_for_ring_space = false; // the front of `queued` found the ring full
+  bool drain_sent = false;             // a drain_atom to ourselves is in the mailbox
+  bool gathering = false;              // a timed (gathered_atom, generation) will drain
+  std::uint64_t gather_generation = 0; // of that timer; a drain before it makes it stale
   std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until queued is empty
   std::vector<std::pair<std::uint32_t, actor_role>> group; // written, awaiting the ring fsync
-  std::vector<std::uint32_t> group_chunks;   // reused
-  std::vector<storage::page_copy> copies;    // reused
-  std::vector<storage::page_write> writes;   // reused
+  std::vector<std::uint32_t> group_chunks;                 // reused
+  std::vector<storage::page_copy> copies;                  // reused
+  std::vector<storage::page_write> writes;                 // reused
   static inline const char* name = "dw_batcher";
 };
 
@@ -52,13 +52,16 @@ void trace(context& ctx, actor_role from, actor_role to, trace_type type, std::u
 
 // What a batch's in-place writes do to each file it touches: bytes and range (for the
 // sync worker's pacing), one element per segment, in the order the batch first touches it.
-std::vector<storage::file_write> writes_of(context& ctx, const std::vector<storage::dw_entry>& entries) {
+std::vector<storage::file_write> writes_of(context& ctx,
+                                           const std::vector<storage::dw_entry>& entries) {
   std::vector<storage::file_write> written(entries.size() + 1);
   std::size_t count = 0;
   for (const storage::dw_entry& entry : entries)
-    count = storage::note_write(written.data(), count,
-                                {storage::file_kind::relation, ctx.store.files->segment_of(entry.id)},
-                                ctx.store.files->offset_in_segment(entry.id), ctx.store.files->page_size());
+    count =
+      storage::note_write(written.data(), count,
+                          {storage::file_kind::relation, ctx.store.files->segment_of(entry.id)},
+                          ctx.store.files->offset_in_segment(entry.id),
+                          ctx.store.files->page_size());
   written.resize(count);
   return written;
 }
@@ -66,7 +69,8 @@ std::vector<storage::file_write> writes_of(context& ctx, const std::vector<stora
 std::vector<file_ref> refs_of(const std::vector<storage::file_write>& written) {
   std::vector<file_ref> files;
   for (const storage::file_write& w : written)
-    files.push_back({static_cast<std::uint8_t>(w.tag.kind), w.tag.segment.rel, w.tag.segment.segno});
+    files.push_back(
+      {static_cast<std::uint8_t>(w.tag.kind), w.tag.segment.rel, w.tag.segment.segno});
   return files;
 }
 
@@ -132,14 +136,14 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
     if (!st.hurried.insert(chunk).second)
       continue;
     for (const file_ref& f : files)
-      if (std::none_of(request.files.begin(), request.files.end(), [&](const file_ref& g) {
-            return g.rel == f.rel && g.segno == f.segno;
-          }))
+      if (std::none_of(request.files.begin(), request.files.end(),
+                       [&](const file_ref& g) { return g.rel == f.rel && g.segno == f.segno; }))
         request.files.push_back(f); // one fsync per file covers every batch waiting on it
   }
   if (request.files.empty())
     return;
-  trace(ctx, actor_role::dw_batcher, actor_role::sync_worker, trace_type::sync_now, request.files.size());
+  trace(ctx, actor_role::dw_batcher, actor_role::sync_worker, trace_type::sync_now,
+        request.files.size());
   self->send(st.sync_worker, std::move(request));
 }
 
@@ -236,7 +240,8 @@ bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role sourc
     fail_batch(ctx, chunk, std::string("doublewrite batch failed: ") + error.what());
     return true;
   }
-  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_written, chunk, entries.size());
+  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_written, chunk,
+        entries.size());
   st.group.emplace_back(chunk, source);
   return true;
 }
@@ -341,7 +346,8 @@ void write_queued(dw_batcher_pointer self) {
         return;
       }
       if (retry)
-        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_horizon_synced, 0);
+        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_horizon_synced,
+              0);
     }
     if (ctx.failed()) {
       fail_queued_batches(self);
@@ -394,7 +400,8 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx
     [=](flush_atom, std::uint32_t generation) {
       context& ctx = *self->state.ctx;
       auto& victims = storage::checked_downcast<doublewrite_victim_writer>(
-        ctx.store.victims.get(), "doublewrite mode hands sessions' victims to the doublewrite victim writer");
+        ctx.store.victims.get(),
+        "doublewrite mode hands sessions' victims to the doublewrite victim writer");
       auto [chunk, count] = victims.take(generation);
       if (count > 0 && !ctx.failed())
         hand_over(self, chunk, actor_role::backend);

@@ -64,20 +64,23 @@ private:
 // A writer found no free chunk (D4): tell the trace and hurry the batcher's retirement.
 void hurry_batcher(context& ctx, messages::actor_role writer) {
   if (ctx.store.trace)
-    ctx.store.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_slot_wait);
+    ctx.store.trace->record(writer, messages::actor_role::dw_batcher,
+                            messages::trace_type::dw_slot_wait);
   caf::anon_send(ctx.store.batcher, messages::dw_flush_request{});
 }
 
 void give_back_chunk(context& ctx, messages::actor_role writer, std::uint32_t chunk) {
   if (ctx.store.trace) // before: another writer may take the chunk the moment it is free
-    ctx.store.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_give_back, chunk);
+    ctx.store.trace->record(writer, messages::actor_role::dw_batcher,
+                            messages::trace_type::dw_give_back, chunk);
   ctx.store.ring->give_back(chunk);
 }
 
 std::uint32_t acquire_chunk(context& ctx, messages::actor_role writer) {
   std::uint32_t chunk = ctx.store.ring->acquire([&ctx, writer] { hurry_batcher(ctx, writer); });
   if (ctx.store.trace)
-    ctx.store.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_acquire, chunk);
+    ctx.store.trace->record(writer, messages::actor_role::dw_batcher,
+                            messages::trace_type::dw_acquire, chunk);
   return chunk;
 }
 
@@ -117,8 +120,9 @@ public:
       return;
     }
     has_chunk_ = false;
-    caf::anon_send(context_.store.batcher, messages::dw_batch_ready{
-                                      chunk_, count, static_cast<std::uint8_t>(role_of(source_))});
+    caf::anon_send(context_.store.batcher,
+                   messages::dw_batch_ready{chunk_, count,
+                                            static_cast<std::uint8_t>(role_of(source_))});
   }
 
 private:
@@ -144,8 +148,9 @@ std::unique_ptr<buffer_sink> make_buffer_sink(context& ctx, storage::write_sourc
 }
 
 storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id buffer,
-                                                              storage::page_id id, storage::lsn_t lsn,
-                                                              void* copy, bool may_wait) {
+                                                              storage::page_id id,
+                                                              storage::lsn_t lsn, void* copy,
+                                                              bool may_wait) {
   storage::doublewrite_ring& ring = *context_.store.ring;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!has_chunk_) {
@@ -155,8 +160,9 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
       chunk = acquire_chunk(context_, messages::actor_role::backend);
     } else if (ring.try_acquire(&chunk)) {
       if (context_.store.trace)
-        context_.store.trace->record(messages::actor_role::backend, messages::actor_role::dw_batcher,
-                              messages::trace_type::dw_acquire, chunk);
+        context_.store.trace->record(messages::actor_role::backend,
+                                     messages::actor_role::dw_batcher,
+                                     messages::trace_type::dw_acquire, chunk);
     } else {
       return storage::victim_write::declined; // the session looks for a clean victim first
     }
@@ -173,8 +179,8 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
     if (context_.recovering.load(std::memory_order_relaxed))
       caf::anon_send(context_.store.batcher, messages::flush_atom::value, generation_);
     else
-      caf::delayed_anon_send(context_.store.batcher, shared_chunk_delay, messages::flush_atom::value,
-                             generation_);
+      caf::delayed_anon_send(context_.store.batcher, shared_chunk_delay,
+                             messages::flush_atom::value, generation_);
   }
   auto& entries = ring.entries(chunk_);
   std::memcpy(ring.slot_memory(chunk_, static_cast<std::uint32_t>(entries.size())), copy,
@@ -184,7 +190,8 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
     has_chunk_ = false;
     caf::anon_send(context_.store.batcher,
                    messages::dw_batch_ready{chunk_, static_cast<std::uint32_t>(entries.size()),
-                                            static_cast<std::uint8_t>(messages::actor_role::backend)});
+                                            static_cast<std::uint8_t>(
+                                              messages::actor_role::backend)});
   }
   return storage::victim_write::handed_over; // the batcher finishes this buffer's write
 }

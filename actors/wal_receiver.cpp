@@ -43,9 +43,7 @@ standby_position where_standby_is(const receiver_state& st) {
   return p;
 }
 
-void set_error(context& ctx, const std::string& why) {
-  ctx.standby.set_error(why);
-}
+void set_error(context& ctx, const std::string& why) { ctx.standby.set_error(why); }
 
 std::string primary_text(const receiver_state& st) {
   return st.options.host + ":" + std::to_string(st.options.port);
@@ -217,7 +215,8 @@ void connect(receiver_pointer self) {
     return;
   st.connecting = true;
   auto middleman = self->system().middleman().actor_handle();
-  self->request(middleman, answer_timeout, caf::connect_atom::value, st.options.host, st.options.port)
+  self
+    ->request(middleman, answer_timeout, caf::connect_atom::value, st.options.host, st.options.port)
     .then(
       [self](const caf::node_id&, caf::strong_actor_ptr& peer, const std::set<std::string>& ifs) {
         auto& st = self->state;

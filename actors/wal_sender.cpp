@@ -7,8 +7,8 @@
 
 #include <caf/all.hpp>
 
-#include <sys/stat.h>
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -83,7 +83,8 @@ primary_position where_primary_is(const wal_sender_state& st) {
   p.generation = st.generation;
   p.flushed = st.ctx->store.wal->flushed_lsn();
   p.unix_micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                    std::chrono::system_clock::now().time_since_epoch()).count();
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
   return p;
 }
 
@@ -94,12 +95,13 @@ std::optional<std::string> refuse(const wal_sender_state& st, const standby_posi
   if (!storage::valid_standby_name(who.name))
     return "\"" + who.name + "\" is not a standby name (letters, digits, '.', '_' and '-')";
   if (who.system_id != st.system_id)
-    return "standby " + in_quotes(who.name) + " is a copy of system " + std::to_string(who.system_id) +
-           ", this primary is system " + std::to_string(st.system_id) +
-           ": it was not seeded from this primary";
+    return "standby " + in_quotes(who.name) + " is a copy of system " +
+           std::to_string(who.system_id) + ", this primary is system " +
+           std::to_string(st.system_id) + ": it was not seeded from this primary";
   if (who.generation != st.generation)
-    return "standby " + in_quotes(who.name) + " follows generation " + std::to_string(who.generation) +
-           " of this system, this primary is generation " + std::to_string(st.generation) +
+    return "standby " + in_quotes(who.name) + " follows generation " +
+           std::to_string(who.generation) + " of this system, this primary is generation " +
+           std::to_string(st.generation) +
            (who.generation > st.generation
               ? ": one of its copies was promoted since, so this primary is an old one and must "
                 "not feed it"
@@ -125,9 +127,10 @@ void update_keep(wal_sender_state& st) {
     lsn_t needs = slot.position.flushed;
     if (inserted > needs && inserted - needs > ctx.config.max_standby_wal_size) {
       slot.dropped = true;
-      ctx.log("WARNING:  standby " + in_quotes(name) + " is " + std::to_string((inserted - needs) >> 20) +
-            " MB of WAL behind, more than max_standby_wal_size: the primary no longer keeps WAL "
-            "for it; it must be seeded again once that WAL is recycled");
+      ctx.log("WARNING:  standby " + in_quotes(name) + " is " +
+              std::to_string((inserted - needs) >> 20) +
+              " MB of WAL behind, more than max_standby_wal_size: the primary no longer keeps WAL "
+              "for it; it must be seeded again once that WAL is recycled");
       continue;
     }
     keep = std::min(keep, needs);
@@ -167,7 +170,8 @@ void persist_slots(wal_sender_state& st) {
     st.persisted = std::move(now);
   } catch (const std::exception& error) {
     st.ctx->log(std::string("WARNING:  cannot record the standbys' slots (a restart may "
-                            "recycle WAL they need): ") + error.what());
+                            "recycle WAL they need): ") +
+                error.what());
   }
 }
 
@@ -364,10 +368,12 @@ caf::expected<file_chunk> read_backup_file(wal_sender_state& st, const file_fetc
     std::size_t got = 0;
     try {
       std::uint64_t size = ctx.store.io->file_size(fd);
-      std::uint64_t wanted = f.offset >= size ? 0 : std::min<std::uint64_t>(f.length, size - f.offset);
+      std::uint64_t wanted = f.offset >= size ? 0
+                                              : std::min<std::uint64_t>(f.length, size - f.offset);
       if (pages)
         wanted -= wanted % page_size;
-      got = wanted == 0 ? 0 : ctx.store.io->read(fd, bytes, static_cast<std::size_t>(wanted), f.offset);
+      got = wanted == 0 ? 0
+                        : ctx.store.io->read(fd, bytes, static_cast<std::size_t>(wanted), f.offset);
     } catch (...) {
       ctx.store.io->close_file(fd);
       throw;
@@ -405,8 +411,8 @@ void start_sender(sender_pointer self, context* ctx, checkpointer_actor checkpoi
   const storage::control_data control = ctx->control();
   st.system_id = control.system_id;
   st.generation = control.generation;
-  st.wal = std::make_unique<storage::wal_segment_reader>(
-    *ctx->store.io, ctx->data_dir + "/wal", ctx->config.wal_segment_size, false);
+  st.wal = std::make_unique<storage::wal_segment_reader>(*ctx->store.io, ctx->data_dir + "/wal",
+                                                         ctx->config.wal_segment_size, false);
   for (const storage::standby_slot_record& recorded : slots) { // from before a restart
     standby_slot& slot = st.slots[recorded.name];
     slot.position.name = recorded.name;
@@ -469,14 +475,15 @@ caf::result<wal_chunk> fetch_wal(sender_pointer self, wal_fetch& fetch) {
   update_keep(st);
   publish_acknowledged(st);
   if (fetch.from < st.ctx->store.wal->flushed_lsn()) {
-    caf::expected<wal_chunk> chunk = read_chunk(st, fetch.standby.name, fetch.from, fetch.max_bytes);
+    caf::expected<wal_chunk> chunk =
+      read_chunk(st, fetch.standby.name, fetch.from, fetch.max_bytes);
     if (!chunk)
       return chunk.error();
     return std::move(*chunk);
   }
   auto promise = self->make_response_promise<wal_chunk>();
-  st.waiting.push_back({promise, fetch.standby.name, fetch.from, fetch.max_bytes,
-                        clock_type::now()});
+  st.waiting.push_back(
+    {promise, fetch.standby.name, fetch.from, fetch.max_bytes, clock_type::now()});
   return promise;
 }
 
@@ -582,7 +589,8 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
 wal_sender_actor spawn_wal_sender(caf::actor_system& system, context& ctx,
                                   checkpointer_actor checkpointer,
                                   std::vector<storage::standby_slot_record> slots) {
-  wal_sender_actor sender = system.spawn(wal_sender, &ctx, std::move(checkpointer), std::move(slots));
+  wal_sender_actor sender =
+    system.spawn(wal_sender, &ctx, std::move(checkpointer), std::move(slots));
   ctx.sender.wakeup = std::make_unique<wake_on_flush>(sender);
   ctx.store.wal->set_flush_listener(ctx.sender.wakeup.get());
   return sender;

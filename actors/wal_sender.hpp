@@ -19,8 +19,9 @@
 //    except for a slot more than max_standby_wal_size behind, which is dropped with a
 //    warning; that standby must be seeded again, and says so when WAL it needs is gone.
 //  - Slots are kept on disk too (storage/standby_slots.hpp), written when one is made or
-//    a standby disconnects, and within a second of any other change, so that a restarted primary keeps its standbys' WAL; the runtime reads them
-//    before its first checkpoint and hands them over at spawn.
+//    a standby disconnects, and within a second of any other change, so that a restarted primary
+//    keeps its standbys' WAL; the runtime reads them before its first checkpoint and hands them
+//    over at spawn.
 //  - A standby of another system or generation is refused with an error naming both.
 //  - Base backup pages are verified as they are copied; a page that fails (it was being
 //    written) is copied again through the buffer pool, which never holds a torn page.

@@ -36,7 +36,7 @@ struct wal_writer_state {
   std::uint64_t highest_waited = 0; // largest LSN any waiter asked for
   std::uint64_t synced_target = 0;  // largest LSN handed to a syncer
   std::vector<wal_syncer_actor> idle_syncers;
-  std::size_t syncers = 0;          // idle or busy
+  std::size_t syncers = 0;           // idle or busy
   std::uint64_t uncovered_waits = 0; // waits past synced_target since the last sync began
   std::uint64_t last_group = 0;      // the waits the last sync started covered
   bool flush_queued = false;
@@ -145,8 +145,9 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
   self->state.ctx = ctx;
   for (std::uint32_t i = 0; i < std::max(1u, ctx->config.wal_sync_concurrency); ++i) {
     // Linked: a syncer ends with its writer.
-    wal_syncer_actor syncer = detached ? self->spawn<caf::detached + caf::linked>(wal_syncer, ctx, true)
-                                       : self->spawn<caf::linked>(wal_syncer, ctx, false);
+    wal_syncer_actor syncer = detached
+                                ? self->spawn<caf::detached + caf::linked>(wal_syncer, ctx, true)
+                                : self->spawn<caf::linked>(wal_syncer, ctx, false);
     self->state.idle_syncers.push_back(syncer);
   }
   self->state.syncers = self->state.idle_syncers.size();

@@ -63,7 +63,7 @@ public:
 void refuse_in_callback(const char* operation) {
   if (in_callback)
     throw usage_error(std::string(operation) + ": called from an observer or log callback, on "
-                      "the Tidemark thread it would wait for");
+                                               "the Tidemark thread it would wait for");
 }
 
 // The fsyncs the sync worker traces, as the observer's events.
@@ -309,8 +309,7 @@ void database::write_trace(const std::string& path) const {
 // ---- session -------------------------------------------------------------------------------
 
 struct session::impl {
-  explicit impl(std::shared_ptr<database::impl> owner)
-    : db(std::move(owner)), internal(*db->db) {}
+  explicit impl(std::shared_ptr<database::impl> owner) : db(std::move(owner)), internal(*db->db) {}
   std::shared_ptr<database::impl> db;
   runtime::instance_session internal;
   std::atomic<bool> in_call{false}; // a session serves one thread at a time
@@ -333,7 +332,7 @@ public:
       throw usage_error(std::string(operation) + ": the session was moved from, or is gone");
     if (state->in_call.exchange(true, std::memory_order_acquire))
       throw usage_error(std::string(operation) + ": the session is in use by another thread "
-                        "(open one session per thread)");
+                                                 "(open one session per thread)");
     state_ = state;
     try {
       state_->db->check_open(operation);
@@ -440,12 +439,12 @@ transaction_id session::id() const {
 struct row_cursor::state {
   std::weak_ptr<session::impl> owner;
   relation_id relation = 0;
-  block_number blocks = 0;          // the relation's size when the scan began
-  block_number block = 0;           // next block to read
-  std::uint32_t next_slot = 0;      // next row on the current page
+  block_number blocks = 0;     // the relation's size when the scan began
+  block_number block = 0;      // next block to read
+  std::uint32_t next_slot = 0; // next row on the current page
   std::uint32_t count = 0, row_size = 0;
-  std::vector<unsigned char> rows;  // the current page's rows
-  std::size_t next_pending = 0;     // this transaction's own rows, after the pages
+  std::vector<unsigned char> rows; // the current page's rows
+  std::size_t next_pending = 0;    // this transaction's own rows, after the pages
   bool pages_done = false;
 };
 
@@ -482,7 +481,8 @@ bool row_cursor::next() {
       throw data_error("relation " + std::to_string(c.relation) + " block " +
                        std::to_string(page.block) + " says it holds " + std::to_string(c.count) +
                        " rows of " + std::to_string(c.row_size) + " bytes, which a " +
-                       std::to_string(size) + "-byte page cannot (or a page written before "
+                       std::to_string(size) +
+                       "-byte page cannot (or a page written before "
                        "pages recorded their row size)");
     c.rows.resize(std::size_t(c.count) * c.row_size);
     s->internal.read_bytes(internal(page), static_cast<std::uint16_t>(page_header_bytes),
@@ -498,7 +498,8 @@ bool row_cursor::next() {
   }
   const storage::page_transaction& txn = s->internal.transaction();
   std::uint16_t size = 0;
-  const unsigned char* row = txn.active() ? txn.pending_row(c.relation, c.next_pending, &size) : nullptr;
+  const unsigned char* row = txn.active() ? txn.pending_row(c.relation, c.next_pending, &size)
+                                          : nullptr;
   if (row == nullptr)
     return false;
   page_ = {c.relation, 0};

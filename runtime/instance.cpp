@@ -67,9 +67,10 @@ void write_initial_wal(storage::io_engine& io, const settings& s, const std::str
 
 // ---- create ------------------------------------------------------------------------------
 
-void instance::create(const std::string& dir, const std::vector<std::string>& overrides,
-                      const std::function<void(storage::relation_files&, const settings&)>& populate,
-                      const std::optional<storage::fault_config>& faults) {
+void instance::create(
+  const std::string& dir, const std::vector<std::string>& overrides,
+  const std::function<void(storage::relation_files&, const settings&)>& populate,
+  const std::optional<storage::fault_config>& faults) {
   settings s;
   for (const std::string& o : overrides)
     apply_assignment(s, o);
@@ -160,9 +161,10 @@ std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
   e->config = resolve_settings(dir, options.overrides, control);
   e->log_sink = options.log;
   const settings& s = e->config;
-  e->store.files = std::make_unique<storage::relation_files>(*e->store.io, dir + "/base", s.page_size,
-                                                       s.segment_size);
-  e->store.pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e->store.files, s.data_checksums);
+  e->store.files = std::make_unique<storage::relation_files>(*e->store.io, dir + "/base",
+                                                             s.page_size, s.segment_size);
+  e->store.pool =
+    std::make_unique<storage::buffer_pool>(s.buffer_count(), *e->store.files, s.data_checksums);
   e->tails = std::make_unique<storage::append_tails>(*e->store.files);
   e->next_xid.store(control.next_xid);
   db->recovery_.previous_state =
@@ -172,7 +174,8 @@ std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
   return db;
 }
 
-std::unique_ptr<instance> instance::open_once(const std::string& dir, const instance_options& options) {
+std::unique_ptr<instance> instance::open_once(const std::string& dir,
+                                              const instance_options& options) {
   std::unique_ptr<instance> db(new instance());
   db->lock_ = directory_lock::exclusive(dir);
   db->detach_io_actors_ = options.detach_io_actors;
@@ -198,13 +201,15 @@ std::unique_ptr<instance> instance::open_once(const std::string& dir, const inst
                        ": run it with tidemark standby, or make it a primary with tidemark "
                        "promote");
   if (!db->standby_ && options.standby)
-    throw config_error("\"" + dir + "\" is not a standby (no standby.conf): make one with "
+    throw config_error("\"" + dir +
+                       "\" is not a standby (no standby.conf): make one with "
                        "tidemark basebackup");
   if (db->standby_)
     db->standby_primary_ = options.primary.empty() ? db->standby_->primary : options.primary;
   if (options.trace || options.trace_listener)
-    e->store.trace = std::make_unique<messages::trace_sink>(options.trace ? std::size_t(1) << 20 : 0,
-                                                      options.trace_listener);
+    e->store.trace =
+      std::make_unique<messages::trace_sink>(options.trace ? std::size_t(1) << 20 : 0,
+                                             options.trace_listener);
   db->recovery_ = prepare_storage(*e);
   if (!e->config.replication_listen.empty() && !db->standby_) {
     // Slots from before this start: their WAL is kept from the first checkpoint on.
@@ -260,7 +265,8 @@ void instance::log_recovery() const {
   std::snprintf(
     line, sizeof line,
     "LOG:  recovery complete (%s): %llu WAL records (%.1f MB) replayed in %.3f s (%.0f "
-    "records/s); pages read by redo %llu, prefetched %llu (used %llu), advised to the kernel %llu; pages written by redo "
+    "records/s); pages read by redo %llu, prefetched %llu (used %llu), advised to the kernel %llu; "
+    "pages written by redo "
     "%llu, by the bgwriter %llu, by the end-of-recovery checkpoint %llu (%.3f s); %llu blocks "
     "changed, %llu page images restored; doublewrite repair read %llu images (%.1f MB of "
     "the ring, %s) and repaired %llu pages in %.3f s; startup sync %.3f s; redo stopped at %s",
@@ -294,8 +300,9 @@ void instance::start_actors() {
   const settings& s = engine_->config;
   system_config_->set("scheduler.policy",
                       s.scheduler_sharing ? caf::atom("sharing") : caf::atom("stealing"));
-  std::size_t threads = s.scheduler_threads != 0 ? s.scheduler_threads
-                                                 : std::max(1u, std::thread::hardware_concurrency());
+  std::size_t threads = s.scheduler_threads != 0
+                          ? s.scheduler_threads
+                          : std::max(1u, std::thread::hardware_concurrency());
   system_config_->set("scheduler.max-threads", threads);
   // CAF's default lets an actor run for as long as its mailbox is non-empty: an actor fed
   // a steady stream (the wal_writer's flush_wanted under load, when not detached) would
@@ -360,12 +367,13 @@ void instance::checkpoint() {
   request_checkpoint(messages::checkpoint_reason::requested);
 }
 
-void instance::observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event) {
+void instance::observe_checkpoints(
+  std::function<void(const messages::checkpoint_event&)> on_event) {
   TIDEMARK_CHECK(!checkpoint_watcher_, "observe_checkpoints() once per database");
-  checkpoint_watcher_ = system_->spawn(
-    [on_event](messages::checkpoint_observer_actor::pointer) -> messages::checkpoint_observer_actor::behavior_type {
-      return {[on_event](const messages::checkpoint_event& e) { on_event(e); }};
-    });
+  checkpoint_watcher_ = system_->spawn([on_event](messages::checkpoint_observer_actor::pointer)
+                                         -> messages::checkpoint_observer_actor::behavior_type {
+    return {[on_event](const messages::checkpoint_event& e) { on_event(e); }};
+  });
   caf::anon_send(checkpointer_, messages::subscribe_atom::value, checkpoint_watcher_);
 }
 
@@ -439,7 +447,8 @@ void instance::close() {
   lock_.release();
   if (!failure.empty())
     throw tidemark::engine_stopped_error("the engine stopped after a failure; the next open "
-                                         "runs crash recovery: " + failure);
+                                         "runs crash recovery: " +
+                                         failure);
 }
 
 instance_session instance::open_session() { return instance_session(*this); }

@@ -36,22 +36,26 @@ std::string wal_dir(const std::string& data_dir) { return data_dir + "/wal"; }
 // Pass 1: read all WAL from the redo point without changing anything.
 void validate_wal(engine& e, recovery_outcome& report, storage::lsn_t* prev) {
   const storage::control_data c = e.control();
-  storage::wal_reader reader(*e.store.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
+  storage::wal_reader reader(*e.store.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size,
+                             c.redo_lsn);
   if (reader.read_at(c.checkpoint_lsn) == nullptr)
-    throw storage::data_error("control file points at checkpoint record " + storage::format_lsn(c.checkpoint_lsn) +
+    throw storage::data_error("control file points at checkpoint record " +
+                              storage::format_lsn(c.checkpoint_lsn) +
                               " but no valid WAL record is there: WAL is missing or corrupt");
-  storage::wal_reader scan(*e.store.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
+  storage::wal_reader scan(*e.store.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size,
+                           c.redo_lsn);
   while (scan.next() != nullptr) {
   }
   if (auto corruption = scan.find_corruption())
-    throw storage::data_error("WAL is corrupt at " + storage::format_lsn(corruption->bad_lsn) + " in " +
-                              corruption->segment_path + " (" + corruption->reason +
+    throw storage::data_error("WAL is corrupt at " + storage::format_lsn(corruption->bad_lsn) +
+                              " in " + corruption->segment_path + " (" + corruption->reason +
                               "), yet the record at " + storage::format_lsn(corruption->proof_lsn) +
                               " shows WAL up to " + storage::format_lsn(corruption->proof_durable) +
                               " had been made durable; refusing to recover past lost commits");
   if (scan.end_lsn() <= c.checkpoint_lsn)
     throw storage::data_error("WAL ends at " + storage::format_lsn(scan.end_lsn()) +
-                              " before the checkpoint record " + storage::format_lsn(c.checkpoint_lsn));
+                              " before the checkpoint record " +
+                              storage::format_lsn(c.checkpoint_lsn));
   report.end_lsn = scan.end_lsn();
   report.end_reason = scan.end_description();
   *prev = scan.last_record_lsn();
@@ -112,18 +116,22 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   options.dir = wal_dir(e.data_dir);
   options.segment_size = s.wal_segment_size;
   options.buffer_size = s.wal_buffers;
-  e.store.files = std::make_unique<storage::relation_files>(*e.store.io, e.data_dir + "/base", s.page_size,
-                                                      s.segment_size);
+  e.store.files = std::make_unique<storage::relation_files>(*e.store.io, e.data_dir + "/base",
+                                                            s.page_size, s.segment_size);
   e.store.wal = std::make_unique<storage::wal_log>(*e.store.io, options, end, prev);
   e.store.wal->set_redo_lsn(e.control().redo_lsn);
-  e.store.pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e.store.files, s.data_checksums);
+  e.store.pool =
+    std::make_unique<storage::buffer_pool>(s.buffer_count(), *e.store.files, s.data_checksums);
   e.tails = std::make_unique<storage::append_tails>(*e.store.files);
-  e.store.writer = std::make_unique<storage::page_writer>(*e.store.wal, *e.store.files, e.store.registry, s.data_checksums);
-  e.store.commit_log = std::make_unique<storage::commit_log>(*e.store.io, e.data_dir + "/xact", s.page_size,
-                                                       *e.store.wal, e.store.registry);
+  e.store.writer = std::make_unique<storage::page_writer>(*e.store.wal, *e.store.files,
+                                                          e.store.registry, s.data_checksums);
+  e.store.commit_log = std::make_unique<storage::commit_log>(*e.store.io, e.data_dir + "/xact",
+                                                             s.page_size, *e.store.wal,
+                                                             e.store.registry);
   if (e.doublewrite()) {
-    std::uint32_t ring_pages = s.doublewrite_ring_pages != 0 ? s.doublewrite_ring_pages
-                                                             : storage::default_ring_pages(s.page_size);
+    std::uint32_t ring_pages = s.doublewrite_ring_pages != 0
+                                 ? s.doublewrite_ring_pages
+                                 : storage::default_ring_pages(s.page_size);
     e.store.ring = std::make_unique<storage::doublewrite_ring>(
       *e.store.io, e.data_dir + "/doublewrite", s.page_size, ring_pages, s.doublewrite_batch_pages,
       std::min(storage::default_staging_chunks(s.bgwriter_lru_maxpages, s.doublewrite_batch_pages),
@@ -213,8 +221,8 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
   const storage::control_data control = e.control();
   auto started = std::chrono::steady_clock::now();
   if (e.store.trace) // redo's bounds, so a trace tells writes during redo from later ones
-    e.store.trace->record(messages::actor_role::startup, messages::actor_role::startup, messages::trace_type::redo_begin,
-                    control.redo_lsn);
+    e.store.trace->record(messages::actor_role::startup, messages::actor_role::startup,
+                          messages::trace_type::redo_begin, control.redo_lsn);
   storage::wal_reader reader(*e.store.io, wal_dir(e.data_dir), control.wal_segment_size,
                              control.page_size, control.redo_lsn);
   if (arrival != nullptr)
@@ -223,7 +231,8 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
   const std::uint64_t reads_before = pool.reads.load(), prefetched_before = pool.prefetched.load(),
                       hits_before = pool.prefetch_hits.load();
   const std::uint64_t redo_writes_before = e.store.writer->written(storage::write_source::backend),
-                      bgwriter_writes_before = e.store.writer->written(storage::write_source::bgwriter);
+                      bgwriter_writes_before =
+                        e.store.writer->written(storage::write_source::bgwriter);
   std::unique_ptr<storage::wal_prefetcher> prefetcher;
   if (e.config.recovery_prefetch)
     prefetcher = std::make_unique<storage::wal_prefetcher>(
@@ -260,12 +269,13 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
   report.pages_read = pool.reads.load() - reads_before;
   report.pages_prefetched = pool.prefetched.load() - prefetched_before;
   report.prefetch_hits = pool.prefetch_hits.load() - hits_before;
-  report.pages_written_by_redo = e.store.writer->written(storage::write_source::backend) - redo_writes_before;
+  report.pages_written_by_redo =
+    e.store.writer->written(storage::write_source::backend) - redo_writes_before;
   report.pages_written_by_bgwriter =
     e.store.writer->written(storage::write_source::bgwriter) - bgwriter_writes_before;
   if (e.store.trace)
-    e.store.trace->record(messages::actor_role::startup, messages::actor_role::startup, messages::trace_type::redo_end,
-                    summary.records);
+    e.store.trace->record(messages::actor_role::startup, messages::actor_role::startup,
+                          messages::trace_type::redo_end, summary.records);
   report.records = summary.records;
   report.blocks_applied = summary.blocks_applied;
   report.images_restored = summary.images_restored;

@@ -21,7 +21,7 @@
 
 namespace tidemark::storage {
 
-constexpr rel_id max_relations = 64;        // rel ids 1 .. 63
+constexpr rel_id max_relations = 64;         // rel ids 1 .. 63
 constexpr std::uint32_t max_segments = 4096; // per relation
 
 struct page_read {

@@ -247,7 +247,7 @@ TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint m
   CHECK(shutdown.error);
   CHECK(f.events(trace_type::checkpoint_begin).empty());
   CHECK(f.engine.control().checkpoint_lsn == previous); // redo point and WAL left alone
-  CHECK_FALSE(f.engine.failed()); // refused, not a failure: recovery goes on
+  CHECK_FALSE(f.engine.failed());                       // refused, not a failure: recovery goes on
   f.request(end_of_recovery, checkpoint_reason::end_of_recovery);
   f.run();
   REQUIRE(end_of_recovery.done);
@@ -301,7 +301,8 @@ TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpo
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done); // napping: by time, the schedule is barely under way
-  for (storage::block_id b = 0; f.engine.store.wal->inserted_lsn() - f.engine.control().redo_lsn < (1200u << 10); ++b)
+  for (storage::block_id b = 0;
+       f.engine.store.wal->inserted_lsn() - f.engine.control().redo_lsn < (1200u << 10); ++b)
     f.touch(4, b % 200); // WAL past max_wal_size / (1 + target) since the redo point
   caf::anon_send(f.checkpointer, messages::tick_atom::value);
   f.run();
@@ -323,7 +324,8 @@ TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the s
   // at that rate the rest is due within a ninth of the time taken so far.
   double allowed = 0.9 * (4.0 * (1u << 20)) / 1.9;
   storage::lsn_t redo = f.engine.control().redo_lsn;
-  for (storage::block_id b = 0; double(f.engine.store.wal->inserted_lsn() - redo) < 0.9 * allowed; ++b)
+  for (storage::block_id b = 0; double(f.engine.store.wal->inserted_lsn() - redo) < 0.9 * allowed;
+       ++b)
     f.touch(3, b % 200);
   caf::anon_send(f.checkpointer, messages::tick_atom::value);
   f.run();
@@ -366,8 +368,8 @@ TEST_CASE("checkpointer: dirty buffers are written in file and block order (C5)"
     std::size_t dot = file.find('.');
     auto rel = static_cast<storage::rel_id>(std::stoul(file.substr(0, dot)));
     std::uint64_t segno = std::stoull(file.substr(dot + 1));
-    written.push_back({rel, static_cast<storage::block_id>(
-                              segno * blocks_per_segment + offset / f.engine.config.page_size)});
+    written.push_back({rel, static_cast<storage::block_id>(segno * blocks_per_segment +
+                                                           offset / f.engine.config.page_size)});
   }
   REQUIRE(written.size() == 90);
   for (std::size_t i = 1; i < written.size(); ++i)
@@ -430,8 +432,8 @@ TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did"
   const std::string& line = lines[0];
   CAPTURE(line);
   CHECK(line.rfind("LOG:  checkpoint complete (requested): wrote 12 buffers (", 0) == 0);
-  for (const char* field : {"write=", "sync=", "total=", "sync files=", "longest=", "average=",
-                            "distance="})
+  for (const char* field :
+       {"write=", "sync=", "total=", "sync files=", "longest=", "average=", "distance="})
     CHECK(line.find(field) != std::string::npos);
   // The files it fsynced: relation 5's and relation 3's first segments at least.
   std::size_t at = line.find("sync files=");
@@ -439,7 +441,8 @@ TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did"
   CHECK(std::stoul(line.substr(at + 11)) >= 2);
 }
 
-TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring chunk that writer needs") {
+TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring chunk that writer "
+          "needs") {
   // A two-batch ring has two chunks of staging memory. A writer of the test's holds one;
   // redo is writing a victim that the checkpoint must write too, and needs a chunk to
   // finish it. The checkpoint waits for that write: it must not hold the other chunk
@@ -489,7 +492,8 @@ TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring ch
   f.run();
 }
 
-TEST_CASE("checkpointer: WAL before the redo point goes only after the control file points past it (C2)") {
+TEST_CASE("checkpointer: WAL before the redo point goes only after the control file points past it "
+          "(C2)") {
   checkpoint_fixture f({"wal_segment_size=256kB", "max_wal_size=64MB"});
   const std::uint64_t segment = f.engine.config.wal_segment_size;
   for (storage::block_id b = 0; f.engine.store.wal->inserted_lsn() < 3 * segment; ++b)

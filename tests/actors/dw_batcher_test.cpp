@@ -3,11 +3,11 @@
 // batch of incompressible pages: a batch that finds no room waits at the batcher, hurries
 // the retirement of the batch in the ring, and is written into the space that retirement
 // frees (never before: D2), once a header past it is durable; the checkpointer's flush
-// request sent meanwhile is answered only after the waiting batch is written. A writer's flush request while batches merely
-// wait for the next drain (the ring has room) hurries no retirement fsync. Small batches of
-// the bgwriter wait doublewrite_flush_delay for company while sessions have victims, and go
-// at once when a session's victims, a flush request or a full batch's pages arrive, or when
-// the victim supply runs nearly dry. A writer's sink that staged nothing keeps no chunk.
+// request sent meanwhile is answered only after the waiting batch is written. A writer's flush
+// request while batches merely wait for the next drain (the ring has room) hurries no retirement
+// fsync. Small batches of the bgwriter wait doublewrite_flush_delay for company while sessions have
+// victims, and go at once when a session's victims, a flush request or a full batch's pages arrive,
+// or when the victim supply runs nearly dry. A writer's sink that staged nothing keeps no chunk.
 #include "actors/dw_batcher.hpp"
 #include "actors/page_sinks.hpp"
 #include "actors/sync_worker.hpp"
@@ -37,10 +37,10 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   messages::dw_batcher_actor batcher;
 
   explicit batcher_fixture(const char* ring_pages = "16", std::vector<std::string> more = {})
-    : engine_fixture(with(std::move(more),
-                          {"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
-                           std::string("doublewrite_ring_pages=") + ring_pages,
-                           "write_back_sweep=0"})) {
+    : engine_fixture(
+        with(std::move(more),
+             {"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
+              std::string("doublewrite_ring_pages=") + ring_pages, "write_back_sweep=0"})) {
     worker = actors::spawn_sync_worker(system, engine, false);
     batcher = actors::spawn_dw_batcher(system, engine, worker, false);
   }
@@ -50,7 +50,8 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
     run();
   }
 
-  static std::vector<std::string> with(std::vector<std::string> more, std::vector<std::string> base) {
+  static std::vector<std::string> with(std::vector<std::string> more,
+                                       std::vector<std::string> base) {
     base.insert(base.end(), more.begin(), more.end());
     return base;
   }
@@ -73,7 +74,8 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
         pool.unpin(buffer);
         continue;
       }
-      auto noise = storage::test::random_bytes(page_size - storage::page_header_size, seed * 100 + i);
+      auto noise =
+        storage::test::random_bytes(page_size - storage::page_header_size, seed * 100 + i);
       storage::buffer_id buffer = pool.pin(id);
       pool.lock_exclusive(buffer);
       std::memcpy(static_cast<unsigned char*>(pool.page(buffer)) + storage::page_header_size,
@@ -89,15 +91,16 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   void stage_buffer(std::uint32_t chunk, std::uint32_t slot, storage::buffer_id buffer) {
     storage::dw_entry entry;
     entry.buffer = buffer;
-    REQUIRE(engine.store.pool->start_write(buffer, engine.store.ring->slot_memory(chunk, slot), &entry.id,
-                                     &entry.lsn));
+    REQUIRE(engine.store.pool->start_write(buffer, engine.store.ring->slot_memory(chunk, slot),
+                                           &entry.id, &entry.lsn));
     engine.store.ring->entries(chunk).push_back(entry);
   }
 
   void hand_over(std::uint32_t chunk,
                  messages::actor_role source = messages::actor_role::bgwriter) {
     auto pages = static_cast<std::uint32_t>(engine.store.ring->entries(chunk).size());
-    caf::anon_send(batcher, messages::dw_batch_ready{chunk, pages, static_cast<std::uint8_t>(source)});
+    caf::anon_send(batcher,
+                   messages::dw_batch_ready{chunk, pages, static_cast<std::uint8_t>(source)});
   }
 
   // Puts clean, unpinned buffers nobody used lately into the victim supply, as the
@@ -131,7 +134,8 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   }
 };
 
-TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before any in-place write") {
+TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before any in-place "
+          "write") {
   batcher_fixture f("64");
   f.create_file(rel);
   std::vector<std::uint32_t> chunks;
@@ -147,8 +151,10 @@ TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before
   for (std::uint32_t chunk : chunks)
     last_written = std::max(last_written, f.first_event(trace_type::dw_written, chunk));
   for (std::uint32_t chunk : chunks) {
-    CHECK(last_written < f.first_event(trace_type::dw_fsynced, chunk)); // one sync after every record
-    CHECK(f.first_event(trace_type::dw_fsynced, chunk) < f.first_event(trace_type::dw_inplace_write, chunk)); // D1
+    CHECK(last_written <
+          f.first_event(trace_type::dw_fsynced, chunk)); // one sync after every record
+    CHECK(f.first_event(trace_type::dw_fsynced, chunk) <
+          f.first_event(trace_type::dw_inplace_write, chunk)); // D1
   }
   f.hand_over(f.stage(3 * batch, 3, true)); // alone: its own fsync
   f.run();
@@ -160,7 +166,8 @@ TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before
 TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement frees room") {
   batcher_fixture f;
   f.create_file(rel);
-  REQUIRE(f.engine.store.ring->capacity_bytes() < 2 * storage::max_record_bytes(batch, f.engine.store.pool->page_size()));
+  REQUIRE(f.engine.store.ring->capacity_bytes() <
+          2 * storage::max_record_bytes(batch, f.engine.store.pool->page_size()));
   std::uint32_t first = f.stage(0, 1);
   std::uint32_t second = f.stage(batch, 2);
   f.hand_over(first);
@@ -177,8 +184,10 @@ TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement
   CHECK(f.engine.store.ring->counters().batches.load() == 2);
   // The second record went into the first's space only after the first was FREE (D2) and
   // a header past it was durable: a header alone, as no other batch was there to carry it.
-  CHECK(f.first_event(trace_type::dw_free, first) < f.first_event(trace_type::dw_horizon_synced, 0));
-  CHECK(f.first_event(trace_type::dw_horizon_synced, 0) < f.first_event(trace_type::dw_written, second));
+  CHECK(f.first_event(trace_type::dw_free, first) <
+        f.first_event(trace_type::dw_horizon_synced, 0));
+  CHECK(f.first_event(trace_type::dw_horizon_synced, 0) <
+        f.first_event(trace_type::dw_written, second));
   CHECK(f.engine.store.ring->counters().horizon_fsyncs.load() == 1);
   CHECK(f.engine.store.ring->counters().fsyncs.load() == 3);
   REQUIRE(flushed.has_value());
@@ -232,7 +241,8 @@ TEST_CASE("dw_batcher: small background batches wait doublewrite_flush_delay to 
   f.run();
   CHECK(counters.batches.load() == 2);
   CHECK(counters.fsyncs.load() == fsyncs + 1); // one fdatasync for both (D3)
-  CHECK(f.first_event(trace_type::dw_written, chunks[1]) < f.first_event(trace_type::dw_fsynced, chunks[0]));
+  CHECK(f.first_event(trace_type::dw_written, chunks[1]) <
+        f.first_event(trace_type::dw_fsynced, chunks[0]));
 
   // A session's victims are not held, and take a held batch along.
   f.hand_over(chunks[2]);

@@ -34,9 +34,9 @@ struct sync_fixture : test::deterministic_fixture, test::engine_fixture {
   void register_file(std::uint32_t rel, std::uint32_t segno, int times = 1,
                      std::uint64_t bytes = 8192) {
     for (int i = 0; i < times; ++i)
-      caf::anon_send(worker, messages::sync_register{
-                               {messages::file_written{file_ref{1, rel, segno}, bytes, 0, bytes}},
-                               0});
+      caf::anon_send(worker,
+                     messages::sync_register{
+                       {messages::file_written{file_ref{1, rel, segno}, bytes, 0, bytes}}, 0});
   }
 
   // Makes rel's first segment `blocks` pages long (one page written at its end).
@@ -83,7 +83,7 @@ TEST_CASE("sync worker: a sync phase covers what was registered before it, later
   std::optional<messages::sync_phase_done> first;
   bool error = false;
   f.sync_phase(first, error);
-  f.run(); // the spawned client's request is now queued behind the first registration
+  f.run();               // the spawned client's request is now queued behind the first registration
   f.register_file(4, 0); // after the phase began
   f.run();
   REQUIRE(first);
@@ -124,7 +124,8 @@ TEST_CASE("sync worker: a sync phase writes a file back a megabyte at a time, th
   CHECK(fsynced_after_pieces);
 }
 
-TEST_CASE("sync worker: a paced sync phase fsyncs small files at once and spreads a large one by its bytes") {
+TEST_CASE("sync worker: a paced sync phase fsyncs small files at once and spreads a large one by "
+          "its bytes") {
   sync_fixture f;
   for (std::uint32_t rel : {3u, 4u, 5u})
     f.create_file(rel);
@@ -163,7 +164,8 @@ TEST_CASE("sync worker: a paced sync phase fsyncs small files at once and spread
   CHECK_FALSE(error);
 }
 
-TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase, a later one changes nothing") {
+TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase, a later one changes "
+          "nothing") {
   sync_fixture f;
   f.create_file(3);
   f.register_file(3, 0, 1, 64u << 20); // 8 s at the slowest rate
@@ -190,7 +192,8 @@ TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase, a l
   CHECK_FALSE(error);
 }
 
-TEST_CASE("sync worker: the write-back sweep passes over pending files until an fsync covers them") {
+TEST_CASE("sync worker: the write-back sweep passes over pending files until an fsync covers "
+          "them") {
   sync_fixture f("1s");
   std::uint32_t blocks = static_cast<std::uint32_t>((2u << 20) / f.engine.config.page_size);
   f.grow_file(3, blocks); // two pieces
@@ -254,7 +257,7 @@ TEST_CASE("sync worker: a failed fsync fails the checkpoint's sync phase and is 
   bool again = false;
   f.sync_phase(done, again);
   f.run();
-  CHECK(again); // refused: the engine failed
+  CHECK(again);                                          // refused: the engine failed
   CHECK(f.events(trace_type::fsync_failed).size() == 1); // no second attempt at the file
 }
 

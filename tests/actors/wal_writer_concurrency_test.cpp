@@ -8,9 +8,9 @@
 // although a concurrent fdatasync of its WAL failed.
 #include "actors/wal_writer.hpp"
 
-#include "wal_engine_fixture.hpp"
 #include "tests/storage/delegating_engine.hpp"
 #include "tests/storage/gated_sync_engine.hpp"
+#include "wal_engine_fixture.hpp"
 
 #include <caf/all.hpp>
 #include <doctest/doctest.h>
@@ -47,10 +47,11 @@ struct writer_fixture : test::wal_engine_fixture {
     storage::wal_log* wal = engine.store.wal.get();
     clients.push_back(system.spawn([=, &answers, &errors](caf::event_based_actor* self) {
       self->request(writer, caf::infinite, messages::flush_request{lsn})
-        .then([=, &answers](const messages::flush_done& done) {
-                answers.push_back({lsn, done.flushed_lsn, wal->flushed_lsn()});
-              },
-              [&errors](const caf::error&) { ++errors; });
+        .then(
+          [=, &answers](const messages::flush_done& done) {
+            answers.push_back({lsn, done.flushed_lsn, wal->flushed_lsn()});
+          },
+          [&errors](const caf::error&) { ++errors; });
     }));
   }
 
@@ -241,8 +242,9 @@ threaded_run run_threaded(std::uint32_t concurrency) {
     counting_engine& counting = *io;
     engine.store.io = std::move(io);
     engine.config.wal_sync_concurrency = concurrency;
-    engine.store.wal = std::make_unique<storage::wal_log>(*engine.store.io, storage::wal_options{dir, 1 << 20, 1 << 20},
-                                                    0, 0);
+    engine.store.wal =
+      std::make_unique<storage::wal_log>(*engine.store.io,
+                                         storage::wal_options{dir, 1 << 20, 1 << 20}, 0, 0);
     threaded_config config;
     caf::actor_system system{config};
     auto writer = actors::spawn_wal_writer(system, engine, true);
@@ -286,7 +288,8 @@ threaded_run run_threaded(std::uint32_t concurrency) {
   return result;
 }
 
-TEST_CASE("wal_writer: detached, on real threads, at most wal_sync_concurrency fdatasyncs overlap") {
+TEST_CASE("wal_writer: detached, on real threads, at most wal_sync_concurrency fdatasyncs "
+          "overlap") {
   for (std::uint32_t concurrency : {1u, 3u}) {
     CAPTURE(concurrency);
     threaded_run run = run_threaded(concurrency);
@@ -321,8 +324,9 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
     gate.script({true, false}, true); // A fails, holding its throw back; B "succeeds"
     engine.store.io = std::move(io);
     engine.config.wal_sync_concurrency = 2;
-    engine.store.wal = std::make_unique<storage::wal_log>(*engine.store.io, storage::wal_options{dir, 1 << 20, 1 << 20},
-                                                    0, 0);
+    engine.store.wal =
+      std::make_unique<storage::wal_log>(*engine.store.io,
+                                         storage::wal_options{dir, 1 << 20, 1 << 20}, 0, 0);
     threaded_config config;
     caf::actor_system system{config};
     auto writer = actors::spawn_wal_writer(system, engine, true);
@@ -337,8 +341,11 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
       caf::scoped_actor self{system};
       std::string outcome;
       self->request(writer, std::chrono::seconds(30), messages::flush_request{lsn})
-        .receive([&](const messages::flush_done& done) { outcome = "ok " + std::to_string(done.flushed_lsn); },
-                 [&](const caf::error&) { outcome = "error"; });
+        .receive(
+          [&](const messages::flush_done& done) {
+            outcome = "ok " + std::to_string(done.flushed_lsn);
+          },
+          [&](const caf::error&) { outcome = "error"; });
       std::lock_guard lock(outcome_mutex);
       outcomes[client] = outcome;
       ++answers;

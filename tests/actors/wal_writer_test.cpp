@@ -88,7 +88,7 @@ TEST_CASE("wal_writer: a failed fsync fails every waiter and all later requests 
   CHECK(errors == 2);
   CHECK(f.engine.failed());
   CHECK_THROWS_AS(f.insert_record(3), storage::io_error); // the WAL accepts nothing more
-  f.ask(writer, b, answers, errors);                       // and nothing is retried
+  f.ask(writer, b, answers, errors);                      // and nothing is retried
   f.run();
   CHECK(errors == 3);
   CHECK(answers.empty());

@@ -43,7 +43,8 @@ struct scratch_directory : test::scratch_directory {
 
 } // namespace
 
-TEST_CASE("commit status: a commit whose status cannot be recorded stops the engine with commit_outcome_unknown") {
+TEST_CASE("commit status: a commit whose status cannot be recorded stops the engine with "
+          "commit_outcome_unknown") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 10);
   open_options options;
@@ -94,4 +95,3 @@ TEST_CASE("commit status: a commit whose status cannot be recorded stops the eng
     CHECK(value == 1);
   db->close();
 }
-

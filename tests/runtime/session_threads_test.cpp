@@ -14,7 +14,8 @@
 
 using namespace tidemark;
 
-TEST_CASE("session: a second thread's calls are refused while the first is inside commit(), and change nothing") {
+TEST_CASE("session: a second thread's calls are refused while the first is inside commit(), and "
+          "change nothing") {
   test::scratch_directory scratch("tidemark-session-threads");
   const std::vector<std::string> settings = {"log_checkpoints=off", "shared_buffers=1MB"};
   create_options create;
