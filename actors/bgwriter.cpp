@@ -6,7 +6,6 @@
 
 #include <caf/all.hpp>
 
-
 namespace tidemark::actors {
 
 namespace {
@@ -42,7 +41,7 @@ private:
 // One cleaning round. Returns true if the round found nothing to do.
 bool clean_round(bgwriter_state& st) {
   context& ctx = *st.ctx;
-  storage::buffer_pool& pool = *ctx.pool;
+  storage::buffer_pool& pool = *ctx.store.pool;
   clock_reading reading;
   pool.clock_position(&reading.hand, &reading.passes);
   reading.allocations = pool.counters().allocations.load(std::memory_order_relaxed);
@@ -64,15 +63,16 @@ bool clean_round(bgwriter_state& st) {
     if (st.sink->add(b, true)) // joins the supply once written (finish_write's offer)
       ++written;
     else
-      pool.offer_victim(b);   // clean already (or being written by someone else)
+      pool.offer_victim(b); // clean already (or being written by someone else)
     reusable += 1;
   }
   st.sink->flush();
   pool.rearm_supply_alarm();
-  if (written > 0 && ctx.trace)
-    ctx.trace->record(actor_role::bgwriter, actor_role::bgwriter, trace_type::bgwriter_write, written);
+  if (written > 0 && ctx.store.trace)
+    ctx.store.trace->record(actor_role::bgwriter, actor_role::bgwriter, trace_type::bgwriter_write,
+                            written);
   if (written >= maxpages && maxpages > 0)
-    ctx.bgwriter.maxwritten_clean.fetch_add(1, std::memory_order_relaxed);
+    ctx.counters.bgwriter.maxwritten_clean.fetch_add(1, std::memory_order_relaxed);
   st.estimator->finished(plan, scanned, next, passes, reusable);
   return st.estimator->idle();
 }
@@ -94,7 +94,7 @@ void round_and_reschedule(bgwriter_pointer self) {
   }
   st.idle_rounds = idle ? st.idle_rounds + 1 : 0;
   if (st.idle_rounds >= idle_rounds_before_hibernating) {
-    ctx.pool->notify_on_next_allocation();
+    ctx.store.pool->notify_on_next_allocation();
     schedule_tick(self, ctx.config.bgwriter_delay * hibernate_factor);
   } else {
     schedule_tick(self, ctx.config.bgwriter_delay);
@@ -104,12 +104,14 @@ void round_and_reschedule(bgwriter_pointer self) {
 bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, context* ctx) {
   auto& st = self->state;
   st.ctx = ctx;
-  st.estimator = std::make_unique<bgwriter_estimator>(
-    static_cast<std::uint32_t>(ctx->pool->size()), ctx->config.bgwriter_lru_multiplier,
-    double(ctx->config.bgwriter_delay.count()));
+  st.estimator =
+    std::make_unique<bgwriter_estimator>(static_cast<std::uint32_t>(ctx->store.pool->size()),
+                                         ctx->config.bgwriter_lru_multiplier,
+                                         double(ctx->config.bgwriter_delay.count()));
   st.sink = make_buffer_sink(*ctx, storage::write_source::bgwriter);
-  ctx->bgwriter.listener = std::make_unique<wake_on_allocation>(caf::actor_cast<bgwriter_actor>(self));
-  ctx->pool->set_allocation_listener(ctx->bgwriter.listener.get());
+  ctx->counters.bgwriter.listener =
+    std::make_unique<wake_on_allocation>(caf::actor_cast<bgwriter_actor>(self));
+  ctx->store.pool->set_allocation_listener(ctx->counters.bgwriter.listener.get());
   schedule_tick(self, ctx->config.bgwriter_delay);
   return {
     [=](tick_atom, std::uint64_t generation) {

@@ -20,8 +20,8 @@
 // deterministic scheduler.
 #pragma once
 
-#include "messages/interfaces.hpp"
 #include "actors/context.hpp"
+#include "messages/interfaces.hpp"
 
 #include <caf/actor_system.hpp>
 

@@ -21,10 +21,10 @@ struct clock_reading {
 };
 
 struct cleaning_plan {
-  std::uint32_t start = 0;       // buffer to clean first
-  std::uint32_t to_scan = 0;     // buffers at most to look at (bufs_to_lap)
-  double reusable_estimate = 0;  // reusable buffers believed ahead already
-  double target = 0;             // reusable buffers wanted ahead after this round
+  std::uint32_t start = 0;      // buffer to clean first
+  std::uint32_t to_scan = 0;    // buffers at most to look at (bufs_to_lap)
+  double reusable_estimate = 0; // reusable buffers believed ahead already
+  double target = 0;            // reusable buffers wanted ahead after this round
   std::uint64_t recent_allocations = 0;
 };
 

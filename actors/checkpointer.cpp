@@ -8,8 +8,8 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -70,10 +70,10 @@ checkpoint_run& current_run(checkpointer_state& st) {
   return *st.run;
 }
 
-void trace(context& ctx, actor_role to, trace_type type, std::uint64_t a = 0,
-           std::uint64_t b = 0, std::uint64_t c = 0) {
-  if (ctx.trace)
-    ctx.trace->record(actor_role::checkpointer, to, type, a, b, c);
+void trace(context& ctx, actor_role to, trace_type type, std::uint64_t a = 0, std::uint64_t b = 0,
+           std::uint64_t c = 0) {
+  if (ctx.store.trace)
+    ctx.store.trace->record(actor_role::checkpointer, to, type, a, b, c);
 }
 
 // ---- schedule (C4) -----------------------------------------------------------------------
@@ -89,7 +89,7 @@ double write_schedule(const context& ctx, const checkpoint_run& run) {
   if (window <= 0)
     return 1.0;
   double by_time = ms_since(run.started) / double(ctx.config.checkpoint_timeout.count());
-  double by_wal = double(ctx.wal->inserted_lsn() - run.redo) / wal_budget(ctx);
+  double by_wal = double(ctx.store.wal->inserted_lsn() - run.redo) / wal_budget(ctx);
   return std::max(by_time, by_wal) / window;
 }
 
@@ -106,7 +106,7 @@ std::uint64_t sync_pace_ms(const context& ctx, const checkpoint_run& run) {
   double target = ctx.config.checkpoint_completion_target;
   double elapsed = ms_since(run.started);
   double left = target * double(ctx.config.checkpoint_timeout.count()) - elapsed;
-  double used = double(ctx.wal->inserted_lsn() - run.redo);
+  double used = double(ctx.store.wal->inserted_lsn() - run.redo);
   double wal_left = target * wal_budget(ctx) - used;
   if (left <= 0 || wal_left <= 0)
     return 0;
@@ -120,7 +120,7 @@ std::uint64_t sync_pace_ms(const context& ctx, const checkpoint_run& run) {
 void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = false) {
   auto& st = self->state;
   context& ctx = *st.ctx;
-  ctx.checkpoints.phase.store(phase);
+  ctx.counters.checkpoints.phase.store(phase);
   if (st.subscribers.empty() || !st.run)
     return;
   const checkpoint_run& run = current_run(st);
@@ -155,9 +155,9 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
     // Returns once every commit whose record precedes the redo point has marked its pages
     // dirty and set its status (storage rule 4): the scan below and the commit-status
     // log's write in the sync phase find them.
-    run.redo = ctx.wal->begin_redo_point();
+    run.redo = ctx.store.wal->begin_redo_point();
   }
-  storage::buffer_pool& pool = *ctx.pool;
+  storage::buffer_pool& pool = *ctx.store.pool;
   for (storage::buffer_id b = 0; b < pool.size(); ++b)
     if (pool.is_dirty(b))
       run.to_write.emplace_back(pool.tag(b), b);
@@ -181,18 +181,19 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
 // there are only a few chunks of staging memory.
 bool write_or_await(context& ctx, buffer_sink& sink, storage::buffer_id buffer) {
   while (!sink.add(buffer, false)) {
-    if (!ctx.pool->write_in_progress(buffer))
+    if (!ctx.store.pool->write_in_progress(buffer))
       return false;
     sink.flush();
     trace(ctx, actor_role::checkpointer, trace_type::checkpoint_awaits_write, buffer);
-    ctx.pool->wait_for_write(buffer);
+    ctx.store.pool->wait_for_write(buffer);
   }
   return true;
 }
 
 void write_due(checkpointer_state& st, std::size_t due) {
   checkpoint_run& run = current_run(st);
-  TIDEMARK_CHECK(due <= run.to_write.size(), "a write step stops at the end of the checkpoint's list");
+  TIDEMARK_CHECK(due <= run.to_write.size(),
+                 "a write step stops at the end of the checkpoint's list");
   while (run.next < due)
     run.written += write_or_await(*st.ctx, *st.sink, run.to_write[run.next++].second);
   st.sink->flush();
@@ -234,17 +235,17 @@ storage::lsn_t write_checkpoint_record(context& ctx, const checkpoint_run& run) 
   storage::checkpoint_payload payload{};
   payload.redo_lsn = run.redo;
   payload.next_xid = ctx.next_xid.load();
-  payload.time_unix_ms = static_cast<std::uint64_t>(
-    std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch())
-      .count());
+  payload.time_unix_ms =
+    static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count());
   storage::record_builder record;
   record.reset(storage::record_type::checkpoint, 0);
   record.set_main_data(&payload, sizeof payload);
   record.finish();
-  auto position = ctx.wal->insert(record, ctx.wal->redo_lsn());
+  auto position = ctx.store.wal->insert(record, ctx.store.wal->redo_lsn());
   TIDEMARK_CHECK(position.has_value(), "only the checkpointer moves the redo point");
-  ctx.wal->flush(position->end);
+  ctx.store.wal->flush(position->end);
   storage::control_data control = ctx.control();
   control.state = static_cast<std::uint32_t>(run.reason == checkpoint_reason::shutdown
                                                ? storage::cluster_state::shut_down
@@ -255,11 +256,11 @@ storage::lsn_t write_checkpoint_record(context& ctx, const checkpoint_run& run) 
   control.checkpoint_time_unix_ms = payload.time_unix_ms;
   if (run.reason == checkpoint_reason::end_of_recovery && ctx.standby.promoting.exchange(false))
     ++control.generation; // a promoted standby's history goes on apart from its old primary's
-  storage::write_control_file(*ctx.io, ctx.data_dir, control);
+  storage::write_control_file(*ctx.store.io, ctx.data_dir, control);
   ctx.set_control(control);
   trace(ctx, actor_role::checkpointer, trace_type::control_file_written, position->start, run.redo);
   // C2: only now that the control file moved on, and not what a standby still needs
-  ctx.wal->remove_segments_before(std::min(run.redo, ctx.standby_keep.load()));
+  ctx.store.wal->remove_segments_before(std::min(run.redo, ctx.sender.keep_from.load()));
   trace(ctx, actor_role::checkpointer, trace_type::wal_recycled, run.redo);
   return position->start;
 }
@@ -273,11 +274,12 @@ storage::lsn_t write_restartpoint(context& ctx, const checkpoint_run& run) {
   control.redo_lsn = run.redo;
   control.next_xid = std::max<std::uint64_t>(control.next_xid, run.restart_at.next_xid);
   control.checkpoint_time_unix_ms = run.restart_at.time_unix_ms;
-  storage::write_control_file(*ctx.io, ctx.data_dir, control);
+  storage::write_control_file(*ctx.store.io, ctx.data_dir, control);
   ctx.set_control(control);
   ctx.standby.restart_redo.store(run.redo);
-  trace(ctx, actor_role::checkpointer, trace_type::control_file_written, control.checkpoint_lsn, run.redo);
-  ctx.wal->remove_segments_before(std::min(run.redo, ctx.standby_keep.load()));
+  trace(ctx, actor_role::checkpointer, trace_type::control_file_written, control.checkpoint_lsn,
+        run.redo);
+  ctx.store.wal->remove_segments_before(std::min(run.redo, ctx.sender.keep_from.load()));
   trace(ctx, actor_role::checkpointer, trace_type::wal_recycled, run.redo);
   return control.checkpoint_lsn;
 }
@@ -285,7 +287,7 @@ storage::lsn_t write_restartpoint(context& ctx, const checkpoint_run& run) {
 void log_checkpoint(context& ctx, const checkpoint_run& run, const sync_phase_done& sync) {
   if (!ctx.config.log_checkpoints)
     return;
-  double share = 100.0 * double(run.written) / double(ctx.pool->size());
+  double share = 100.0 * double(run.written) / double(ctx.store.pool->size());
   double sync_s = double(sync.total_us) / 1e6;
   char line[512];
   std::snprintf(line, sizeof line,
@@ -319,14 +321,15 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   publish(self, checkpoint_phase::finish);
   storage::lsn_t checkpoint_lsn;
   try {
-    checkpoint_lsn = run.reason == checkpoint_reason::restartpoint ? write_restartpoint(ctx, run)
-                                                                   : write_checkpoint_record(ctx, run);
+    checkpoint_lsn = run.reason == checkpoint_reason::restartpoint
+                       ? write_restartpoint(ctx, run)
+                       : write_checkpoint_record(ctx, run);
   } catch (const std::exception& error) {
     fail_run(self, std::string("checkpoint record failed: ") + error.what());
     return;
   }
   trace(ctx, actor_role::checkpointer, trace_type::checkpoint_record, checkpoint_lsn, run.redo);
-  auto& counters = ctx.checkpoints;
+  auto& counters = ctx.counters.checkpoints;
   (run.reason == checkpoint_reason::time           ? counters.timed
    : run.reason == checkpoint_reason::restartpoint ? counters.restartpoints
                                                    : counters.requested)
@@ -336,7 +339,7 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   counters.buffers_written.fetch_add(run.written);
   log_checkpoint(ctx, run, sync);
   publish(self, checkpoint_phase::idle);
-  st.idle_lsn = ctx.wal->inserted_lsn();
+  st.idle_lsn = ctx.store.wal->inserted_lsn();
   checkpoint_done done{checkpoint_lsn, run.redo, run.written};
   for (auto& waiter : run.waiters)
     waiter.deliver(done);
@@ -356,7 +359,7 @@ void start_sync_phase(checkpointer_pointer self) {
     request_sync_phase(self);
     return;
   }
-  self->request(ctx.batcher, caf::infinite, dw_flush_request{})
+  self->request(ctx.store.batcher, caf::infinite, dw_flush_request{})
     .then([=](const dw_flushed&) { request_sync_phase(self); },
           [=](const caf::error& error) { fail_run(self, error_text(error)); });
 }
@@ -365,7 +368,7 @@ void request_sync_phase(checkpointer_pointer self) {
   auto& st = self->state;
   context& ctx = *st.ctx;
   try {
-    ctx.commit_log->write_dirty(storage::write_source::checkpointer);
+    ctx.store.commit_log->write_dirty(storage::write_source::checkpointer);
   } catch (const std::exception& error) {
     fail_run(self, std::string("commit-status log write failed: ") + error.what());
     return;
@@ -403,7 +406,7 @@ void hurry(checkpointer_pointer self, trace_type why) {
   context& ctx = *st.ctx;
   st.run->hurried = true;
   trace(ctx, actor_role::checkpointer, why);
-  checkpoint_phase phase = ctx.checkpoints.phase.load();
+  checkpoint_phase phase = ctx.counters.checkpoints.phase.load();
   if (phase == checkpoint_phase::write)
     self->send(self, write_step_atom::value); // the nap's own step finds the phase over, or writes
   else if (phase == checkpoint_phase::sync)
@@ -415,8 +418,8 @@ void on_request(checkpointer_pointer self, checkpoint_reason reason, bool immedi
                 caf::typed_response_promise<checkpoint_done> promise) {
   auto& st = self->state;
   context& ctx = *st.ctx;
-  trace(ctx, actor_role::checkpointer, trace_type::checkpoint_request, static_cast<std::uint64_t>(reason),
-        immediate);
+  trace(ctx, actor_role::checkpointer, trace_type::checkpoint_request,
+        static_cast<std::uint64_t>(reason), immediate);
   if (ctx.failed()) {
     promise.deliver(caf::make_error(caf::sec::runtime_error, "engine failed: " + ctx.failure()));
     return;
@@ -470,27 +473,28 @@ void on_tick(checkpointer_pointer self) {
   if (ctx.failed() || ctx.recovering.load())
     return; // during redo the redo point stays put and its WAL must not be recycled
   try {
-    ctx.wal->prepare_segments_ahead(wal_segments_ahead); // keeps segment creation off commits
+    ctx.store.wal->prepare_segments_ahead(wal_segments_ahead); // keeps segment creation off commits
   } catch (const std::exception& error) {
     ctx.fail(std::string("cannot create WAL segment: ") + error.what());
     return;
   }
   if (st.run) {
-    if (double(ctx.wal->inserted_lsn() - st.run->redo) >= wal_budget(ctx))
+    if (double(ctx.store.wal->inserted_lsn() - st.run->redo) >= wal_budget(ctx))
       hurry(self, trace_type::checkpoint_hurried_by_wal); // the next checkpoint is due already
-    else if (ctx.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
+    else if (ctx.counters.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
              !st.run->immediate)
       self->send(st.sync_worker, sync_deadline{sync_pace_ms(ctx, *st.run)}); // re-plans if
-                                                                         // WAL runs ahead
+                                                                             // WAL runs ahead
     return;
   }
-  bool idle = ctx.wal->inserted_lsn() == st.idle_lsn; // nothing logged since the last checkpoint
+  bool idle = ctx.store.wal->inserted_lsn() ==
+              st.idle_lsn; // nothing logged since the last checkpoint
   if (steady_clock::now() - st.last_start >= ctx.config.checkpoint_timeout) {
     if (idle)
       st.last_start = steady_clock::now();
     else
       begin_checkpoint(self, checkpoint_reason::time, false, {});
-  } else if (double(ctx.wal->inserted_lsn() - ctx.control().redo_lsn) >= wal_budget(ctx)) {
+  } else if (double(ctx.store.wal->inserted_lsn() - ctx.control().redo_lsn) >= wal_budget(ctx)) {
     begin_checkpoint(self, checkpoint_reason::wal, false, {});
   }
 }
@@ -501,7 +505,7 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, contex
   st.ctx = ctx;
   st.sync_worker = std::move(sync_worker);
   st.sink = make_buffer_sink(*ctx, storage::write_source::checkpointer);
-  st.idle_lsn = ctx->wal->inserted_lsn();
+  st.idle_lsn = ctx->store.wal->inserted_lsn();
   self->delayed_send(self, tick_interval, tick_atom::value);
   return {
     [=](const checkpoint_request& request) -> caf::result<checkpoint_done> {
@@ -510,7 +514,8 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, contex
       return promise;
     },
     [=](write_step_atom) {
-      if (self->state.run && self->state.ctx->checkpoints.phase.load() == checkpoint_phase::write)
+      if (self->state.run &&
+          self->state.ctx->counters.checkpoints.phase.load() == checkpoint_phase::write)
         write_step(self);
     },
     [=](tick_atom) { on_tick(self); },

@@ -30,18 +30,18 @@ void context::log(const std::string& line) const {
 void context::sync_file(const storage::file_tag& tag) {
   switch (tag.kind) {
     case storage::file_kind::relation:
-      files->sync_segment(tag.segment);
+      store.files->sync_segment(tag.segment);
       return;
     case storage::file_kind::commit_log:
-      commit_log->sync_segment(tag.segment.segno);
+      store.commit_log->sync_segment(tag.segment.segno);
       return;
   }
 }
 
 void context::write_back_file(const storage::file_tag& tag, std::uint64_t offset,
-                             std::uint64_t length) {
+                              std::uint64_t length) {
   if (tag.kind == storage::file_kind::relation)
-    files->write_back_segment(tag.segment, offset, length);
+    store.files->write_back_segment(tag.segment, offset, length);
 }
 
 messages::actor_role role_of(storage::write_source source) {
@@ -74,19 +74,19 @@ void actor_sync_registry::register_files(const storage::file_write* files, std::
   request.files.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     const storage::file_write& w = files[i];
-    request.files.push_back({{static_cast<std::uint8_t>(w.tag.kind), w.tag.segment.rel,
-                              w.tag.segment.segno},
-                             w.bytes,
-                             w.begin,
-                             w.end});
+    request.files.push_back(
+      {{static_cast<std::uint8_t>(w.tag.kind), w.tag.segment.rel, w.tag.segment.segno},
+       w.bytes,
+       w.begin,
+       w.end});
   }
   caf::anon_send(worker_, std::move(request));
   // Recorded after the send: a registration traced before an event was enqueued before it.
   if (trace_ != nullptr)
     for (std::size_t i = 0; i < count; ++i)
-      trace_->record(role_of(source), messages::actor_role::sync_worker, messages::trace_type::sync_register,
-                     files[i].tag.segment.rel, files[i].tag.segment.segno,
-                     static_cast<std::uint64_t>(files[i].tag.kind));
+      trace_->record(role_of(source), messages::actor_role::sync_worker,
+                     messages::trace_type::sync_register, files[i].tag.segment.rel,
+                     files[i].tag.segment.segno, static_cast<std::uint64_t>(files[i].tag.kind));
 }
 
 } // namespace tidemark::actors

@@ -2,21 +2,35 @@
 // the runtime's sessions. The runtime builds it (runtime::engine is a context plus what
 // only the runtime uses) and hands each actor a reference; it outlives them all.
 //
-// Who writes what (everyone may read):
-//  - data_dir, config, the storage mechanisms (io, files, wal, pool, commit_log, writer,
-//    victims, ring), registry, trace, batcher, commit_activity, log_sink: the runtime, at
-//    open, before any actor starts; never replaced while one runs. Each mechanism keeps
-//    its own invariants and locks (storage/README.md).
+// Its parts, each with its writer (everyone may read):
+//  - data_dir, config, commit_activity, log_sink: the runtime, at open, before any actor
+//    starts; never replaced while one runs.
+//  - store (storage_mechanisms): io, files, wal, pool, commit_log, registry, trace,
+//    writer, victims, ring, batcher. The runtime, at open, before any actor starts (the
+//    registry's worker and the batcher when it spawns those actors; it clears both once
+//    they stopped); never replaced while an actor runs. Each mechanism keeps its own
+//    invariants and locks (storage/README.md).
 //  - the control file: the checkpointer (set_control at each checkpoint or restartpoint;
 //    the runtime once at open), read and replaced whole under its lock.
 //  - next_xid: sessions (fetch_add at begin), and the runtime at open and after redo.
 //  - recovering: the runtime's startup, around redo.
-//  - standby_keep, standby_acknowledged, sender_wakeup: the WAL sender (the runtime
-//    installs the wake-up when it starts the sender).
-//  - standby: the standby's parts, one writer per field (standby_state.hpp).
-//  - syncs: the sync worker; checkpoints: the checkpointer; bgwriter: the bgwriter (its
-//    allocation listener, installed when it starts). Atomic counters, read for statistics.
+//  - standby (standby_state): a standby's parts, one writer per field (standby_state.hpp).
+//  - sender (wal_sender_published): the WAL sender. The runtime seeds keep_from from the
+//    recorded slots at open, before the sender starts, installs the wake-up when it
+//    spawns the sender and drops it once it stopped; stopping the acknowledgement waits
+//    (fail(), the runtime's close) ends waits and publishes nothing.
+//  - counters (activity_counters): syncs by the sync worker, checkpoints by the
+//    checkpointer, bgwriter by the bgwriter (its allocation listener, installed when it
+//    starts; the runtime drops it once it stopped). Atomic counters, read for statistics.
 //  - the failure latch: anyone, through fail(); first error wins (failure_latch.hpp).
+//
+// Members are destroyed in reverse declaration order, and the storage mechanisms point at
+// each other (files, WAL, commit log and ring at io; the writer and the commit log at the
+// WAL and the registry; the pool at the files; the registry at the trace sink): keep their
+// order inside `store`, and `store` ahead of the parts that follow it. The pool and the
+// WAL point at the bgwriter's listener and the sender's wake-up, declared later: the
+// runtime unhooks both once the actors stopped (instance::stop_actors), before either is
+// destroyed.
 //
 // Invariants:
 //  - Once failed() is true it stays true (W3): no new transaction is accepted, no
@@ -59,7 +73,7 @@ struct checkpoint_counters {
 };
 
 struct bgwriter_counters {
-  std::atomic<std::uint64_t> maxwritten_clean{0}; // rounds stopped by bgwriter_lru_maxpages
+  std::atomic<std::uint64_t> maxwritten_clean{0};         // rounds stopped by bgwriter_lru_maxpages
   std::unique_ptr<storage::allocation_listener> listener; // wakes it from hibernation
 };
 
@@ -71,6 +85,13 @@ struct sync_counters {
   std::atomic<std::uint64_t> requests{0}; // files registered, counting repeats
   std::atomic<std::uint64_t> absorbed{0}; // registrations of files already pending
   std::atomic<std::uint64_t> fsyncs{0};   // fsyncs the sync worker performed
+};
+
+/// The actors' statistics: one writer per group, read whole by the runtime's statistics.
+struct activity_counters {
+  sync_counters syncs;             // the sync worker
+  checkpoint_counters checkpoints; // the checkpointer
+  bgwriter_counters bgwriter;      // the bgwriter
 };
 
 /// Sync registrations as messages to the sync worker (W2): one sync_register per batch of
@@ -89,6 +110,39 @@ private:
   messages::trace_sink* trace_ = nullptr;
 };
 
+/// The storage mechanisms of one open data directory. The runtime builds them at open,
+/// before any actor starts, and replaces none while an actor runs; each keeps its own
+/// invariants and locks (storage/README.md). Keep the order of the members: they are
+/// destroyed in reverse, and some point at others (see the header comment).
+struct storage_mechanisms {
+  std::unique_ptr<storage::io_engine> io;
+  std::unique_ptr<storage::relation_files> files;
+  std::unique_ptr<storage::wal_log> wal;
+  std::unique_ptr<storage::buffer_pool> pool;
+  std::unique_ptr<storage::commit_log> commit_log;
+  actor_sync_registry registry;
+  std::unique_ptr<messages::trace_sink> trace; // null unless tracing is on
+  std::unique_ptr<storage::page_writer> writer;
+  std::unique_ptr<storage::victim_writer> victims;
+  std::unique_ptr<storage::doublewrite_ring> ring; // doublewrite mode only
+  messages::dw_batcher_actor batcher;              // doublewrite mode only
+};
+
+/// What the WAL sender publishes for the checkpointer and the commits (wal_sender.hpp).
+/// The runtime seeds keep_from at open and installs and drops the wake-up around the
+/// sender's life.
+struct wal_sender_published {
+  /// WAL from here on is still needed by a standby or a base backup (the WAL sender sets
+  /// it; all ones when none): checkpoints recycle only segments before both it and the
+  /// redo point.
+  std::atomic<storage::lsn_t> keep_from{~storage::lsn_t{0}};
+  /// How far the synchronous standby has the WAL (written, flushed or replayed, as
+  /// synchronous_standby says): commits wait on it; the WAL sender publishes it.
+  storage::position_waiters acknowledged;
+  /// The WAL sender's wake-up on each WAL flush (set while it runs).
+  std::unique_ptr<storage::flush_listener> wakeup;
+};
+
 /// The text of an error an actor replied with: our actors make their errors with one
 /// string in the context (their own words, without CAF's rendering); anything else is
 /// described by its code.
@@ -102,7 +156,7 @@ struct context {
   // ---- set by the runtime at open, then read-only --------------------------------------
   std::string data_dir;
   settings config;
-  std::unique_ptr<storage::io_engine> io;
+  storage_mechanisms store;
   /// The control file as last written (or read at open). The checkpointer replaces it at
   /// each checkpoint or restartpoint while others read it (a standby's redo, the runtime),
   /// so it is read and replaced whole, under a lock.
@@ -114,37 +168,16 @@ struct context {
     std::lock_guard<std::mutex> lock(control_mutex_);
     control_ = c;
   }
-  // ---- the storage mechanisms (set at open; each keeps its own locks) -------------------
-  std::unique_ptr<storage::relation_files> files;
-  std::unique_ptr<storage::wal_log> wal;
-  std::unique_ptr<storage::buffer_pool> pool;
-  std::unique_ptr<storage::commit_log> commit_log;
-  actor_sync_registry registry;
-  sync_counters syncs;
-  std::unique_ptr<messages::trace_sink> trace; // null unless tracing is on
-  std::unique_ptr<storage::page_writer> writer;
-  std::unique_ptr<storage::victim_writer> victims;
-  std::unique_ptr<storage::doublewrite_ring> ring; // doublewrite mode only
-  messages::dw_batcher_actor batcher;               // doublewrite mode only
   // ---- shared state, each with its writer (see the header comment) ----------------------
   std::atomic<storage::xid_t> next_xid{1};
   /// True while redo runs: no automatic checkpoint may move the redo point, and WAL the
   /// redo reader still needs must not be recycled (DESIGN §6: the redo point does not move
   /// until the end-of-recovery checkpoint completes).
   std::atomic<bool> recovering{false};
-  /// WAL from here on is still needed by a standby or a base backup (the WAL sender sets
-  /// it; all ones when none): checkpoints recycle only segments before both it and the
-  /// redo point.
-  std::atomic<storage::lsn_t> standby_keep{~storage::lsn_t{0}};
-  /// How far the synchronous standby has the WAL (written, flushed or replayed, as
-  /// synchronous_standby says): commits wait on it; the WAL sender publishes it.
-  storage::position_waiters standby_acknowledged;
   /// A standby's state (standby_state.hpp says which part writes each field).
   standby_state standby;
-  /// The WAL sender's wake-up on each WAL flush (set while it runs).
-  std::unique_ptr<storage::flush_listener> sender_wakeup;
-  checkpoint_counters checkpoints;
-  bgwriter_counters bgwriter;
+  wal_sender_published sender;
+  activity_counters counters;
   /// Called by the wal_writer for each commit that asks for a WAL sync, so the runtime's
   /// idle poller keeps CPUs awake for the wake-ups to come. Empty: nobody listens. It is
   /// on the commit path: it must be cheap and must not block.
@@ -171,13 +204,13 @@ struct context {
   void fail(const std::string& why) {
     if (!failure_.trip(why))
       return;
-    if (ring)
-      ring->fail(); // writers waiting for a free chunk stop
-    if (pool) // the checkpointer waiting for a write the batcher was to finish
-      pool->stop_waits();
-    if (wal) // commits waiting for WAL no sync will cover any more
-      wal->stop_waiters("the engine stopped after a failure: " + why);
-    standby_acknowledged.stop("the engine stopped after a failure: " + why);
+    if (store.ring)
+      store.ring->fail(); // writers waiting for a free chunk stop
+    if (store.pool)       // the checkpointer waiting for a write the batcher was to finish
+      store.pool->stop_waits();
+    if (store.wal) // commits waiting for WAL no sync will cover any more
+      store.wal->stop_waiters("the engine stopped after a failure: " + why);
+    sender.acknowledged.stop("the engine stopped after a failure: " + why);
   }
   bool failed() const { return failure_.failed(); }
   std::string failure() const { return failure_.failure(); }

@@ -25,20 +25,20 @@ struct dw_batcher_state {
   // DATA_WRITTEN chunks (their staging, and with it their entries, given back) and the
   // files whose fsync retires each.
   std::map<std::uint32_t, std::vector<file_ref>> awaiting_fsync;
-  std::set<std::uint32_t> hurried;           // of those, the ones sync_now was asked for
-  bool asked_synced = false;                 // a synced_chunks_request is outstanding
+  std::set<std::uint32_t> hurried; // of those, the ones sync_now was asked for
+  bool asked_synced = false;       // a synced_chunks_request is outstanding
   // Batches handed over and not yet written to the ring, in order: those that arrived
   // since the last drain, and those waiting for ring space.
   std::deque<std::pair<std::uint32_t, actor_role>> queued;
-  bool waiting_for_ring_space = false;       // the front of `queued` found the ring full
-  bool drain_sent = false;                   // a drain_atom to ourselves is in the mailbox
-  bool gathering = false;                    // a timed (gathered_atom, generation) will drain
-  std::uint64_t gather_generation = 0;       // of that timer; a drain before it makes it stale
+  bool waiting_for_ring_space = false; // the front of `queued` found the ring full
+  bool drain_sent = false;             // a drain_atom to ourselves is in the mailbox
+  bool gathering = false;              // a timed (gathered_atom, generation) will drain
+  std::uint64_t gather_generation = 0; // of that timer; a drain before it makes it stale
   std::vector<caf::typed_response_promise<dw_flushed>> flush_waiters; // until queued is empty
   std::vector<std::pair<std::uint32_t, actor_role>> group; // written, awaiting the ring fsync
-  std::vector<std::uint32_t> group_chunks;   // reused
-  std::vector<storage::page_copy> copies;    // reused
-  std::vector<storage::page_write> writes;   // reused
+  std::vector<std::uint32_t> group_chunks;                 // reused
+  std::vector<storage::page_copy> copies;                  // reused
+  std::vector<storage::page_write> writes;                 // reused
   static inline const char* name = "dw_batcher";
 };
 
@@ -46,19 +46,22 @@ using dw_batcher_pointer = dw_batcher_actor::stateful_pointer<dw_batcher_state>;
 
 void trace(context& ctx, actor_role from, actor_role to, trace_type type, std::uint64_t a,
            std::uint64_t b = 0) {
-  if (ctx.trace)
-    ctx.trace->record(from, to, type, a, b);
+  if (ctx.store.trace)
+    ctx.store.trace->record(from, to, type, a, b);
 }
 
 // What a batch's in-place writes do to each file it touches: bytes and range (for the
 // sync worker's pacing), one element per segment, in the order the batch first touches it.
-std::vector<storage::file_write> writes_of(context& ctx, const std::vector<storage::dw_entry>& entries) {
+std::vector<storage::file_write> writes_of(context& ctx,
+                                           const std::vector<storage::dw_entry>& entries) {
   std::vector<storage::file_write> written(entries.size() + 1);
   std::size_t count = 0;
   for (const storage::dw_entry& entry : entries)
-    count = storage::note_write(written.data(), count,
-                                {storage::file_kind::relation, ctx.files->segment_of(entry.id)},
-                                ctx.files->offset_in_segment(entry.id), ctx.files->page_size());
+    count =
+      storage::note_write(written.data(), count,
+                          {storage::file_kind::relation, ctx.store.files->segment_of(entry.id)},
+                          ctx.store.files->offset_in_segment(entry.id),
+                          ctx.store.files->page_size());
   written.resize(count);
   return written;
 }
@@ -66,7 +69,8 @@ std::vector<storage::file_write> writes_of(context& ctx, const std::vector<stora
 std::vector<file_ref> refs_of(const std::vector<storage::file_write>& written) {
   std::vector<file_ref> files;
   for (const storage::file_write& w : written)
-    files.push_back({static_cast<std::uint8_t>(w.tag.kind), w.tag.segment.rel, w.tag.segment.segno});
+    files.push_back(
+      {static_cast<std::uint8_t>(w.tag.kind), w.tag.segment.rel, w.tag.segment.segno});
   return files;
 }
 
@@ -87,11 +91,11 @@ void on_chunks_synced(dw_batcher_pointer self, const std::vector<std::uint32_t>&
     TIDEMARK_CHECK_DETAIL(st.awaiting_fsync.erase(chunk) == 1,
                           "a chunk reported synced was awaiting its fsync",
                           "chunk " + std::to_string(chunk));
-    ctx.ring->advance(chunk, dw_state::data_fsynced);
+    ctx.store.ring->advance(chunk, dw_state::data_fsynced);
     trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_fsynced, chunk);
     // Traced before the release: a writer may take the chunk the moment it is free.
     trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_free, chunk);
-    ctx.ring->release(chunk);
+    ctx.store.ring->release(chunk);
     st.hurried.erase(chunk);
   }
   ask_synced(self);
@@ -107,7 +111,7 @@ void ask_synced(dw_batcher_pointer self) {
   self->request(st.sync_worker, caf::infinite, synced_chunks_request{})
     .then([=](const chunks_synced& done) { on_chunks_synced(self, done.chunks); },
           [=](const caf::error&) {
-            self->state.ctx->ring->fail();
+            self->state.ctx->store.ring->fail();
             fail_queued_batches(self);
           });
 }
@@ -123,8 +127,8 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   auto& st = self->state;
   context& ctx = *st.ctx;
   bool needed = st.waiting_for_ring_space ||
-                ctx.ring->used_bytes() > ctx.ring->capacity_bytes() / 2 ||
-                (writer_waiting && ctx.ring->free_chunks() == 0);
+                ctx.store.ring->used_bytes() > ctx.store.ring->capacity_bytes() / 2 ||
+                (writer_waiting && ctx.store.ring->free_chunks() == 0);
   if (!st.hurried.empty() || !needed)
     return;
   sync_now request;
@@ -132,28 +136,28 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
     if (!st.hurried.insert(chunk).second)
       continue;
     for (const file_ref& f : files)
-      if (std::none_of(request.files.begin(), request.files.end(), [&](const file_ref& g) {
-            return g.rel == f.rel && g.segno == f.segno;
-          }))
+      if (std::none_of(request.files.begin(), request.files.end(),
+                       [&](const file_ref& g) { return g.rel == f.rel && g.segno == f.segno; }))
         request.files.push_back(f); // one fsync per file covers every batch waiting on it
   }
   if (request.files.empty())
     return;
-  trace(ctx, actor_role::dw_batcher, actor_role::sync_worker, trace_type::sync_now, request.files.size());
+  trace(ctx, actor_role::dw_batcher, actor_role::sync_worker, trace_type::sync_now,
+        request.files.size());
   self->send(st.sync_worker, std::move(request));
 }
 
 void fail_batch(context& ctx, std::uint32_t chunk, const std::string& why) {
   ctx.fail(why);
-  ctx.ring->fail();
-  for (const storage::dw_entry& entry : ctx.ring->entries(chunk))
-    ctx.pool->finish_write(entry.buffer, false);
+  ctx.store.ring->fail();
+  for (const storage::dw_entry& entry : ctx.store.ring->entries(chunk))
+    ctx.store.pool->finish_write(entry.buffer, false);
 }
 
 void answer_flush_waiters(dw_batcher_pointer self) {
   auto& st = self->state;
   for (auto& promise : st.flush_waiters)
-    promise.deliver(dw_flushed{st.ctx->ring->counters().batches.load()});
+    promise.deliver(dw_flushed{st.ctx->store.ring->counters().batches.load()});
   st.flush_waiters.clear();
 }
 
@@ -191,13 +195,13 @@ bool may_gather(const dw_batcher_state& st, actor_role source) {
   const context& ctx = *st.ctx;
   if (ctx.config.doublewrite_flush_delay.count() == 0 || source == actor_role::backend ||
       ctx.recovering.load(std::memory_order_relaxed) || !st.flush_waiters.empty() ||
-      ctx.pool->supply_size() < ctx.pool->supply_low_water() / 4 ||
-      st.queued.size() >= ctx.ring->batch_pages()) // each batch holds a page at least
+      ctx.store.pool->supply_size() < ctx.store.pool->supply_low_water() / 4 ||
+      st.queued.size() >= ctx.store.ring->batch_pages()) // each batch holds a page at least
     return false;
   std::size_t pages = 0;
   for (const auto& [chunk, queued_source] : st.queued)
-    pages += ctx.ring->entries(chunk).size();
-  return pages < ctx.ring->batch_pages();
+    pages += ctx.store.ring->entries(chunk).size();
+  return pages < ctx.store.ring->batch_pages();
 }
 
 // A batch handed over: queued, and written at the next drain together with every batch
@@ -206,7 +210,7 @@ bool may_gather(const dw_batcher_state& st, actor_role source) {
 void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   trace(*st.ctx, source, actor_role::dw_batcher, trace_type::dw_batch_ready, chunk,
-        st.ctx->ring->entries(chunk).size());
+        st.ctx->store.ring->entries(chunk).size());
   st.queued.emplace_back(chunk, source);
   if (!may_gather(st, source)) {
     drain_soon(self);
@@ -222,21 +226,22 @@ void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) 
 bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   context& ctx = *st.ctx;
-  storage::doublewrite_ring& ring = *ctx.ring;
+  storage::doublewrite_ring& ring = *ctx.store.ring;
   const auto& entries = ring.entries(chunk);
   st.copies.clear();
   for (std::size_t i = 0; i < entries.size(); ++i)
     st.copies.push_back(
       {entries[i].id, entries[i].lsn, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
   try {
-    ctx.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
+    ctx.store.writer->prepare(st.copies.data(), st.copies.size()); // W1, identity and checksum
     if (!ring.write(chunk))
       return false;
   } catch (const std::exception& error) {
     fail_batch(ctx, chunk, std::string("doublewrite batch failed: ") + error.what());
     return true;
   }
-  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_written, chunk, entries.size());
+  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_written, chunk,
+        entries.size());
   st.group.emplace_back(chunk, source);
   return true;
 }
@@ -245,7 +250,7 @@ bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role sourc
 void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
   context& ctx = *st.ctx;
-  storage::doublewrite_ring& ring = *ctx.ring;
+  storage::doublewrite_ring& ring = *ctx.store.ring;
   const auto& entries = ring.entries(chunk);
   st.writes.clear();
   for (std::size_t i = 0; i < entries.size(); ++i)
@@ -258,18 +263,18 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
     // D1: only after DWB_FSYNCED. No writeback is started here: the pages wait in the page
     // cache, coalescing, for the sync worker's paced write-back and the fsync that retires
     // the chunk.
-    ctx.files->write_pages(st.writes.data(), st.writes.size());
+    ctx.store.files->write_pages(st.writes.data(), st.writes.size());
   } catch (const std::exception& error) {
     fail_batch(ctx, chunk, std::string("doublewrite batch failed: ") + error.what());
     return;
   }
-  ctx.registry.register_files(written.data(), written.size(), source_of(source));
-  ctx.writer->count_written(entries.size(), source_of(source));
+  ctx.store.registry.register_files(written.data(), written.size(), source_of(source));
+  ctx.store.writer->count_written(entries.size(), source_of(source));
   // Buffers the bgwriter cleaned, and victims a session handed over and left for another,
   // are reusable now: offered to the sessions' next allocations.
   bool offer = source == actor_role::bgwriter || source == actor_role::backend;
   for (const storage::dw_entry& entry : entries)
-    ctx.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
+    ctx.store.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);
   trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_written, chunk);
   st.awaiting_fsync.emplace(chunk, files);
@@ -316,10 +321,10 @@ void write_queued(dw_batcher_pointer self) {
       for (const auto& [chunk, source] : st.group)
         st.group_chunks.push_back(chunk);
       try {
-        ctx.ring->sync(st.group_chunks.data(), st.group_chunks.size());
+        ctx.store.ring->sync(st.group_chunks.data(), st.group_chunks.size());
       } catch (const std::exception& error) {
         ctx.fail(std::string("doublewrite ring fsync failed: ") + error.what());
-        ctx.ring->fail();
+        ctx.store.ring->fail();
         fail_group_and_queue(self);
         return;
       }
@@ -333,15 +338,16 @@ void write_queued(dw_batcher_pointer self) {
       st.group.clear();
     } else if (retry) {
       try {
-        retry = ctx.ring->sync_horizon();
+        retry = ctx.store.ring->sync_horizon();
       } catch (const std::exception& error) {
         ctx.fail(std::string("doublewrite ring fsync failed: ") + error.what());
-        ctx.ring->fail();
+        ctx.store.ring->fail();
         fail_queued_batches(self);
         return;
       }
       if (retry)
-        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_horizon_synced, 0);
+        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_horizon_synced,
+              0);
     }
     if (ctx.failed()) {
       fail_queued_batches(self);
@@ -387,14 +393,15 @@ dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx
       if (!st.queued.empty())
         drain_soon(self); // not after a gathering delay: someone waits
       if (st.queued.empty())
-        return dw_flushed{st.ctx->ring->counters().batches.load()};
+        return dw_flushed{st.ctx->store.ring->counters().batches.load()};
       st.flush_waiters.push_back(self->make_response_promise<dw_flushed>());
       return st.flush_waiters.back();
     },
     [=](flush_atom, std::uint32_t generation) {
       context& ctx = *self->state.ctx;
       auto& victims = storage::checked_downcast<doublewrite_victim_writer>(
-        ctx.victims.get(), "doublewrite mode hands sessions' victims to the doublewrite victim writer");
+        ctx.store.victims.get(),
+        "doublewrite mode hands sessions' victims to the doublewrite victim writer");
       auto [chunk, count] = victims.take(generation);
       if (count > 0 && !ctx.failed())
         hand_over(self, chunk, actor_role::backend);

@@ -18,7 +18,7 @@ class direct_sink final : public buffer_sink {
 public:
   direct_sink(context& ctx, storage::write_source source) : context_(ctx), source_(source) {
     void* memory = nullptr;
-    if (posix_memalign(&memory, 4096, direct_batch_pages * ctx.pool->page_size()) != 0)
+    if (posix_memalign(&memory, 4096, direct_batch_pages * ctx.store.pool->page_size()) != 0)
       throw std::bad_alloc();
     memory_ = static_cast<unsigned char*>(memory);
   }
@@ -26,8 +26,8 @@ public:
 
   bool add(storage::buffer_id buffer, bool only_reusable) override {
     storage::page_copy& copy = copies_[count_];
-    copy.data = memory_ + count_ * context_.pool->page_size();
-    if (!context_.pool->start_write(buffer, copy.data, &copy.id, &copy.lsn, only_reusable))
+    copy.data = memory_ + count_ * context_.store.pool->page_size();
+    if (!context_.store.pool->start_write(buffer, copy.data, &copy.id, &copy.lsn, only_reusable))
       return false;
     buffers_[count_++] = buffer;
     if (count_ == direct_batch_pages)
@@ -41,15 +41,15 @@ public:
     std::size_t count = count_;
     count_ = 0;
     try {
-      context_.writer->write(copies_, count, source_);
+      context_.store.writer->write(copies_, count, source_);
     } catch (...) {
       for (std::size_t i = 0; i < count; ++i)
-        context_.pool->finish_write(buffers_[i], false);
+        context_.store.pool->finish_write(buffers_[i], false);
       throw;
     }
     bool offer = source_ == storage::write_source::bgwriter; // it cleaned them for sessions
     for (std::size_t i = 0; i < count; ++i)
-      context_.pool->finish_write(buffers_[i], true, offer);
+      context_.store.pool->finish_write(buffers_[i], true, offer);
   }
 
 private:
@@ -63,21 +63,24 @@ private:
 
 // A writer found no free chunk (D4): tell the trace and hurry the batcher's retirement.
 void hurry_batcher(context& ctx, messages::actor_role writer) {
-  if (ctx.trace)
-    ctx.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_slot_wait);
-  caf::anon_send(ctx.batcher, messages::dw_flush_request{});
+  if (ctx.store.trace)
+    ctx.store.trace->record(writer, messages::actor_role::dw_batcher,
+                            messages::trace_type::dw_slot_wait);
+  caf::anon_send(ctx.store.batcher, messages::dw_flush_request{});
 }
 
 void give_back_chunk(context& ctx, messages::actor_role writer, std::uint32_t chunk) {
-  if (ctx.trace) // before: another writer may take the chunk the moment it is free
-    ctx.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_give_back, chunk);
-  ctx.ring->give_back(chunk);
+  if (ctx.store.trace) // before: another writer may take the chunk the moment it is free
+    ctx.store.trace->record(writer, messages::actor_role::dw_batcher,
+                            messages::trace_type::dw_give_back, chunk);
+  ctx.store.ring->give_back(chunk);
 }
 
 std::uint32_t acquire_chunk(context& ctx, messages::actor_role writer) {
-  std::uint32_t chunk = ctx.ring->acquire([&ctx, writer] { hurry_batcher(ctx, writer); });
-  if (ctx.trace)
-    ctx.trace->record(writer, messages::actor_role::dw_batcher, messages::trace_type::dw_acquire, chunk);
+  std::uint32_t chunk = ctx.store.ring->acquire([&ctx, writer] { hurry_batcher(ctx, writer); });
+  if (ctx.store.trace)
+    ctx.store.trace->record(writer, messages::actor_role::dw_batcher,
+                            messages::trace_type::dw_acquire, chunk);
   return chunk;
 }
 
@@ -88,7 +91,7 @@ public:
   ~doublewrite_sink() override { give_back_empty(); }
 
   bool add(storage::buffer_id buffer, bool only_reusable) override {
-    storage::doublewrite_ring& ring = *context_.ring;
+    storage::doublewrite_ring& ring = *context_.store.ring;
     if (!has_chunk_) {
       chunk_ = acquire_chunk(context_, role_of(source_));
       has_chunk_ = true;
@@ -97,7 +100,7 @@ public:
     storage::dw_entry entry;
     entry.buffer = buffer;
     unsigned char* slot = ring.slot_memory(chunk_, static_cast<std::uint32_t>(entries.size()));
-    if (!context_.pool->start_write(buffer, slot, &entry.id, &entry.lsn, only_reusable))
+    if (!context_.store.pool->start_write(buffer, slot, &entry.id, &entry.lsn, only_reusable))
       return false;
     entries.push_back(entry);
     if (entries.size() == ring.batch_pages())
@@ -108,7 +111,7 @@ public:
   void flush() override {
     if (!has_chunk_)
       return;
-    std::uint32_t count = static_cast<std::uint32_t>(context_.ring->entries(chunk_).size());
+    std::uint32_t count = static_cast<std::uint32_t>(context_.store.ring->entries(chunk_).size());
     if (count == 0) {
       // Given back, not kept for the next round: the ring may have only two staging
       // areas, and an idle bgwriter and checkpointer each keeping an empty one left redo
@@ -117,13 +120,14 @@ public:
       return;
     }
     has_chunk_ = false;
-    caf::anon_send(context_.batcher, messages::dw_batch_ready{
-                                      chunk_, count, static_cast<std::uint8_t>(role_of(source_))});
+    caf::anon_send(context_.store.batcher,
+                   messages::dw_batch_ready{chunk_, count,
+                                            static_cast<std::uint8_t>(role_of(source_))});
   }
 
 private:
   void give_back_empty() {
-    if (!has_chunk_ || !context_.ring->entries(chunk_).empty())
+    if (!has_chunk_ || !context_.store.ring->entries(chunk_).empty())
       return; // none held, or (a failed flush) its pages are still staged in it
     has_chunk_ = false;
     give_back_chunk(context_, role_of(source_), chunk_);
@@ -144,9 +148,10 @@ std::unique_ptr<buffer_sink> make_buffer_sink(context& ctx, storage::write_sourc
 }
 
 storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id buffer,
-                                                              storage::page_id id, storage::lsn_t lsn,
-                                                              void* copy, bool may_wait) {
-  storage::doublewrite_ring& ring = *context_.ring;
+                                                              storage::page_id id,
+                                                              storage::lsn_t lsn, void* copy,
+                                                              bool may_wait) {
+  storage::doublewrite_ring& ring = *context_.store.ring;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!has_chunk_) {
     lock.unlock();
@@ -154,9 +159,10 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
     if (may_wait) {
       chunk = acquire_chunk(context_, messages::actor_role::backend);
     } else if (ring.try_acquire(&chunk)) {
-      if (context_.trace)
-        context_.trace->record(messages::actor_role::backend, messages::actor_role::dw_batcher,
-                              messages::trace_type::dw_acquire, chunk);
+      if (context_.store.trace)
+        context_.store.trace->record(messages::actor_role::backend,
+                                     messages::actor_role::dw_batcher,
+                                     messages::trace_type::dw_acquire, chunk);
     } else {
       return storage::victim_write::declined; // the session looks for a clean victim first
     }
@@ -171,10 +177,10 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
     // Sessions share the chunk for a moment; redo during recovery is alone (its prefetch
     // aside), and would only wait out the moment for every victim it writes.
     if (context_.recovering.load(std::memory_order_relaxed))
-      caf::anon_send(context_.batcher, messages::flush_atom::value, generation_);
+      caf::anon_send(context_.store.batcher, messages::flush_atom::value, generation_);
     else
-      caf::delayed_anon_send(context_.batcher, shared_chunk_delay, messages::flush_atom::value,
-                             generation_);
+      caf::delayed_anon_send(context_.store.batcher, shared_chunk_delay,
+                             messages::flush_atom::value, generation_);
   }
   auto& entries = ring.entries(chunk_);
   std::memcpy(ring.slot_memory(chunk_, static_cast<std::uint32_t>(entries.size())), copy,
@@ -182,9 +188,10 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
   entries.push_back(storage::dw_entry{id, lsn, buffer});
   if (entries.size() == ring.batch_pages()) {
     has_chunk_ = false;
-    caf::anon_send(context_.batcher,
+    caf::anon_send(context_.store.batcher,
                    messages::dw_batch_ready{chunk_, static_cast<std::uint32_t>(entries.size()),
-                                            static_cast<std::uint8_t>(messages::actor_role::backend)});
+                                            static_cast<std::uint8_t>(
+                                              messages::actor_role::backend)});
   }
   return storage::victim_write::handed_over; // the batcher finishes this buffer's write
 }
@@ -194,7 +201,7 @@ std::pair<std::uint32_t, std::uint32_t> doublewrite_victim_writer::take(std::uin
   if (!has_chunk_ || generation != generation_)
     return {0, 0};
   has_chunk_ = false;
-  return {chunk_, static_cast<std::uint32_t>(context_.ring->entries(chunk_).size())};
+  return {chunk_, static_cast<std::uint32_t>(context_.store.ring->entries(chunk_).size())};
 }
 
 } // namespace tidemark::actors

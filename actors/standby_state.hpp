@@ -36,14 +36,14 @@ public:
   };
 
   std::atomic<bool> connected{false};
-  std::atomic<storage::lsn_t> primary_flushed{0};     // as the primary last said
-  std::atomic<std::int64_t> primary_unix_micros{0};   // the primary's clock then
-  std::atomic<storage::lsn_t> received{0};            // written here
-  std::atomic<storage::lsn_t> flushed{0};             // fsynced here
-  std::atomic<storage::lsn_t> replayed{0};            // applied by redo
-  std::atomic<std::uint64_t> records{0};              // replayed
-  std::atomic<storage::lsn_t> restart_redo{0};        // where a restart would replay from
-  std::atomic<std::uint64_t> wal_rereads{0};          // WAL redo or its prefetch read again
+  std::atomic<storage::lsn_t> primary_flushed{0};   // as the primary last said
+  std::atomic<std::int64_t> primary_unix_micros{0}; // the primary's clock then
+  std::atomic<storage::lsn_t> received{0};          // written here
+  std::atomic<storage::lsn_t> flushed{0};           // fsynced here
+  std::atomic<storage::lsn_t> replayed{0};          // applied by redo
+  std::atomic<std::uint64_t> records{0};            // replayed
+  std::atomic<storage::lsn_t> restart_redo{0};      // where a restart would replay from
+  std::atomic<std::uint64_t> wal_rereads{0};        // WAL redo or its prefetch read again
   /// True on a standby while redo runs: the checkpointer makes restartpoints.
   std::atomic<bool> restartpoints{false};
   /// Being promoted: the next end-of-recovery checkpoint starts the next generation (the

@@ -48,7 +48,7 @@ struct file_walk {
   std::uint64_t offset = 0;               // its next piece
   double bytes_total = 0;
   double bytes_done = 0;
-  double bytes_at_start = 0; // bytes_done when the clock last (re)started
+  double bytes_at_start = 0;            // bytes_done when the clock last (re)started
   caf::actor_clock::time_point started; // the actor clock: tests advance it by hand
   caf::actor_clock::duration_type span{0};
 
@@ -103,7 +103,7 @@ struct file_walk {
 
 struct sync_phase {
   std::uint64_t cycle = 0;
-  file_walk walk; // the due files: their pieces, then each one's fsync
+  file_walk walk;       // the due files: their pieces, then each one's fsync
   bool hurried = false; // unpaced from now on, and no more write-back pieces
   caf::typed_response_promise<sync_phase_done> promise;
   sync_phase_done result;
@@ -119,7 +119,7 @@ struct sync_worker_state {
   // sync_notify (D2): per file the chunks, per chunk how many files are left.
   std::map<storage::file_tag, std::vector<std::uint32_t>> waiting;
   std::map<std::uint32_t, std::size_t> files_left;
-  std::vector<std::uint32_t> synced_chunks; // covered, not yet told
+  std::vector<std::uint32_t> synced_chunks;                                // covered, not yet told
   std::optional<caf::typed_response_promise<chunks_synced>> synced_waiter; // the batcher's
   std::uint64_t step_generation = 0; // of the phase's one live step message; older ones are
                                      // stale (a re-plan or hurry sent a newer one)
@@ -130,8 +130,8 @@ using sync_worker_pointer = sync_worker_actor::stateful_pointer<sync_worker_stat
 
 void trace(context& ctx, role from, role to, trace_type type, std::uint64_t a = 0,
            std::uint64_t b = 0, std::uint64_t c = 0) {
-  if (ctx.trace)
-    ctx.trace->record(from, to, type, a, b, c);
+  if (ctx.store.trace)
+    ctx.store.trace->record(from, to, type, a, b, c);
 }
 
 // Answers the batcher's outstanding synced_chunks_request with every chunk covered since
@@ -197,9 +197,9 @@ bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uin
   }
   *micros = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - start).count());
-  ctx.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
-  trace(ctx, role::sync_worker, role::sync_worker, trace_type::fsync, tag.segment.rel, tag.segment.segno,
-        static_cast<std::uint64_t>(tag.kind));
+  ctx.counters.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  trace(ctx, role::sync_worker, role::sync_worker, trace_type::fsync, tag.segment.rel,
+        tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
   notify_synced(self, tag);
   return true;
 }
@@ -214,8 +214,8 @@ bool write_back_piece_of(sync_worker_pointer self, const storage::file_tag& tag,
     fail_file(self, tag, "write-back", error);
     return false;
   }
-  trace(ctx, role::sync_worker, role::sync_worker, trace_type::write_back, tag.segment.rel, tag.segment.segno,
-        offset);
+  trace(ctx, role::sync_worker, role::sync_worker, trace_type::write_back, tag.segment.rel,
+        tag.segment.segno, offset);
   return true;
 }
 
@@ -232,7 +232,7 @@ void schedule_step(sync_worker_pointer self, caf::actor_clock::duration_type del
     self->delayed_send(self, delay, sync_step_atom::value, generation);
   else
     self->send(self, sync_step_atom::value, generation); // behind what is queued: registrations
-                                                     // already sent are absorbed first
+                                                         // already sent are absorbed first
 }
 
 // The next step of the sync phase: a piece of write-back or an fsync, unless the schedule
@@ -251,7 +251,8 @@ void sync_step(sync_worker_pointer self) {
     }
   }
   if (walk.done()) {
-    trace(ctx, role::sync_worker, role::checkpointer, trace_type::sync_phase_done, phase.result.files);
+    trace(ctx, role::sync_worker, role::checkpointer, trace_type::sync_phase_done,
+          phase.result.files);
     phase.promise.deliver(phase.result);
     st.phase.reset();
     return;
@@ -320,10 +321,10 @@ void sweep_step(sync_worker_pointer self) {
 // A file was written: remember it for the next fsync (absorbed when already pending).
 void on_register(sync_worker_pointer self, const sync_register& request) {
   context& ctx = *self->state.ctx;
-  ctx.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
+  ctx.counters.syncs.requests.fetch_add(request.files.size(), std::memory_order_relaxed);
   for (const file_written& f : request.files) {
     if (!self->state.table.remember({to_tag(f.file), f.bytes, f.begin, f.end}))
-      ctx.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
+      ctx.counters.syncs.absorbed.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -364,7 +365,8 @@ void on_deadline(sync_worker_pointer self, const sync_deadline& deadline) {
   if (ends + (walk.ends() - now) / 8 >= walk.ends())
     return; // only ever sooner, and by enough to matter: the plan it has still holds
   walk.replan(now, ends - now);
-  trace(*st.ctx, role::sync_worker, role::sync_worker, trace_type::sync_phase_replanned, deadline.ms_left);
+  trace(*st.ctx, role::sync_worker, role::sync_worker, trace_type::sync_phase_replanned,
+        deadline.ms_left);
   sync_step(self); // due sooner now: the step waiting on the old plan is stale
 }
 
@@ -392,8 +394,8 @@ void on_notify(sync_worker_pointer self, const sync_notify& request) {
                         "chunk " + std::to_string(request.chunk));
   for (const file_ref& f : request.files) {
     st.waiting[to_tag(f)].push_back(request.chunk);
-    trace(*st.ctx, role::dw_batcher, role::sync_worker, trace_type::notify_file, request.chunk, f.rel,
-          f.segno);
+    trace(*st.ctx, role::dw_batcher, role::sync_worker, trace_type::notify_file, request.chunk,
+          f.rel, f.segno);
   }
 }
 

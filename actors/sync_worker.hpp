@@ -33,8 +33,8 @@
 // deterministic scheduler.
 #pragma once
 
-#include "messages/interfaces.hpp"
 #include "actors/context.hpp"
+#include "messages/interfaces.hpp"
 
 #include <caf/actor_system.hpp>
 

@@ -38,14 +38,12 @@ standby_position where_standby_is(const receiver_state& st) {
   p.written = ctx.standby.received.load();
   p.flushed = ctx.standby.flushed.load();
   p.replayed = ctx.standby.replayed.load();
-  p.pages_read = ctx.pool->counters().reads.load();
-  p.prefetch_hits = ctx.pool->counters().prefetch_hits.load();
+  p.pages_read = ctx.store.pool->counters().reads.load();
+  p.prefetch_hits = ctx.store.pool->counters().prefetch_hits.load();
   return p;
 }
 
-void set_error(context& ctx, const std::string& why) {
-  ctx.standby.set_error(why);
-}
+void set_error(context& ctx, const std::string& why) { ctx.standby.set_error(why); }
 
 std::string primary_text(const receiver_state& st) {
   return st.options.host + ":" + std::to_string(st.options.port);
@@ -124,12 +122,12 @@ void store_chunk(receiver_pointer self, const wal_chunk& chunk) {
   if (stopped_by_failure(self))
     return;
   try {
-    ctx.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
-    lsn_t written = ctx.wal->write_out();
+    ctx.store.wal->append_received(chunk.start, chunk.bytes.data(), chunk.bytes.size());
+    lsn_t written = ctx.store.wal->write_out();
     ctx.standby.received.store(written);
     if (st.sender) // remote_write commits need not wait for the fdatasync
       self->send(st.sender, standby_feedback{where_standby_is(st)});
-    lsn_t flushed = ctx.wal->sync_through(written);
+    lsn_t flushed = ctx.store.wal->sync_through(written);
     ctx.standby.flushed.store(flushed);
     st.arrival->flushed_to(flushed);
     if (stopped_by_failure(self)) // redo stopped meanwhile: this flush is not confirmed
@@ -217,7 +215,8 @@ void connect(receiver_pointer self) {
     return;
   st.connecting = true;
   auto middleman = self->system().middleman().actor_handle();
-  self->request(middleman, answer_timeout, caf::connect_atom::value, st.options.host, st.options.port)
+  self
+    ->request(middleman, answer_timeout, caf::connect_atom::value, st.options.host, st.options.port)
     .then(
       [self](const caf::node_id&, caf::strong_actor_ptr& peer, const std::set<std::string>& ifs) {
         auto& st = self->state;
@@ -239,8 +238,8 @@ wal_receiver_actor::behavior_type wal_receiver(receiver_pointer self, context* c
   st.ctx = ctx;
   st.arrival = arrival;
   st.options = std::move(options);
-  ctx->standby.flushed.store(ctx->wal->flushed_lsn());
-  ctx->standby.received.store(ctx->wal->flushed_lsn());
+  ctx->standby.flushed.store(ctx->store.wal->flushed_lsn());
+  ctx->standby.received.store(ctx->store.wal->flushed_lsn());
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& st = self->state;
     if (st.sender && down.source == st.sender.address())

@@ -43,6 +43,7 @@ struct receiver_options {
 };
 
 messages::wal_receiver_actor spawn_wal_receiver(caf::actor_system& system, context& ctx,
-                                      storage::received_wal& arrival, receiver_options options);
+                                                storage::received_wal& arrival,
+                                                receiver_options options);
 
 } // namespace tidemark::actors

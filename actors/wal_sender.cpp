@@ -7,8 +7,8 @@
 
 #include <caf/all.hpp>
 
-#include <sys/stat.h>
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -81,9 +81,10 @@ primary_position where_primary_is(const wal_sender_state& st) {
   primary_position p;
   p.system_id = st.system_id;
   p.generation = st.generation;
-  p.flushed = st.ctx->wal->flushed_lsn();
+  p.flushed = st.ctx->store.wal->flushed_lsn();
   p.unix_micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                    std::chrono::system_clock::now().time_since_epoch()).count();
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
   return p;
 }
 
@@ -94,12 +95,13 @@ std::optional<std::string> refuse(const wal_sender_state& st, const standby_posi
   if (!storage::valid_standby_name(who.name))
     return "\"" + who.name + "\" is not a standby name (letters, digits, '.', '_' and '-')";
   if (who.system_id != st.system_id)
-    return "standby " + in_quotes(who.name) + " is a copy of system " + std::to_string(who.system_id) +
-           ", this primary is system " + std::to_string(st.system_id) +
-           ": it was not seeded from this primary";
+    return "standby " + in_quotes(who.name) + " is a copy of system " +
+           std::to_string(who.system_id) + ", this primary is system " +
+           std::to_string(st.system_id) + ": it was not seeded from this primary";
   if (who.generation != st.generation)
-    return "standby " + in_quotes(who.name) + " follows generation " + std::to_string(who.generation) +
-           " of this system, this primary is generation " + std::to_string(st.generation) +
+    return "standby " + in_quotes(who.name) + " follows generation " +
+           std::to_string(who.generation) + " of this system, this primary is generation " +
+           std::to_string(st.generation) +
            (who.generation > st.generation
               ? ": one of its copies was promoted since, so this primary is an old one and must "
                 "not feed it"
@@ -117,7 +119,7 @@ std::string gone_text(const std::string& name, lsn_t from) {
 // The lowest WAL any live slot still needs, and warnings for slots too far behind.
 void update_keep(wal_sender_state& st) {
   context& ctx = *st.ctx;
-  const lsn_t inserted = ctx.wal->inserted_lsn();
+  const lsn_t inserted = ctx.store.wal->inserted_lsn();
   lsn_t keep = ~lsn_t{0};
   for (auto& [name, slot] : st.slots) {
     if (slot.dropped)
@@ -125,21 +127,22 @@ void update_keep(wal_sender_state& st) {
     lsn_t needs = slot.position.flushed;
     if (inserted > needs && inserted - needs > ctx.config.max_standby_wal_size) {
       slot.dropped = true;
-      ctx.log("WARNING:  standby " + in_quotes(name) + " is " + std::to_string((inserted - needs) >> 20) +
-            " MB of WAL behind, more than max_standby_wal_size: the primary no longer keeps WAL "
-            "for it; it must be seeded again once that WAL is recycled");
+      ctx.log("WARNING:  standby " + in_quotes(name) + " is " +
+              std::to_string((inserted - needs) >> 20) +
+              " MB of WAL behind, more than max_standby_wal_size: the primary no longer keeps WAL "
+              "for it; it must be seeded again once that WAL is recycled");
       continue;
     }
     keep = std::min(keep, needs);
   }
-  ctx.standby_keep.store(keep);
+  ctx.sender.keep_from.store(keep);
 }
 
 // Every ten seconds, a line per connected standby: where it is and how far behind.
 void log_standbys(wal_sender_state& st) {
   if (++st.ticks % 10 != 0)
     return;
-  const lsn_t flushed = st.ctx->wal->flushed_lsn();
+  const lsn_t flushed = st.ctx->store.wal->flushed_lsn();
   for (const auto& [name, slot] : st.slots) {
     if (!slot.connected || slot.backup)
       continue;
@@ -163,11 +166,12 @@ void persist_slots(wal_sender_state& st) {
   if (now == st.persisted)
     return;
   try {
-    storage::write_standby_slots(*st.ctx->io, st.ctx->data_dir, now);
+    storage::write_standby_slots(*st.ctx->store.io, st.ctx->data_dir, now);
     st.persisted = std::move(now);
   } catch (const std::exception& error) {
     st.ctx->log(std::string("WARNING:  cannot record the standbys' slots (a restart may "
-                            "recycle WAL they need): ") + error.what());
+                            "recycle WAL they need): ") +
+                error.what());
   }
 }
 
@@ -186,7 +190,7 @@ void publish_acknowledged(wal_sender_state& st) {
                           : mode == wait::remote_flush ? p.flushed
                                                        : p.replayed);
   }
-  st.ctx->standby_acknowledged.publish(best);
+  st.ctx->sender.acknowledged.publish(best);
 }
 
 standby_slot& note_position(wal_sender_state& st, const standby_position& who) {
@@ -234,7 +238,7 @@ caf::expected<wal_chunk> read_chunk(wal_sender_state& st, const std::string& nam
 // Answers the fetches WAL is now durable for, and (with `heartbeat`) those that waited a
 // second with an empty chunk.
 void serve_waiting(wal_sender_state& st, bool heartbeat) {
-  const lsn_t flushed = st.ctx->wal->flushed_lsn();
+  const lsn_t flushed = st.ctx->store.wal->flushed_lsn();
   const auto now = clock_type::now();
   auto still = st.waiting.begin();
   for (auto it = st.waiting.begin(); it != st.waiting.end(); ++it) {
@@ -299,7 +303,7 @@ std::string read_text_file(const std::string& path) {
 
 backup_manifest make_manifest(wal_sender_state& st, standby_slot& slot) {
   context& ctx = *st.ctx;
-  storage::control_data control = storage::read_control_file(*ctx.io, ctx.data_dir);
+  storage::control_data control = storage::read_control_file(*ctx.store.io, ctx.data_dir);
   slot.position.flushed = std::max(slot.position.flushed, control.redo_lsn);
   backup_manifest m;
   m.control.assign(reinterpret_cast<const char*>(&control), sizeof control);
@@ -335,7 +339,7 @@ bool safe_backup_path(const std::string& path) {
 
 // Copies one page through the buffer pool, which holds it whole, with its checksum.
 void copy_through_pool(context& ctx, storage::page_id id, unsigned char* out) {
-  storage::buffer_pool& pool = *ctx.pool;
+  storage::buffer_pool& pool = *ctx.store.pool;
   storage::buffer_id b = pool.pin(id);
   pool.lock_shared(b);
   std::memcpy(out, pool.page(b), ctx.config.page_size);
@@ -360,19 +364,21 @@ caf::expected<file_chunk> read_backup_file(wal_sender_state& st, const file_fetc
   chunk.bytes.resize(f.length);
   auto* bytes = reinterpret_cast<unsigned char*>(&chunk.bytes[0]);
   try {
-    int fd = ctx.io->open_file(ctx.data_dir + "/" + f.path, false);
+    int fd = ctx.store.io->open_file(ctx.data_dir + "/" + f.path, false);
     std::size_t got = 0;
     try {
-      std::uint64_t size = ctx.io->file_size(fd);
-      std::uint64_t wanted = f.offset >= size ? 0 : std::min<std::uint64_t>(f.length, size - f.offset);
+      std::uint64_t size = ctx.store.io->file_size(fd);
+      std::uint64_t wanted = f.offset >= size ? 0
+                                              : std::min<std::uint64_t>(f.length, size - f.offset);
       if (pages)
         wanted -= wanted % page_size;
-      got = wanted == 0 ? 0 : ctx.io->read(fd, bytes, static_cast<std::size_t>(wanted), f.offset);
+      got = wanted == 0 ? 0
+                        : ctx.store.io->read(fd, bytes, static_cast<std::size_t>(wanted), f.offset);
     } catch (...) {
-      ctx.io->close_file(fd);
+      ctx.store.io->close_file(fd);
       throw;
     }
-    ctx.io->close_file(fd);
+    ctx.store.io->close_file(fd);
     chunk.bytes.resize(got);
     if (pages) {
       const std::uint64_t per_segment = ctx.config.segment_size / page_size;
@@ -405,8 +411,8 @@ void start_sender(sender_pointer self, context* ctx, checkpointer_actor checkpoi
   const storage::control_data control = ctx->control();
   st.system_id = control.system_id;
   st.generation = control.generation;
-  st.wal = std::make_unique<storage::wal_segment_reader>(
-    *ctx->io, ctx->data_dir + "/wal", ctx->config.wal_segment_size, false);
+  st.wal = std::make_unique<storage::wal_segment_reader>(*ctx->store.io, ctx->data_dir + "/wal",
+                                                         ctx->config.wal_segment_size, false);
   for (const storage::standby_slot_record& recorded : slots) { // from before a restart
     standby_slot& slot = st.slots[recorded.name];
     slot.position.name = recorded.name;
@@ -436,7 +442,7 @@ caf::result<primary_position> open_stream(sender_pointer self, stream_open& open
   auto& st = self->state;
   if (auto why = refuse(st, open.standby))
     return refusal(*why);
-  const lsn_t flushed = st.ctx->wal->flushed_lsn();
+  const lsn_t flushed = st.ctx->store.wal->flushed_lsn();
   const std::string& name = open.standby.name;
   if (open.from > flushed)
     return refusal("standby " + in_quotes(name) + " has WAL up to " +
@@ -468,15 +474,16 @@ caf::result<wal_chunk> fetch_wal(sender_pointer self, wal_fetch& fetch) {
   note_position(st, fetch.standby);
   update_keep(st);
   publish_acknowledged(st);
-  if (fetch.from < st.ctx->wal->flushed_lsn()) {
-    caf::expected<wal_chunk> chunk = read_chunk(st, fetch.standby.name, fetch.from, fetch.max_bytes);
+  if (fetch.from < st.ctx->store.wal->flushed_lsn()) {
+    caf::expected<wal_chunk> chunk =
+      read_chunk(st, fetch.standby.name, fetch.from, fetch.max_bytes);
     if (!chunk)
       return chunk.error();
     return std::move(*chunk);
   }
   auto promise = self->make_response_promise<wal_chunk>();
-  st.waiting.push_back({promise, fetch.standby.name, fetch.from, fetch.max_bytes,
-                        clock_type::now()});
+  st.waiting.push_back(
+    {promise, fetch.standby.name, fetch.from, fetch.max_bytes, clock_type::now()});
   return promise;
 }
 
@@ -490,7 +497,7 @@ caf::result<backup_manifest> begin_backup(sender_pointer self, const backup_begi
   slot.position.name = begin.name;
   slot.position.system_id = st.system_id;
   slot.position.generation = st.generation;
-  slot.position.flushed = st.ctx->wal->redo_lsn(); // kept from now on
+  slot.position.flushed = st.ctx->store.wal->redo_lsn(); // kept from now on
   slot.backup = true;
   slot.dropped = false;
   slot.heard = clock_type::now();
@@ -556,12 +563,12 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
         return refusal("no base backup named " + in_quotes(finish.name) + " was begun");
       // Every page copied is at or below what had been inserted: the copy is consistent
       // once WAL up to here is replayed.
-      return backup_end{st.ctx->wal->inserted_lsn()};
+      return backup_end{st.ctx->store.wal->inserted_lsn()};
     },
     [=](standbys_atom) -> std::vector<standby_view> { return standby_views(self->state); },
     [=](wake_atom) {
       auto& st = self->state;
-      storage::checked_downcast<wake_on_flush>(st.ctx->sender_wakeup.get(),
+      storage::checked_downcast<wake_on_flush>(st.ctx->sender.wakeup.get(),
                                                "the sender's wake-up is the one it installed")
         .rearm();
       serve_waiting(st, false);
@@ -582,9 +589,10 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
 wal_sender_actor spawn_wal_sender(caf::actor_system& system, context& ctx,
                                   checkpointer_actor checkpointer,
                                   std::vector<storage::standby_slot_record> slots) {
-  wal_sender_actor sender = system.spawn(wal_sender, &ctx, std::move(checkpointer), std::move(slots));
-  ctx.sender_wakeup = std::make_unique<wake_on_flush>(sender);
-  ctx.wal->set_flush_listener(ctx.sender_wakeup.get());
+  wal_sender_actor sender =
+    system.spawn(wal_sender, &ctx, std::move(checkpointer), std::move(slots));
+  ctx.sender.wakeup = std::make_unique<wake_on_flush>(sender);
+  ctx.store.wal->set_flush_listener(ctx.sender.wakeup.get());
   return sender;
 }
 

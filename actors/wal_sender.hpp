@@ -15,19 +15,20 @@
 //    is durable, or at most a second: then it is answered with an empty chunk, the
 //    heartbeat by which a standby knows its primary is alive.
 //  - Each standby (and base backup) has a slot by name that outlives its connection:
-//    WAL from the lowest flushed position of the slots is kept (context::standby_keep),
+//    WAL from the lowest flushed position of the slots is kept (context::sender.keep_from),
 //    except for a slot more than max_standby_wal_size behind, which is dropped with a
 //    warning; that standby must be seeded again, and says so when WAL it needs is gone.
 //  - Slots are kept on disk too (storage/standby_slots.hpp), written when one is made or
-//    a standby disconnects, and within a second of any other change, so that a restarted primary keeps its standbys' WAL; the runtime reads them
-//    before its first checkpoint and hands them over at spawn.
+//    a standby disconnects, and within a second of any other change, so that a restarted primary
+//    keeps its standbys' WAL; the runtime reads them before its first checkpoint and hands them
+//    over at spawn.
 //  - A standby of another system or generation is refused with an error naming both.
 //  - Base backup pages are verified as they are copied; a page that fails (it was being
 //    written) is copied again through the buffer pool, which never holds a torn page.
 //  - Every ten seconds it logs each connected standby's positions and lag.
 //  - The synchronous standby's position (the most advanced connected standby's written,
 //    flushed or replayed WAL, as synchronous_standby says) is published to waiting
-//    commits (context::standby_acknowledged).
+//    commits (context::sender.acknowledged).
 //
 // It reads WAL and data files (blocking pread) on a scheduler thread, not detached: a
 // detached actor's thread lives until the last reference to the actor is gone, and CAF's

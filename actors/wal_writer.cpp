@@ -36,7 +36,7 @@ struct wal_writer_state {
   std::uint64_t highest_waited = 0; // largest LSN any waiter asked for
   std::uint64_t synced_target = 0;  // largest LSN handed to a syncer
   std::vector<wal_syncer_actor> idle_syncers;
-  std::size_t syncers = 0;          // idle or busy
+  std::size_t syncers = 0;           // idle or busy
   std::uint64_t uncovered_waits = 0; // waits past synced_target since the last sync began
   std::uint64_t last_group = 0;      // the waits the last sync started covered
   bool flush_queued = false;
@@ -86,7 +86,7 @@ void start_sync(wal_writer_pointer self, std::uint64_t needed) {
   st.uncovered_waits = 0;
   std::uint64_t target;
   try {
-    target = ctx.wal->write_out();
+    target = ctx.store.wal->write_out();
   } catch (const storage::io_error& error) {
     ctx.fail(error.what());
     fail_waiters(self);
@@ -130,7 +130,7 @@ wal_syncer_actor::behavior_type wal_syncer(wal_syncer_actor::pointer, context* c
   return {
     [=](wal_sync_request request) -> caf::result<flush_done> {
       try {
-        return flush_done{ctx->wal->sync_through(request.target)};
+        return flush_done{ctx->store.wal->sync_through(request.target)};
       } catch (const storage::io_error& error) {
         ctx->fail(error.what());
         return failure_error(*ctx);
@@ -145,8 +145,9 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
   self->state.ctx = ctx;
   for (std::uint32_t i = 0; i < std::max(1u, ctx->config.wal_sync_concurrency); ++i) {
     // Linked: a syncer ends with its writer.
-    wal_syncer_actor syncer = detached ? self->spawn<caf::detached + caf::linked>(wal_syncer, ctx, true)
-                                       : self->spawn<caf::linked>(wal_syncer, ctx, false);
+    wal_syncer_actor syncer = detached
+                                ? self->spawn<caf::detached + caf::linked>(wal_syncer, ctx, true)
+                                : self->spawn<caf::linked>(wal_syncer, ctx, false);
     self->state.idle_syncers.push_back(syncer);
   }
   self->state.syncers = self->state.idle_syncers.size();
@@ -158,7 +159,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
       context& ctx = *st.ctx;
       if (ctx.failed())
         return failure_error(ctx);
-      std::uint64_t flushed = ctx.wal->flushed_lsn();
+      std::uint64_t flushed = ctx.store.wal->flushed_lsn();
       if (request.lsn <= flushed)
         return flush_done{flushed};
       auto promise = self->make_response_promise<flush_done>();
@@ -168,7 +169,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
     },
     [=](flush_wanted wanted) {
       context& ctx = *self->state.ctx;
-      if (!ctx.failed() && wanted.lsn > ctx.wal->flushed_lsn())
+      if (!ctx.failed() && wanted.lsn > ctx.store.wal->flushed_lsn())
         want_flush(self, wanted.lsn);
     },
     [=](flush_atom) {
@@ -176,7 +177,7 @@ wal_writer_actor::behavior_type wal_writer(wal_writer_pointer self, context* ctx
       start_sync(self, self->state.highest_waited);
     },
     [=](tick_atom) {
-      start_sync(self, self->state.ctx->wal->inserted_lsn());
+      start_sync(self, self->state.ctx->store.wal->inserted_lsn());
       self->delayed_send(self, async_flush_interval, tick_atom::value);
     },
   };

@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
   options.events = std::make_shared<timeline>();
   auto db = database::open(dir, options);
   std::printf("running 4 sessions for %.0f s; checkpoint_timeout 4 s, completion target 0.9:\n"
-              "writes spread over 80%% of 3.6 s, fsyncs over the rest\n\n", seconds);
+              "writes spread over 80%% of 3.6 s, fsyncs over the rest\n\n",
+              seconds);
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   std::atomic<std::uint64_t> committed{0};

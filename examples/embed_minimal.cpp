@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   create.settings = {"shared_buffers=1MB", "log_checkpoints=off"};
   database::create(dir, create); // no initial data
 
-  const tidemark::page_id counters{10, 0}; // relation 10, block 0
+  const tidemark::page_id counters{10, 0};    // relation 10, block 0
   const std::uint32_t hits = 64, misses = 72; // two i64 fields on that page
   {
     auto db = database::open(dir);

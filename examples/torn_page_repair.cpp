@@ -21,14 +21,14 @@ using namespace tidemark;
 namespace {
 
 constexpr page_id page{10, 0};
-constexpr std::uint32_t counter = 64;      // in the first sector of the page
+constexpr std::uint32_t counter = 64;       // in the first sector of the page
 constexpr std::uint32_t far_counter = 8000; // in the last: any tear mixes two versions
 
 void run_until_torn(const std::string& dir, const std::string& mode) {
-  std::vector<std::string> settings = {"torn_page_protection=" + mode, "shared_buffers=16",
-                                       "checkpoint_timeout=1h", "bgwriter_lru_maxpages=0",
-                                       "doublewrite_batch_pages=1", "doublewrite_ring_pages=1024",
-                                       "log_checkpoints=off"}; // a ring with room: no retirement fsync
+  std::vector<std::string> settings = {
+    "torn_page_protection=" + mode, "shared_buffers=16",         "checkpoint_timeout=1h",
+    "bgwriter_lru_maxpages=0",      "doublewrite_batch_pages=1", "doublewrite_ring_pages=1024",
+    "log_checkpoints=off"}; // a ring with room: no retirement fsync
   create_options create;
   create.settings = settings;
   database::create(dir, create);

@@ -13,9 +13,9 @@ namespace tidemark::messages {
 
 /// Group commit: answers flush requests once WAL is durable past them, and starts syncs
 /// for the flushes sessions want (they wait on the WAL itself).
-using wal_writer_actor = caf::typed_actor<caf::replies_to<flush_request>::with<flush_done>,
-                                          caf::reacts_to<flush_wanted>,
-                                          caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>>;
+using wal_writer_actor =
+  caf::typed_actor<caf::replies_to<flush_request>::with<flush_done>, caf::reacts_to<flush_wanted>,
+                   caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>>;
 
 /// One of the wal_writer's syncers: makes written-out WAL durable (one fdatasync per
 /// segment), several syncers at once.
@@ -27,14 +27,12 @@ using wal_syncer_actor = caf::typed_actor<caf::replies_to<wal_sync_request>::wit
 /// the sync phase's next step, ignored once a re-plan or hurry made a newer one. sync_deadline:
 /// the checkpointer shortens the running phase. hurry_atom: finish the running sync phase
 /// unpaced (a shutdown, an immediate checkpoint or too much WAL is waiting).
-using sync_worker_actor =
-  caf::typed_actor<caf::reacts_to<sync_register>, caf::reacts_to<sync_forget>,
-                   caf::replies_to<sync_phase_request>::with<sync_phase_done>,
-                   caf::reacts_to<sync_notify>,
-                   caf::replies_to<synced_chunks_request>::with<chunks_synced>,
-                   caf::reacts_to<sync_now>, caf::reacts_to<sync_deadline>,
-                   caf::reacts_to<sync_step_atom, std::uint64_t>, caf::reacts_to<tick_atom>,
-                   caf::reacts_to<hurry_atom>>;
+using sync_worker_actor = caf::typed_actor<
+  caf::reacts_to<sync_register>, caf::reacts_to<sync_forget>,
+  caf::replies_to<sync_phase_request>::with<sync_phase_done>, caf::reacts_to<sync_notify>,
+  caf::replies_to<synced_chunks_request>::with<chunks_synced>, caf::reacts_to<sync_now>,
+  caf::reacts_to<sync_deadline>, caf::reacts_to<sync_step_atom, std::uint64_t>,
+  caf::reacts_to<tick_atom>, caf::reacts_to<hurry_atom>>;
 
 /// The doublewrite ring's owner: writes handed-over batches to the ring, fsyncs it once for
 /// the batches that arrived together (drain_atom: its own drain message; (gathered_atom,
@@ -66,15 +64,12 @@ using bgwriter_actor =
 /// (messages/replication.hpp): streams durable WAL on request, keeps what its standbys
 /// still need, serves base backups. wake_atom: WAL became durable (the WAL's flush
 /// listener). (standbys_atom): the standbys it knows, for status views.
-using wal_sender_actor =
-  caf::typed_actor<caf::replies_to<stream_open>::with<primary_position>,
-                   caf::replies_to<wal_fetch>::with<wal_chunk>,
-                   caf::reacts_to<standby_feedback>,
-                   caf::replies_to<backup_begin>::with<backup_manifest>,
-                   caf::replies_to<file_fetch>::with<file_chunk>,
-                   caf::replies_to<backup_finish>::with<backup_end>,
-                   caf::replies_to<standbys_atom>::with<std::vector<standby_view>>,
-                   caf::reacts_to<wake_atom>, caf::reacts_to<tick_atom>>;
+using wal_sender_actor = caf::typed_actor<
+  caf::replies_to<stream_open>::with<primary_position>, caf::replies_to<wal_fetch>::with<wal_chunk>,
+  caf::reacts_to<standby_feedback>, caf::replies_to<backup_begin>::with<backup_manifest>,
+  caf::replies_to<file_fetch>::with<file_chunk>, caf::replies_to<backup_finish>::with<backup_end>,
+  caf::replies_to<standbys_atom>::with<std::vector<standby_view>>, caf::reacts_to<wake_atom>,
+  caf::reacts_to<tick_atom>>;
 
 /// A standby's WAL receiver: tick_atom connects (or retries after a lost connection);
 /// wake_atom: redo has replayed everything flushed (report it now). It is stopped with an

@@ -22,11 +22,11 @@ struct standby_position {
   std::string name;
   std::uint64_t system_id = 0;
   std::uint32_t generation = 0;
-  std::uint64_t written = 0;  // WAL received and written
-  std::uint64_t flushed = 0;  // ... and fsynced
-  std::uint64_t replayed = 0; // ... and replayed
-  std::uint64_t replay_rate = 0;       // records per second, recently
-  std::uint64_t pages_read = 0;        // by replay
+  std::uint64_t written = 0;     // WAL received and written
+  std::uint64_t flushed = 0;     // ... and fsynced
+  std::uint64_t replayed = 0;    // ... and replayed
+  std::uint64_t replay_rate = 0; // records per second, recently
+  std::uint64_t pages_read = 0;  // by replay
   std::uint64_t prefetch_hits = 0;
 };
 
@@ -40,8 +40,8 @@ struct stream_open {
 struct primary_position {
   std::uint64_t system_id = 0;
   std::uint32_t generation = 0;
-  std::uint64_t flushed = 0;       // WAL durable on the primary
-  std::int64_t unix_micros = 0;    // the primary's clock when it answered
+  std::uint64_t flushed = 0;    // WAL durable on the primary
+  std::int64_t unix_micros = 0; // the primary's clock when it answered
 };
 
 /// Up to `max_bytes` of WAL from `from`.
@@ -66,7 +66,7 @@ struct standby_feedback {
 struct standby_view {
   standby_position standby;
   bool connected = false;
-  std::uint64_t sent = 0;        // WAL sent to it
+  std::uint64_t sent = 0; // WAL sent to it
   double seconds_since_reply = 0;
 };
 
@@ -82,8 +82,8 @@ struct backup_file {
 };
 
 struct backup_manifest {
-  std::string control;      // the control file's bytes as of the backup's checkpoint
-  std::string config;       // tidemark.conf
+  std::string control; // the control file's bytes as of the backup's checkpoint
+  std::string config;  // tidemark.conf
   std::uint64_t checkpoint_lsn = 0;
   std::uint64_t redo_lsn = 0;
   std::uint32_t page_size = 0;

@@ -35,8 +35,8 @@ const char* to_string(actor_role role) {
 const char* to_string(trace_type type) {
   switch (type) {
 #define TIDEMARK_TRACE_NAME(name) \
-    case trace_type::name:        \
-      return #name;
+  case trace_type::name: \
+    return #name;
     TIDEMARK_TRACE_EVENTS(TIDEMARK_TRACE_NAME)
 #undef TIDEMARK_TRACE_NAME
   }
@@ -52,7 +52,12 @@ void trace_sink::record(actor_role sender, actor_role receiver, trace_type type,
                         std::uint64_t b, std::uint64_t c) {
   auto now = std::chrono::steady_clock::now();
   trace_event event{std::chrono::duration_cast<std::chrono::nanoseconds>(now - start_).count(),
-                    sender, receiver, type, a, b, c};
+                    sender,
+                    receiver,
+                    type,
+                    a,
+                    b,
+                    c};
   if (on_event_)
     on_event_(event);
   if (capacity_ == 0) { // a sink only for its listener: nothing to store, no lock to take

@@ -21,5 +21,4 @@ const char* to_string(checkpoint_reason reason) {
   return "?";
 }
 
-
 } // namespace tidemark::messages

@@ -5,7 +5,6 @@
 // write path's control flow: flush up to an LSN, run a checkpoint, report progress.
 #pragma once
 
-
 #include <tidemark/types.hpp>
 
 #include <caf/meta/type_name.hpp>
@@ -158,13 +157,13 @@ using tidemark::checkpoint_phase; // the public vocabulary (tidemark/types.hpp)
 
 /// A checkpoint phase change or write progress, sent to subscribers.
 struct checkpoint_event {
-  std::uint8_t phase = 0;             // checkpoint_phase
-  std::uint8_t reason = 0;            // checkpoint_reason
-  std::uint64_t buffers_total = 0;    // dirty at BEGIN
-  std::uint64_t buffers_written = 0;  // so far
-  double progress = 0;                // written fraction of the work
-  double schedule = 0;                // where the schedule says it should be (C4)
-  bool napping = false;               // ahead of schedule: sleeping
+  std::uint8_t phase = 0;            // checkpoint_phase
+  std::uint8_t reason = 0;           // checkpoint_reason
+  std::uint64_t buffers_total = 0;   // dirty at BEGIN
+  std::uint64_t buffers_written = 0; // so far
+  double progress = 0;               // written fraction of the work
+  double schedule = 0;               // where the schedule says it should be (C4)
+  bool napping = false;              // ahead of schedule: sleeping
 };
 
 template <class Inspector>

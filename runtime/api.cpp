@@ -63,7 +63,7 @@ public:
 void refuse_in_callback(const char* operation) {
   if (in_callback)
     throw usage_error(std::string(operation) + ": called from an observer or log callback, on "
-                      "the Tidemark thread it would wait for");
+                                               "the Tidemark thread it would wait for");
 }
 
 // The fsyncs the sync worker traces, as the observer's events.
@@ -268,7 +268,7 @@ std::size_t database::page_size() const { return impl_->engine().config.page_siz
 block_number database::relation_blocks(relation_id relation) const {
   check_relation(relation);
   impl_->check_open("relation_blocks");
-  return impl_->engine().files->nblocks(relation);
+  return impl_->engine().store.files->nblocks(relation);
 }
 
 transaction_status database::status_of(transaction_id id) const {
@@ -278,9 +278,9 @@ transaction_status database::status_of(transaction_id id) const {
     return transaction_status::unknown;
   // Open read-only, there is no commit-status log in memory: its files hold every status.
   storage::xact_status status =
-    e.commit_log != nullptr
-      ? e.commit_log->get(id)
-      : storage::read_recorded_status(*e.io, e.data_dir + "/xact", e.config.page_size, id);
+    e.store.commit_log != nullptr
+      ? e.store.commit_log->get(id)
+      : storage::read_recorded_status(*e.store.io, e.data_dir + "/xact", e.config.page_size, id);
   switch (status) {
     case storage::xact_status::committed:
       return transaction_status::committed;
@@ -303,14 +303,13 @@ power_loss_report database::simulate_power_loss() {
 void database::write_trace(const std::string& path) const {
   if (!impl_->traced)
     throw usage_error("write_trace needs open_options::trace");
-  impl_->engine().trace->write_chrome_json(path);
+  impl_->engine().store.trace->write_chrome_json(path);
 }
 
 // ---- session -------------------------------------------------------------------------------
 
 struct session::impl {
-  explicit impl(std::shared_ptr<database::impl> owner)
-    : db(std::move(owner)), internal(*db->db) {}
+  explicit impl(std::shared_ptr<database::impl> owner) : db(std::move(owner)), internal(*db->db) {}
   std::shared_ptr<database::impl> db;
   runtime::instance_session internal;
   std::atomic<bool> in_call{false}; // a session serves one thread at a time
@@ -333,7 +332,7 @@ public:
       throw usage_error(std::string(operation) + ": the session was moved from, or is gone");
     if (state->in_call.exchange(true, std::memory_order_acquire))
       throw usage_error(std::string(operation) + ": the session is in use by another thread "
-                        "(open one session per thread)");
+                                                 "(open one session per thread)");
     state_ = state;
     try {
       state_->db->check_open(operation);
@@ -440,12 +439,12 @@ transaction_id session::id() const {
 struct row_cursor::state {
   std::weak_ptr<session::impl> owner;
   relation_id relation = 0;
-  block_number blocks = 0;          // the relation's size when the scan began
-  block_number block = 0;           // next block to read
-  std::uint32_t next_slot = 0;      // next row on the current page
+  block_number blocks = 0;     // the relation's size when the scan began
+  block_number block = 0;      // next block to read
+  std::uint32_t next_slot = 0; // next row on the current page
   std::uint32_t count = 0, row_size = 0;
-  std::vector<unsigned char> rows;  // the current page's rows
-  std::size_t next_pending = 0;     // this transaction's own rows, after the pages
+  std::vector<unsigned char> rows; // the current page's rows
+  std::size_t next_pending = 0;    // this transaction's own rows, after the pages
   bool pages_done = false;
 };
 
@@ -482,7 +481,8 @@ bool row_cursor::next() {
       throw data_error("relation " + std::to_string(c.relation) + " block " +
                        std::to_string(page.block) + " says it holds " + std::to_string(c.count) +
                        " rows of " + std::to_string(c.row_size) + " bytes, which a " +
-                       std::to_string(size) + "-byte page cannot (or a page written before "
+                       std::to_string(size) +
+                       "-byte page cannot (or a page written before "
                        "pages recorded their row size)");
     c.rows.resize(std::size_t(c.count) * c.row_size);
     s->internal.read_bytes(internal(page), static_cast<std::uint16_t>(page_header_bytes),
@@ -498,7 +498,8 @@ bool row_cursor::next() {
   }
   const storage::page_transaction& txn = s->internal.transaction();
   std::uint16_t size = 0;
-  const unsigned char* row = txn.active() ? txn.pending_row(c.relation, c.next_pending, &size) : nullptr;
+  const unsigned char* row = txn.active() ? txn.pending_row(c.relation, c.next_pending, &size)
+                                          : nullptr;
   if (row == nullptr)
     return false;
   page_ = {c.relation, 0};

@@ -84,8 +84,8 @@ double latency_distribution::average_ms() const {
 statistics collect_statistics(runtime::engine& e) {
   using storage::write_source;
   statistics s;
-  if (e.wal) { // none when open read-only
-    const auto& wal = e.wal->counters();
+  if (e.store.wal) { // none when open read-only
+    const auto& wal = e.store.wal->counters();
     s.wal.bytes = wal.bytes.load();
     s.wal.records = wal.records.load();
     s.wal.full_page_images = wal.fpi.load();
@@ -93,29 +93,29 @@ statistics collect_statistics(runtime::engine& e) {
     s.wal.fsync_micros = wal.fsync_micros.load();
     s.wal.fsync_latency = latency_distribution::of_buckets(wal.fsync_latency.snapshot());
   }
-  s.buffers.pool_size = e.pool->size();
-  for (storage::buffer_id b = 0; b < e.pool->size(); ++b)
-    s.buffers.dirty += e.pool->is_dirty(b);
-  s.buffers.allocated = e.pool->counters().allocations.load();
-  s.buffers.from_supply = e.pool->counters().supplied.load();
-  s.buffers.supply_alarms = e.pool->counters().supply_low.load();
-  if (e.writer) {
-    s.buffers.written_by_sessions = e.writer->written(write_source::backend);
-    s.buffers.written_by_bgwriter = e.writer->written(write_source::bgwriter);
-    s.buffers.written_by_checkpointer = e.writer->written(write_source::checkpointer);
+  s.buffers.pool_size = e.store.pool->size();
+  for (storage::buffer_id b = 0; b < e.store.pool->size(); ++b)
+    s.buffers.dirty += e.store.pool->is_dirty(b);
+  s.buffers.allocated = e.store.pool->counters().allocations.load();
+  s.buffers.from_supply = e.store.pool->counters().supplied.load();
+  s.buffers.supply_alarms = e.store.pool->counters().supply_low.load();
+  if (e.store.writer) {
+    s.buffers.written_by_sessions = e.store.writer->written(write_source::backend);
+    s.buffers.written_by_bgwriter = e.store.writer->written(write_source::bgwriter);
+    s.buffers.written_by_checkpointer = e.store.writer->written(write_source::checkpointer);
   }
-  s.buffers.bgwriter_maxwritten_clean = e.bgwriter.maxwritten_clean.load();
-  s.checkpoints.phase = e.checkpoints.phase.load();
-  s.checkpoints.timed = e.checkpoints.timed.load();
-  s.checkpoints.requested = e.checkpoints.requested.load();
-  s.checkpoints.write_ms = e.checkpoints.write_ms.load();
-  s.checkpoints.sync_ms = e.checkpoints.sync_ms.load();
-  s.syncs.requests = e.syncs.requests.load();
-  s.syncs.absorbed = e.syncs.absorbed.load();
-  s.syncs.fsyncs = e.syncs.fsyncs.load();
-  if (e.ring) {
-    auto& dw = e.ring->counters();
-    s.doublewrite.ring_pages = e.ring->ring_pages();
+  s.buffers.bgwriter_maxwritten_clean = e.counters.bgwriter.maxwritten_clean.load();
+  s.checkpoints.phase = e.counters.checkpoints.phase.load();
+  s.checkpoints.timed = e.counters.checkpoints.timed.load();
+  s.checkpoints.requested = e.counters.checkpoints.requested.load();
+  s.checkpoints.write_ms = e.counters.checkpoints.write_ms.load();
+  s.checkpoints.sync_ms = e.counters.checkpoints.sync_ms.load();
+  s.syncs.requests = e.counters.syncs.requests.load();
+  s.syncs.absorbed = e.counters.syncs.absorbed.load();
+  s.syncs.fsyncs = e.counters.syncs.fsyncs.load();
+  if (e.store.ring) {
+    auto& dw = e.store.ring->counters();
+    s.doublewrite.ring_pages = e.store.ring->ring_pages();
     s.doublewrite.batches = dw.batches.load();
     s.doublewrite.pages = dw.pages.load();
     s.doublewrite.bytes = dw.bytes.load();

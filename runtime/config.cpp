@@ -49,7 +49,8 @@ number_with_unit split_number(const std::string& key, const std::string& text) {
 }
 
 // Memory sizes: B, kB, MB, GB, TB; a bare number is in `default_unit` bytes.
-std::uint64_t parse_bytes(const std::string& key, const std::string& text, std::uint64_t default_unit) {
+std::uint64_t parse_bytes(const std::string& key, const std::string& text,
+                          std::uint64_t default_unit) {
   number_with_unit v = split_number(key, text);
   std::string unit = lower(v.unit);
   double factor;
@@ -109,8 +110,8 @@ endpoint parse_endpoint(const std::string& what, const std::string& text, bool a
   unsigned long number = std::strtoul(port.c_str(), &end, 10);
   const unsigned long lowest = any_port ? 0 : 1;
   if (*end != '\0' || port.empty() || number < lowest || number > 65535)
-    throw config_error("invalid value for " + what + ": port \"" + port + "\" is not a number from " +
-                       std::to_string(lowest) + " to 65535");
+    throw config_error("invalid value for " + what + ": port \"" + port +
+                       "\" is not a number from " + std::to_string(lowest) + " to 65535");
   result.port = static_cast<std::uint16_t>(number);
   return result;
 }
@@ -144,7 +145,8 @@ std::string bytes_range(std::uint64_t low, std::uint64_t high) {
   return format_bytes(low) + " .. " + format_bytes(high);
 }
 
-void check_bytes(const std::string& key, std::uint64_t value, std::uint64_t low, std::uint64_t high) {
+void check_bytes(const std::string& key, std::uint64_t value, std::uint64_t low,
+                 std::uint64_t high) {
   check_range(key, static_cast<double>(value), static_cast<double>(low), static_cast<double>(high),
               bytes_range(low, high));
 }
@@ -161,7 +163,8 @@ double parse_real(const std::string& key, const std::string& text, double low, d
   return v.number;
 }
 
-std::uint32_t parse_count(const std::string& key, const std::string& text, double low, double high) {
+std::uint32_t parse_count(const std::string& key, const std::string& text, double low,
+                          double high) {
   double v = parse_real(key, text, low, high);
   if (v != std::floor(v))
     throw config_error("invalid value for " + key + ": \"" + text + "\" is not a whole number");
@@ -182,7 +185,7 @@ struct setting_entry {
   std::string allowed; // the range or the alternatives
   std::function<void(settings&, const std::string&)> set;
   std::function<std::string(const settings&)> show;
-  const char* help;    // one line of meaning
+  const char* help; // one line of meaning
 };
 
 std::string show_ms(milliseconds ms) {
@@ -197,8 +200,10 @@ std::string show_ms(milliseconds ms) {
 
 // A limit of a duration range in its largest whole unit: "100ms", "1s", "1h", "1d".
 std::string show_limit(milliseconds ms) {
-  const std::pair<std::int64_t, const char*> units[] = {
-    {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "min"}, {1000, "s"}};
+  const std::pair<std::int64_t, const char*> units[] = {{86'400'000, "d"},
+                                                        {3'600'000, "h"},
+                                                        {60'000, "min"},
+                                                        {1000, "s"}};
   for (const auto& [size, name] : units)
     if (ms.count() != 0 && ms.count() % size == 0)
       return std::to_string(ms.count() / size) + name;
@@ -224,7 +229,11 @@ setting_entry size_setting(const char* name, bool init, std::uint64_t settings::
   std::string allowed = bytes_range(low, high);
   if (multiple != 0)
     allowed += ", a multiple of " + format_bytes(multiple);
-  return {name, init, "size", plain == 0 ? "pages" : size_unit(plain), allowed,
+  return {name,
+          init,
+          "size",
+          plain == 0 ? "pages" : size_unit(plain),
+          allowed,
           [=](settings& s, const std::string& v) {
             std::uint64_t bytes = parse_bytes(name, v, plain == 0 ? s.page_size : plain);
             check_bytes(name, bytes, low, high);
@@ -233,16 +242,22 @@ setting_entry size_setting(const char* name, bool init, std::uint64_t settings::
                                  format_bytes(multiple));
             s.*field = bytes;
           },
-          [=](const settings& s) { return format_bytes(s.*field); }, help};
+          [=](const settings& s) { return format_bytes(s.*field); },
+          help};
 }
 
 // A duration (ms, s, min, h, d; a plain number counts `plain`) from `low` to `high`, or 0
 // (off) when `zero_is_off`.
 setting_entry time_setting(const char* name, milliseconds settings::*field, milliseconds plain,
-                           milliseconds low, milliseconds high, bool zero_is_off, const char* help) {
+                           milliseconds low, milliseconds high, bool zero_is_off,
+                           const char* help) {
   std::string range = show_limit(low) + " .. " + show_limit(high);
   std::string allowed = zero_is_off ? "0 (off) or " + range : range;
-  return {name, false, "duration", plain.count() == 1 ? "ms" : "s", allowed,
+  return {name,
+          false,
+          "duration",
+          plain.count() == 1 ? "ms" : "s",
+          allowed,
           [=](settings& s, const std::string& v) {
             milliseconds t = parse_time(name, v, plain);
             if (!(zero_is_off && t.count() == 0) && (t < low || t > high))
@@ -250,28 +265,44 @@ setting_entry time_setting(const char* name, milliseconds settings::*field, mill
                                  allowed + (zero_is_off ? ", got " + v : ""));
             s.*field = t;
           },
-          [=](const settings& s) { return show_ms(s.*field); }, help};
+          [=](const settings& s) { return show_ms(s.*field); },
+          help};
 }
 
 // A whole number of `unit` from `low` to `high`.
 setting_entry count_setting(const char* name, std::uint32_t settings::*field, const char* unit,
                             double low, double high, const char* help) {
-  return {name, false, "integer", unit, number_range(low, high),
+  return {name,
+          false,
+          "integer",
+          unit,
+          number_range(low, high),
           [=](settings& s, const std::string& v) { s.*field = parse_count(name, v, low, high); },
-          [=](const settings& s) { return std::to_string(s.*field); }, help};
+          [=](const settings& s) { return std::to_string(s.*field); },
+          help};
 }
 
 setting_entry real_setting(const char* name, double settings::*field, double low, double high,
                            const char* help) {
-  return {name, false, "real", "", number_range(low, high),
+  return {name,
+          false,
+          "real",
+          "",
+          number_range(low, high),
           [=](settings& s, const std::string& v) { s.*field = parse_real(name, v, low, high); },
-          [=](const settings& s) { return show_real(s.*field); }, help};
+          [=](const settings& s) { return show_real(s.*field); },
+          help};
 }
 
 setting_entry bool_setting(const char* name, bool init, bool settings::*field, const char* help) {
-  return {name, init, "boolean", "", "on | off",
+  return {name,
+          init,
+          "boolean",
+          "",
+          "on | off",
           [=](settings& s, const std::string& v) { s.*field = parse_bool(name, v); },
-          [=](const settings& s) { return std::string(s.*field ? "on" : "off"); }, help};
+          [=](const settings& s) { return std::string(s.*field ? "on" : "off"); },
+          help};
 }
 
 // One of `choices` (any case), each a name and the value it sets.
@@ -283,7 +314,11 @@ setting_entry choice_setting(const char* name, T settings::*field,
     listed += (listed.empty() ? "" : " | ") + choice.first;
     in_error += (in_error.empty() ? "" : ", ") + choice.first;
   }
-  return {name, false, "enum", "", listed,
+  return {name,
+          false,
+          "enum",
+          "",
+          listed,
           [=](settings& s, const std::string& v) {
             std::string m = lower(v);
             for (const auto& choice : choices)
@@ -373,7 +408,8 @@ std::vector<setting_entry> background_settings() {
                  milliseconds(10'000), false, "background writer round"),
     time_setting("write_back_sweep", &settings::write_back_sweep, milliseconds(1000),
                  milliseconds(1000), milliseconds(3'600'000), true,
-                 "one paced write-back pass over the data files written since their fsync (0: off)"),
+                 "one paced write-back pass over the data files written since their fsync (0: "
+                 "off)"),
     count_setting("bgwriter_lru_maxpages", &settings::bgwriter_lru_maxpages, "buffers", 0,
                   1073741823, "most buffers the background writer writes per round"),
     real_setting("bgwriter_lru_multiplier", &settings::bgwriter_lru_multiplier, 0, 10,
@@ -403,7 +439,8 @@ std::vector<setting_entry> background_settings() {
      [](const settings& s) { return s.replication_listen; },
      "where the WAL sender listens for standbys and base backups"},
     size_setting("max_standby_wal_size", false, &settings::max_standby_wal_size, MiB, MiB, TiB,
-                 "WAL kept for a standby behind the primary; further behind, it must be seeded again"),
+                 "WAL kept for a standby behind the primary; further behind, it must be seeded "
+                 "again"),
     choice_setting<wait>("synchronous_standby", &settings::synchronous_standby,
                          {{"off", wait::off},
                           {"remote_write", wait::remote_write},
@@ -415,9 +452,11 @@ std::vector<setting_entry> background_settings() {
                   "pages per doublewrite batch"),
     time_setting("doublewrite_flush_delay", &settings::doublewrite_flush_delay, milliseconds(1),
                  milliseconds(0), milliseconds(100), false,
-                 "how long a small background batch may wait to share a doublewrite ring fdatasync"),
+                 "how long a small background batch may wait to share a doublewrite ring "
+                 "fdatasync"),
     count_setting("doublewrite_ring_pages", &settings::doublewrite_ring_pages, "pages", 0, 1048576,
-                  "doublewrite ring file size in pages (0: 512 MB worth); batches are stored compressed"),
+                  "doublewrite ring file size in pages (0: 512 MB worth); batches are stored "
+                  "compressed"),
     choice_setting<bool>("actor_scheduler", &settings::scheduler_sharing,
                          {{"sharing", true}, {"stealing", false}},
                          "CAF scheduler policy for sessions"),
@@ -476,7 +515,8 @@ void apply_setting(settings& s, const std::string& key, const std::string& value
   if (e == nullptr)
     throw config_error("unrecognized configuration parameter \"" + trim(key) + "\"");
   std::string v = trim(value);
-  const bool quoted = v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front();
+  const bool quoted = v.size() >= 2 && (v.front() == '\'' || v.front() == '"') &&
+                      v.back() == v.front();
   if (quoted) // '' is an empty value (replication_listen = '': none)
     v = v.substr(1, v.size() - 2);
   if (v.empty() && !quoted)
@@ -513,7 +553,8 @@ void apply_config_file(settings& s, const std::string& path) {
   if (in.bad())
     throw config_error("cannot read configuration file " + path);
   if (assignments == 0)
-    throw config_error("configuration file " + path + " sets nothing (was it lost in a crash?); "
+    throw config_error("configuration file " + path +
+                       " sets nothing (was it lost in a crash?); "
                        "restore it, or set at least torn_page_protection there");
 }
 
@@ -521,11 +562,11 @@ void validate(const settings& s) {
   if (s.protection == torn_page_protection::doublewrite && !s.data_checksums)
     throw config_error("torn_page_protection=doublewrite requires data_checksums=on: repair "
                        "from the doublewrite ring must not depend on luck (rule D7)");
-  if (s.doublewrite_ring_pages != 0 &&
-      (s.doublewrite_ring_pages % s.doublewrite_batch_pages != 0 ||
-       s.doublewrite_ring_pages < 2 * s.doublewrite_batch_pages))
+  if (s.doublewrite_ring_pages != 0 && (s.doublewrite_ring_pages % s.doublewrite_batch_pages != 0 ||
+                                        s.doublewrite_ring_pages < 2 * s.doublewrite_batch_pages))
     throw config_error("doublewrite_ring_pages must be a multiple of doublewrite_batch_pages (" +
-                       std::to_string(s.doublewrite_batch_pages) + ") and hold at least two batches");
+                       std::to_string(s.doublewrite_batch_pages) +
+                       ") and hold at least two batches");
   if (s.segment_size % s.page_size != 0)
     throw config_error("segment_size must be a multiple of page_size (" +
                        format_bytes(s.page_size) + ")");
@@ -542,9 +583,9 @@ std::string render_config_file(const settings& s) {
       << "# Settings marked (init) are fixed when the data directory is created.\n\n";
   for (const setting_entry& e : setting_table()) {
     // Where the value is one of a list, or an address, the comment names what it takes.
-    const bool listed = (e.allowed.find(" | ") != std::string::npos &&
-                         std::string(e.type) != "boolean") ||
-                        std::string(e.type) == "address";
+    const bool listed =
+      (e.allowed.find(" | ") != std::string::npos && std::string(e.type) != "boolean") ||
+      std::string(e.type) == "address";
     out << e.name << " = " << (e.show(s).empty() ? "''" : e.show(s)) << "\t# " << e.help
         << (listed ? ": " + e.allowed : "") << (e.init_only ? " (init)" : "") << "\n";
   }

@@ -26,7 +26,8 @@ void check_data_directory(const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
     if (errno == ENOENT)
-      throw config_error("data directory \"" + dir + "\" does not exist (database::create "
+      throw config_error("data directory \"" + dir +
+                         "\" does not exist (database::create "
                          "or tidemark init makes one)");
     throw config_error("cannot reach data directory \"" + dir + "\": " + std::strerror(errno));
   }
@@ -38,7 +39,8 @@ void check_data_directory(const std::string& dir) {
   if (::stat(control.c_str(), &st) != 0) {
     if (errno != ENOENT)
       throw config_error("cannot reach " + control + ": " + std::strerror(errno));
-    throw config_error("\"" + dir + "\" is not a Tidemark data directory: it has no "
+    throw config_error("\"" + dir +
+                       "\" is not a Tidemark data directory: it has no "
                        "global/tidemark.control (database::create and tidemark init write it "
                        "last, so a directory whose create did not finish has none either)");
   }
@@ -54,8 +56,8 @@ void check_new_data_directory(const std::string& dir) {
     struct stat st;
     if (errno == ENOTDIR && ::stat(dir.c_str(), &st) == 0)
       throw config_error("\"" + dir + "\" exists and is not a directory");
-    throw config_error("cannot use \"" + dir + "\" as a new data directory: " +
-                       std::strerror(errno));
+    throw config_error("cannot use \"" + dir +
+                       "\" as a new data directory: " + std::strerror(errno));
   }
   bool empty = true;
   while (dirent* entry = ::readdir(d)) {

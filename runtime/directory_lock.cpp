@@ -11,9 +11,9 @@
 #include <fcntl.h>
 #include <map>
 #include <mutex>
-#include <tuple>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 #include <utility>
 
@@ -47,7 +47,8 @@ directory_lock directory_lock::exclusive(const std::string& dir) {
   const auto id = identity_of(lock.fd_, path);
   std::lock_guard<std::mutex> guard(held_mutex);
   if (held.count(id) != 0)
-    throw config_error("data directory \"" + dir + "\" is already open in this process: "
+    throw config_error("data directory \"" + dir +
+                       "\" is already open in this process: "
                        "close that database first (one open database per directory)");
   if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0)
     throw config_error("data directory \"" + dir + "\" is in use by another process");
@@ -67,7 +68,8 @@ directory_lock directory_lock::shared(const std::string& dir) {
   std::lock_guard<std::mutex> guard(held_mutex);
   auto it = held.find(id);
   if (it != held.end() && it->second < 0)
-    throw config_error("data directory \"" + dir + "\" is open for writing in this process: "
+    throw config_error("data directory \"" + dir +
+                       "\" is open for writing in this process: "
                        "close that database first, or read through it");
   if (::flock(lock.fd_, LOCK_SH | LOCK_NB) != 0)
     throw config_error("data directory \"" + dir + "\" is in use by another process");

@@ -27,9 +27,9 @@ struct engine : actors::context {
     commit_activity = [this] { idle_poll.note_activity(); };
   }
 
-  storage::fault_engine* faults = nullptr;       // io, when fault injection is on
-  std::unique_ptr<storage::append_tails> tails;  // sessions' append_row
-  idle_poller idle_poll; // running while actors run, when config.idle_poll
+  storage::fault_engine* faults = nullptr;      // io, when fault injection is on
+  std::unique_ptr<storage::append_tails> tails; // sessions' append_row
+  idle_poller idle_poll;                        // running while actors run, when config.idle_poll
 };
 
 } // namespace tidemark::runtime

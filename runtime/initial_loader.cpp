@@ -33,14 +33,16 @@ void relation_loader::append_rows(relation_id relation, const void* rows, std::s
   relation_tail& tail = tails_[relation];
   if (tail.row_size != 0 && tail.row_size != row_size)
     throw usage_error("relation " + std::to_string(relation) + " was loaded with " +
-                      std::to_string(tail.row_size) + "-byte rows, not " + std::to_string(row_size));
+                      std::to_string(tail.row_size) + "-byte rows, not " +
+                      std::to_string(row_size));
   if (tail.row_size == 0) {
     tail.row_size = row_size;
     tail.page.assign(page_size(), 0);
   }
   const auto* from = static_cast<const unsigned char*>(rows);
   for (std::size_t i = 0; i < count; ++i, from += row_size) {
-    std::memcpy(tail.page.data() + page_header_bytes + tail.rows_on_page * row_size, from, row_size);
+    std::memcpy(tail.page.data() + page_header_bytes + tail.rows_on_page * row_size, from,
+                row_size);
     if (++tail.rows_on_page == per_page)
       write_page(relation, tail);
   }
@@ -72,10 +74,12 @@ void relation_loader::flush() {
 }
 
 void relation_loader::write_file(const std::string& name, const std::string& contents) {
-  static const std::set<std::string> reserved = {"base", "wal", "global", "xact", "doublewrite",
-                                                 "tidemark.conf", "tidemark.lock", "", ".", ".."};
+  static const std::set<std::string> reserved = {
+    "base",          "wal",           "global", "xact", "doublewrite",
+    "tidemark.conf", "tidemark.lock", "",       ".",    ".."};
   if (name.find('/') != std::string::npos || reserved.count(name) != 0)
-    throw usage_error("\"" + name + "\" is not a file name an application may write in the "
+    throw usage_error("\"" + name +
+                      "\" is not a file name an application may write in the "
                       "data directory");
   storage::write_whole_file(files_.io(), dir_ + "/" + name, contents);
 }

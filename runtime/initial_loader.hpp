@@ -33,8 +33,8 @@ public:
 
 private:
   struct relation_tail {
-    std::size_t row_size = 0;           // 0: nothing appended yet
-    block_number block = 0;             // the page being filled
+    std::size_t row_size = 0; // 0: nothing appended yet
+    block_number block = 0;   // the page being filled
     std::size_t rows_on_page = 0;
     std::vector<unsigned char> page;
   };
@@ -44,8 +44,8 @@ private:
   storage::relation_files& files_;
   std::string dir_;
   bool checksums_;
-  std::vector<relation_tail> tails_;            // by relation id
-  std::vector<unsigned char> batch_;            // finalized pages waiting to be written
+  std::vector<relation_tail> tails_; // by relation id
+  std::vector<unsigned char> batch_; // finalized pages waiting to be written
   std::vector<storage::page_id> batch_ids_;
 };
 

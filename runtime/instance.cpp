@@ -67,9 +67,10 @@ void write_initial_wal(storage::io_engine& io, const settings& s, const std::str
 
 // ---- create ------------------------------------------------------------------------------
 
-void instance::create(const std::string& dir, const std::vector<std::string>& overrides,
-                      const std::function<void(storage::relation_files&, const settings&)>& populate,
-                      const std::optional<storage::fault_config>& faults) {
+void instance::create(
+  const std::string& dir, const std::vector<std::string>& overrides,
+  const std::function<void(storage::relation_files&, const settings&)>& populate,
+  const std::optional<storage::fault_config>& faults) {
   settings s;
   for (const std::string& o : overrides)
     apply_assignment(s, o);
@@ -149,8 +150,8 @@ std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
   db->lock_ = directory_lock::shared(dir);
   auto e = std::make_unique<engine>();
   e->data_dir = dir;
-  e->io = storage::make_read_only_engine();
-  const storage::control_data control = storage::read_control_file(*e->io, dir);
+  e->store.io = storage::make_read_only_engine();
+  const storage::control_data control = storage::read_control_file(*e->store.io, dir);
   e->set_control(control);
   if (needs_recovery(control))
     throw config_error("data directory \"" + dir + "\" was not shut down cleanly (" +
@@ -160,10 +161,11 @@ std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
   e->config = resolve_settings(dir, options.overrides, control);
   e->log_sink = options.log;
   const settings& s = e->config;
-  e->files = std::make_unique<storage::relation_files>(*e->io, dir + "/base", s.page_size,
-                                                       s.segment_size);
-  e->pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e->files, s.data_checksums);
-  e->tails = std::make_unique<storage::append_tails>(*e->files);
+  e->store.files = std::make_unique<storage::relation_files>(*e->store.io, dir + "/base",
+                                                             s.page_size, s.segment_size);
+  e->store.pool =
+    std::make_unique<storage::buffer_pool>(s.buffer_count(), *e->store.files, s.data_checksums);
+  e->tails = std::make_unique<storage::append_tails>(*e->store.files);
   e->next_xid.store(control.next_xid);
   db->recovery_.previous_state =
     storage::to_string(static_cast<storage::cluster_state>(control.state));
@@ -172,7 +174,8 @@ std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
   return db;
 }
 
-std::unique_ptr<instance> instance::open_once(const std::string& dir, const instance_options& options) {
+std::unique_ptr<instance> instance::open_once(const std::string& dir,
+                                              const instance_options& options) {
   std::unique_ptr<instance> db(new instance());
   db->lock_ = directory_lock::exclusive(dir);
   db->detach_io_actors_ = options.detach_io_actors;
@@ -187,10 +190,10 @@ std::unique_ptr<instance> instance::open_once(const std::string& dir, const inst
   e->set_control(control);
   e->config = resolve_settings(dir, options.overrides, control);
   e->log_sink = options.log;
-  e->io = make_engine(e->config, options.faults, &e->faults);
+  e->store.io = make_engine(e->config, options.faults, &e->faults);
   db->standby_ = read_standby_file(dir);
   if (db->standby_ && db->standby_->generation < control.generation) {
-    remove_standby_file(*e->io, dir); // a promotion completed its checkpoint, then crashed
+    remove_standby_file(*e->store.io, dir); // a promotion completed its checkpoint, then crashed
     db->standby_.reset();
   }
   if (db->standby_ && !options.standby)
@@ -198,19 +201,21 @@ std::unique_ptr<instance> instance::open_once(const std::string& dir, const inst
                        ": run it with tidemark standby, or make it a primary with tidemark "
                        "promote");
   if (!db->standby_ && options.standby)
-    throw config_error("\"" + dir + "\" is not a standby (no standby.conf): make one with "
+    throw config_error("\"" + dir +
+                       "\" is not a standby (no standby.conf): make one with "
                        "tidemark basebackup");
   if (db->standby_)
     db->standby_primary_ = options.primary.empty() ? db->standby_->primary : options.primary;
   if (options.trace || options.trace_listener)
-    e->trace = std::make_unique<messages::trace_sink>(options.trace ? std::size_t(1) << 20 : 0,
-                                                      options.trace_listener);
+    e->store.trace =
+      std::make_unique<messages::trace_sink>(options.trace ? std::size_t(1) << 20 : 0,
+                                             options.trace_listener);
   db->recovery_ = prepare_storage(*e);
   if (!e->config.replication_listen.empty() && !db->standby_) {
     // Slots from before this start: their WAL is kept from the first checkpoint on.
     db->recorded_slots_ = storage::read_standby_slots(dir);
     for (const storage::standby_slot_record& slot : db->recorded_slots_)
-      e->standby_keep.store(std::min(e->standby_keep.load(), slot.flushed));
+      e->sender.keep_from.store(std::min(e->sender.keep_from.load(), slot.flushed));
   }
   // Every control file written from now on records the mode this run writes pages in.
   control.protection = static_cast<std::uint32_t>(record_of(e->config.protection));
@@ -228,19 +233,19 @@ std::unique_ptr<instance> instance::open_once(const std::string& dir, const inst
     replay(*db->engine_, db->recovery_);
     if (db->recovery_.needed) {
       const std::uint64_t written_before =
-        db->engine_->writer->written(storage::write_source::checkpointer);
+        db->engine_->store.writer->written(storage::write_source::checkpointer);
       auto started = std::chrono::steady_clock::now();
       db->request_checkpoint(messages::checkpoint_reason::end_of_recovery);
       db->recovery_.checkpoint_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       db->recovery_.pages_written_by_checkpoint =
-        db->engine_->writer->written(storage::write_source::checkpointer) - written_before;
+        db->engine_->store.writer->written(storage::write_source::checkpointer) - written_before;
       db->log_recovery();
     } else {
       // The checkpointer runs already: its ticks read the control data meanwhile.
       control = db->engine_->control();
       control.state = static_cast<std::uint32_t>(storage::cluster_state::in_production);
-      storage::write_control_file(*db->engine_->io, dir, control);
+      storage::write_control_file(*db->engine_->store.io, dir, control);
       db->engine_->set_control(control);
     }
   } catch (const std::exception& error) {
@@ -260,7 +265,8 @@ void instance::log_recovery() const {
   std::snprintf(
     line, sizeof line,
     "LOG:  recovery complete (%s): %llu WAL records (%.1f MB) replayed in %.3f s (%.0f "
-    "records/s); pages read by redo %llu, prefetched %llu (used %llu), advised to the kernel %llu; pages written by redo "
+    "records/s); pages read by redo %llu, prefetched %llu (used %llu), advised to the kernel %llu; "
+    "pages written by redo "
     "%llu, by the bgwriter %llu, by the end-of-recovery checkpoint %llu (%.3f s); %llu blocks "
     "changed, %llu page images restored; doublewrite repair read %llu images (%.1f MB of "
     "the ring, %s) and repaired %llu pages in %.3f s; startup sync %.3f s; redo stopped at %s",
@@ -294,8 +300,9 @@ void instance::start_actors() {
   const settings& s = engine_->config;
   system_config_->set("scheduler.policy",
                       s.scheduler_sharing ? caf::atom("sharing") : caf::atom("stealing"));
-  std::size_t threads = s.scheduler_threads != 0 ? s.scheduler_threads
-                                                 : std::max(1u, std::thread::hardware_concurrency());
+  std::size_t threads = s.scheduler_threads != 0
+                          ? s.scheduler_threads
+                          : std::max(1u, std::thread::hardware_concurrency());
   system_config_->set("scheduler.max-threads", threads);
   // CAF's default lets an actor run for as long as its mailbox is non-empty: an actor fed
   // a steady stream (the wal_writer's flush_wanted under load, when not detached) would
@@ -305,11 +312,11 @@ void instance::start_actors() {
   watch_ = std::make_unique<actor_watch>(*engine_);
   sync_worker_ = actors::spawn_sync_worker(*system_, *engine_, detach_io_actors_);
   watch_->watch(sync_worker_, "sync_worker");
-  engine_->registry.attach(sync_worker_, engine_->trace.get());
+  engine_->store.registry.attach(sync_worker_, engine_->store.trace.get());
   if (engine_->doublewrite()) {
     dw_batcher_ = actors::spawn_dw_batcher(*system_, *engine_, sync_worker_, detach_io_actors_);
     watch_->watch(dw_batcher_, "dw_batcher");
-    engine_->batcher = dw_batcher_;
+    engine_->store.batcher = dw_batcher_;
   }
   wal_writer_ = actors::spawn_wal_writer(*system_, *engine_, detach_io_actors_);
   watch_->watch(wal_writer_, "wal_writer");
@@ -360,12 +367,13 @@ void instance::checkpoint() {
   request_checkpoint(messages::checkpoint_reason::requested);
 }
 
-void instance::observe_checkpoints(std::function<void(const messages::checkpoint_event&)> on_event) {
+void instance::observe_checkpoints(
+  std::function<void(const messages::checkpoint_event&)> on_event) {
   TIDEMARK_CHECK(!checkpoint_watcher_, "observe_checkpoints() once per database");
-  checkpoint_watcher_ = system_->spawn(
-    [on_event](messages::checkpoint_observer_actor::pointer) -> messages::checkpoint_observer_actor::behavior_type {
-      return {[on_event](const messages::checkpoint_event& e) { on_event(e); }};
-    });
+  checkpoint_watcher_ = system_->spawn([on_event](messages::checkpoint_observer_actor::pointer)
+                                         -> messages::checkpoint_observer_actor::behavior_type {
+    return {[on_event](const messages::checkpoint_event& e) { on_event(e); }};
+  });
   caf::anon_send(checkpointer_, messages::subscribe_atom::value, checkpoint_watcher_);
 }
 
@@ -377,7 +385,7 @@ void instance::stop_actors() {
     // the sync worker can free.
     caf::scoped_actor self{*system_};
     if (wal_sender_) { // first: it may run a base backup's checkpoint
-      engine_->wal->set_flush_listener(nullptr);
+      engine_->store.wal->set_flush_listener(nullptr);
       caf::anon_send_exit(wal_sender_, caf::exit_reason::user_shutdown);
       self->wait_for(wal_sender_);
     }
@@ -391,13 +399,13 @@ void instance::stop_actors() {
   caf::anon_send_exit(sync_worker_, caf::exit_reason::user_shutdown);
   if (checkpoint_watcher_)
     caf::anon_send_exit(checkpoint_watcher_, caf::exit_reason::user_shutdown);
-  engine_->pool->set_allocation_listener(nullptr);
-  engine_->bgwriter.listener.reset();
+  engine_->store.pool->set_allocation_listener(nullptr);
+  engine_->counters.bgwriter.listener.reset();
   system_->await_all_actors_done();
-  engine_->sender_wakeup.reset();
+  engine_->sender.wakeup.reset();
   engine_->idle_poll.stop();
-  engine_->registry.attach(messages::sync_worker_actor{}, nullptr);
-  engine_->batcher = nullptr;
+  engine_->store.registry.attach(messages::sync_worker_actor{}, nullptr);
+  engine_->store.batcher = nullptr;
   wal_writer_ = nullptr;
   checkpointer_ = nullptr;
   bgwriter_ = nullptr;
@@ -415,7 +423,7 @@ void instance::close() {
   closed_ = true;
   std::string failure;
   if (!read_only_) // commits waiting for a synchronous standby end with an error
-    engine_->standby_acknowledged.stop("the database is closing");
+    engine_->sender.acknowledged.stop("the database is closing");
   if (standby_) {
     // A standby writes no checkpoint of its own: a restart replays from its last one.
     try {
@@ -439,7 +447,8 @@ void instance::close() {
   lock_.release();
   if (!failure.empty())
     throw tidemark::engine_stopped_error("the engine stopped after a failure; the next open "
-                                         "runs crash recovery: " + failure);
+                                         "runs crash recovery: " +
+                                         failure);
 }
 
 instance_session instance::open_session() { return instance_session(*this); }

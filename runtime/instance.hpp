@@ -38,10 +38,10 @@
 namespace tidemark::runtime {
 
 struct instance_options {
-  std::vector<std::string> overrides;          // KEY=VALUE, as --set
-  std::optional<storage::fault_config> faults; // run on the fault-injecting engine
-  bool detach_io_actors = true;                // off under the deterministic test scheduler
-  bool trace = false;                          // record every write-path message
+  std::vector<std::string> overrides;            // KEY=VALUE, as --set
+  std::optional<storage::fault_config> faults;   // run on the fault-injecting engine
+  bool detach_io_actors = true;                  // off under the deterministic test scheduler
+  bool trace = false;                            // record every write-path message
   messages::trace_sink::listener trace_listener; // sees every write-path message (trace or not)
   std::function<void(const std::string&)> log;   // log lines; empty: stderr
   /// Opens a standby (a directory with standby.conf): recovery, then redo follows the WAL
@@ -82,7 +82,8 @@ public:
   /// file created or written (the engine opens files O_RDONLY). A shared lock is taken on
   /// the lock file when there is one, so no writer opens the directory meanwhile; a
   /// directory that needs recovery is refused (config_error).
-  static std::unique_ptr<instance> open_read_only(const std::string& dir, const instance_options& options);
+  static std::unique_ptr<instance> open_read_only(const std::string& dir,
+                                                  const instance_options& options);
 
   ~instance();
   instance(const instance&) = delete;
@@ -125,7 +126,8 @@ public:
 
 private:
   instance() = default;
-  static std::unique_ptr<instance> open_once(const std::string& dir, const instance_options& options);
+  static std::unique_ptr<instance> open_once(const std::string& dir,
+                                             const instance_options& options);
   void request_checkpoint(messages::checkpoint_reason reason);
   void log_recovery() const;
   void start_actors();
@@ -133,7 +135,7 @@ private:
   bool uses_network() const;
   void start_replication(); // publishes the WAL sender on replication_listen
   void start_standby(const instance_options& options);
-  void end_standby_stream(); // ends the stream and redo; rethrows redo's failure
+  void end_standby_stream();                 // ends the stream and redo; rethrows redo's failure
   void stop_standby(const std::string& why); // redo cannot go on: fail the standby, loudly
 
   std::unique_ptr<engine> engine_;
@@ -147,7 +149,7 @@ private:
   std::unique_ptr<actor_watch> watch_; // every core actor, while the actors run
   messages::checkpoint_observer_actor checkpoint_watcher_;
   messages::wal_sender_actor wal_sender_;
-  std::string replication_address_; // where wal_sender_ is published
+  std::string replication_address_;                          // where wal_sender_ is published
   std::vector<storage::standby_slot_record> recorded_slots_; // read at open, for the sender
   // A standby's: its file, the stream redo follows, the receiver, the redo thread.
   std::optional<standby_file> standby_;

@@ -14,36 +14,36 @@
 namespace tidemark::runtime {
 
 instance_session::instance_session(instance& db)
-  : db_(&db),
-    txn_(std::make_unique<storage::page_transaction>(
-      *db.internals().pool, db.internals().wal.get(), *db.internals().tails,
-      db.internals().full_page_writes(), db.internals().commit_log.get(),
-      [e = &db.internals()](const std::string& why) { e->fail(why); })) {}
+  : db_(&db), txn_(std::make_unique<storage::page_transaction>(
+                *db.internals().store.pool, db.internals().store.wal.get(), *db.internals().tails,
+                db.internals().full_page_writes(), db.internals().store.commit_log.get(),
+                [e = &db.internals()](const std::string& why) { e->fail(why); })) {}
 
 void instance_session::check_running() const {
   const engine& e = db_->internals();
   if (e.failed())
     throw tidemark::engine_stopped_error("the engine stopped after a failure (the next open "
-                                         "runs crash recovery): " + e.failure());
+                                         "runs crash recovery): " +
+                                         e.failure());
 }
 
 void instance_session::wait_durable(storage::lsn_t lsn) {
   engine& e = db_->internals();
-  if (e.wal == nullptr) // read-only: everything on disk was made durable by the clean stop
+  if (e.store.wal == nullptr) // read-only: everything on disk was made durable by the clean stop
     return;
-  if (!e.config.synchronous_commit || lsn <= e.wal->flushed_lsn())
+  if (!e.config.synchronous_commit || lsn <= e.store.wal->flushed_lsn())
     return;
   // Group commit: the wal_writer starts a sync covering `lsn` (together with every other
   // commit waiting), and the sync's completion wakes this thread.
   caf::anon_send(db_->wal_writer(), messages::flush_wanted{lsn});
-  e.wal->wait_for_flush(lsn);
+  e.store.wal->wait_for_flush(lsn);
 }
 
 void instance_session::wait_for_standby(storage::lsn_t lsn) {
   engine& e = db_->internals();
   if (lsn == 0 || e.config.synchronous_standby == settings::standby_wait::off)
     return;
-  e.standby_acknowledged.wait_for(lsn);
+  e.sender.acknowledged.wait_for(lsn);
 }
 
 void instance_session::settle_read() {
@@ -54,7 +54,8 @@ void instance_session::settle_read() {
   } catch (const storage::wal_not_durable& error) {
     db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
     throw tidemark::engine_stopped_error(std::string("a read saw a change that may not be "
-                                                     "durable: ") + error.what());
+                                                     "durable: ") +
+                                         error.what());
   }
 }
 
@@ -66,14 +67,14 @@ void instance_session::begin() {
 }
 
 void instance_session::check_block(storage::page_id id, bool changing) const {
-  if (id.block < db_->internals().files->nblocks(id.rel))
+  if (id.block < db_->internals().store.files->nblocks(id.rel))
     return; // the common case: a block the relation has
   storage::block_id limit = txn_->extendable_to(id.rel); // blocks [0, limit) may be read
   if (id.block < limit || (changing && id.block == limit))
     return;
   throw tidemark::usage_error(
-    "block " + std::to_string(id.block) + " is past the end of relation " +
-    std::to_string(id.rel) + " (" + std::to_string(limit) + " blocks" +
+    "block " + std::to_string(id.block) + " is past the end of relation " + std::to_string(id.rel) +
+    " (" + std::to_string(limit) + " blocks" +
     (changing ? "; a change may extend a relation by its next block only)" : ")"));
 }
 
@@ -85,7 +86,7 @@ std::int64_t instance_session::read_i64(storage::page_id id, std::uint16_t offse
 }
 
 void instance_session::read_bytes(storage::page_id id, std::uint16_t offset, void* out,
-                         std::uint16_t length) {
+                                  std::uint16_t length) {
   check_running();
   txn_->read_bytes(id, offset, out, length);
   settle_read();
@@ -98,7 +99,9 @@ storage::page_rows instance_session::rows_on(storage::page_id id) {
   return rows;
 }
 
-storage::block_id instance_session::relation_size(storage::rel_id rel) { return txn_->relation_size(rel); }
+storage::block_id instance_session::relation_size(storage::rel_id rel) {
+  return txn_->relation_size(rel);
+}
 
 void instance_session::check_writable(const char* operation) const {
   if (db_->read_only())
@@ -114,7 +117,7 @@ void instance_session::add_i64(storage::page_id id, std::uint16_t offset, std::i
 }
 
 void instance_session::write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
-                          std::uint16_t length) {
+                                   std::uint16_t length) {
   check_writable("write_bytes");
   txn_->write_bytes(id, offset, data, length);
 }
@@ -154,18 +157,25 @@ storage::xid_t instance_session::commit() {
     wait_durable(std::max(position.end, seen));
     wait_for_standby(position.end);
   } catch (const storage::position_stopped& error) {
-    throw tidemark::commit_outcome_unknown(
-      "transaction " + std::to_string(xid) + " is durable here, but no synchronous standby "
-      "confirmed it before " + error.what() + "; after a failover it may be absent", xid);
+    throw tidemark::commit_outcome_unknown("transaction " + std::to_string(xid) +
+                                             " is durable here, but no synchronous standby "
+                                             "confirmed it before " +
+                                             error.what() + "; after a failover it may be absent",
+                                           xid);
   } catch (const storage::wal_not_durable& error) {
     db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
     if (position.end == 0)
-      throw tidemark::engine_stopped_error("transaction " + std::to_string(xid) +
-                                           " read changes that may not be durable: " + error.what());
+      throw tidemark::engine_stopped_error(
+        "transaction " + std::to_string(xid) +
+        " read changes that may not be durable: " + error.what());
     throw tidemark::commit_outcome_unknown(
-      "the outcome of transaction " + std::to_string(xid) + " is unknown: its WAL record was "
-      "written but the engine stopped before it was durable (" + error.what() + "); after the "
-      "next open it is either wholly present or wholly absent", xid);
+      "the outcome of transaction " + std::to_string(xid) +
+        " is unknown: its WAL record was "
+        "written but the engine stopped before it was durable (" +
+        error.what() +
+        "); after the "
+        "next open it is either wholly present or wholly absent",
+      xid);
   }
   return xid;
 }

@@ -33,7 +33,8 @@ public:
   storage::page_rows rows_on(storage::page_id id);
   storage::block_id relation_size(storage::rel_id rel);
   void add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta);
-  void write_bytes(storage::page_id id, std::uint16_t offset, const void* data, std::uint16_t length);
+  void write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
+                   std::uint16_t length);
   void append_row(storage::rel_id rel, const void* row, std::uint16_t row_size);
   /// Throws usage_error when `id` is past the relation's end: a read may reach blocks the
   /// relation has or this transaction extends it by; a change also the block just past them.

@@ -21,9 +21,9 @@
 #include "runtime/standby.hpp"
 
 #include "actors/wal_receiver.hpp"
-#include "runtime/instance.hpp"
 #include "actors/wal_sender.hpp"
 #include "runtime/data_directory.hpp"
+#include "runtime/instance.hpp"
 #include "runtime/startup.hpp"
 #include "storage/directory_sync.hpp"
 #include "storage/standby_slots.hpp"
@@ -48,8 +48,8 @@ void instance::start_replication() {
   if (listen.empty() || wal_sender_)
     return;
   endpoint where = parse_endpoint("replication_listen", listen, true);
-  wal_sender_ = actors::spawn_wal_sender(*system_, *engine_, checkpointer_,
-                                         std::move(recorded_slots_));
+  wal_sender_ =
+    actors::spawn_wal_sender(*system_, *engine_, checkpointer_, std::move(recorded_slots_));
   watch_->watch(wal_sender_, "wal_sender");
   auto published = system_->middleman().publish(wal_sender_, where.port, where.host.c_str(), true);
   if (!published)
@@ -62,10 +62,10 @@ void instance::start_replication() {
 void instance::start_standby(const instance_options& options) {
   engine& e = *engine_;
   const storage::control_data control = e.control();
-  e.standby.flushed.store(e.wal->flushed_lsn());
-  e.standby.received.store(e.wal->flushed_lsn());
+  e.standby.flushed.store(e.store.wal->flushed_lsn());
+  e.standby.received.store(e.store.wal->flushed_lsn());
   e.standby.replayed.store(control.redo_lsn);
-  arrival_ = std::make_unique<storage::received_wal>(e.wal->flushed_lsn());
+  arrival_ = std::make_unique<storage::received_wal>(e.store.wal->flushed_lsn());
   e.standby.restartpoints.store(true);
   e.standby.restart_redo.store(control.redo_lsn);
   if (options.stream) {
@@ -88,8 +88,9 @@ void instance::start_standby(const instance_options& options) {
     try {
       replay(e, standby_redo_report_, arrival_.get());
       if (!arrival_->ended()) // only promotion or close ends the stream, and with it redo
-        throw std::runtime_error("redo ended at " + storage::format_lsn(standby_redo_report_.end_lsn) +
-                               " while WAL was still arriving: " + standby_redo_report_.end_reason);
+        throw std::runtime_error(
+          "redo ended at " + storage::format_lsn(standby_redo_report_.end_lsn) +
+          " while WAL was still arriving: " + standby_redo_report_.end_reason);
     } catch (const std::exception& error) {
       standby_redo_error_ = std::current_exception();
       std::string why = "standby redo stopped at " +
@@ -106,7 +107,8 @@ void instance::start_standby(const instance_options& options) {
 void instance::stop_standby(const std::string& why) {
   engine& e = *engine_;
   e.standby.set_error(why);
-  e.log("ERROR:  " + why + "; the standby stopped (it confirms no more WAL to its primary; "
+  e.log("ERROR:  " + why +
+        "; the standby stopped (it confirms no more WAL to its primary; "
         "open it again to read its WAL afresh)");
   e.fail(why);
 }
@@ -158,21 +160,21 @@ void instance::promote() {
     throw tidemark::data_error(why);
   }
   e.standby.restartpoints.store(false);
-  e.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
+  e.store.wal->restart_at(recovery_.end_lsn, recovery_.last_record_lsn);
   e.standby.promoting.store(true); // the end-of-recovery checkpoint records the next generation
-  const std::uint64_t written_before = e.writer->written(storage::write_source::checkpointer);
+  const std::uint64_t written_before = e.store.writer->written(storage::write_source::checkpointer);
   auto started = std::chrono::steady_clock::now();
   request_checkpoint(messages::checkpoint_reason::end_of_recovery);
   recovery_.checkpoint_seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   recovery_.pages_written_by_checkpoint =
-    e.writer->written(storage::write_source::checkpointer) - written_before;
-  remove_standby_file(*e.io, e.data_dir);
+    e.store.writer->written(storage::write_source::checkpointer) - written_before;
+  remove_standby_file(*e.store.io, e.data_dir);
   standby_.reset();
   arrival_.reset();
   e.recovering.store(false);
-  e.log("LOG:  promoted: redo ended at " + storage::format_lsn(recovery_.end_lsn) +
-        " after " + std::to_string(recovery_.records) + " records; now generation " +
+  e.log("LOG:  promoted: redo ended at " + storage::format_lsn(recovery_.end_lsn) + " after " +
+        std::to_string(recovery_.records) + " records; now generation " +
         std::to_string(e.control().generation) + ", accepting writes");
   try {
     start_replication();
@@ -195,7 +197,7 @@ standby_status instance::standby() const {
   s.replayed = e.standby.replayed.load();
   s.backup_end = standby_->backup_end_lsn;
   s.records = e.standby.records.load();
-  s.restartpoints = e.checkpoints.restartpoints.load();
+  s.restartpoints = e.counters.checkpoints.restartpoints.load();
   s.restart_redo = e.standby.restart_redo.load();
   s.wal_rereads = e.standby.wal_rereads.load();
   s.failed = e.failed();
@@ -204,10 +206,11 @@ standby_status instance::standby() const {
   std::int64_t then = e.standby.primary_unix_micros.load();
   if (then != 0 && s.replayed < s.primary_flushed) {
     std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
     s.seconds_behind = std::max<double>(0, double(now - then) / 1e6);
   }
-  const auto& pool = e.pool->counters();
+  const auto& pool = e.store.pool->counters();
   s.pages_read = pool.reads.load();
   s.prefetched = pool.prefetched.load();
   s.prefetch_hits = pool.prefetch_hits.load();
@@ -241,10 +244,12 @@ struct backup_client {
     config.load<caf::io::middleman>();
     config.set("logger.verbosity", caf::atom("quiet"));
     system = std::make_unique<caf::actor_system>(config);
-    auto found = system->middleman().remote_actor<messages::wal_sender_actor>(primary.host, primary.port);
+    auto found =
+      system->middleman().remote_actor<messages::wal_sender_actor>(primary.host, primary.port);
     if (!found)
-      throw tidemark::replication_error("base backup: cannot reach the primary at " + primary.host + ":" +
-                               std::to_string(primary.port) + ": " + system->render(found.error()));
+      throw tidemark::replication_error("base backup: cannot reach the primary at " + primary.host +
+                                        ":" + std::to_string(primary.port) + ": " +
+                                        system->render(found.error()));
     sender = *found;
   }
 
@@ -265,7 +270,8 @@ struct backup_client {
 // The name given, checked, or a random one.
 std::string backup_name(const std::string& given) {
   if (!given.empty() && !storage::valid_standby_name(given))
-    throw config_error("--name \"" + given + "\" is not a standby name (1 to 64 letters, "
+    throw config_error("--name \"" + given +
+                       "\" is not a standby name (1 to 64 letters, "
                        "digits, '.', '_' or '-')");
   if (!given.empty())
     return given;
@@ -286,7 +292,8 @@ void copy_files(backup_client& client, storage::io_engine& io, const std::string
     int fd = io.open_file(new_dir + "/" + f.path, true);
     try {
       for (std::uint64_t offset = 0; offset < f.size; offset += chunk_bytes) {
-        auto length = static_cast<std::uint32_t>(std::min<std::uint64_t>(chunk_bytes, f.size - offset));
+        auto length =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(chunk_bytes, f.size - offset));
         if (f.path.rfind("base/", 0) == 0)
           length -= length % manifest.page_size;
         if (length == 0)
@@ -371,7 +378,8 @@ base_backup_report base_backup(const std::string& new_dir, const std::string& pr
   std::unique_ptr<storage::io_engine> io = storage::make_io_engine(storage::io_method::sync);
   storage::write_whole_file(*io, config_file_path(new_dir), manifest.config);
   copy_files(client, *io, new_dir, manifest, report, progress);
-  messages::backup_end end = client.ask<messages::backup_end>(messages::backup_finish{report.standby_name});
+  messages::backup_end end =
+    client.ask<messages::backup_end>(messages::backup_finish{report.standby_name});
   report.end_lsn = end.end_lsn;
   copy_wal(client, *io, new_dir, control, report);
 
@@ -385,7 +393,8 @@ base_backup_report base_backup(const std::string& new_dir, const std::string& pr
   control.state = static_cast<std::uint32_t>(storage::cluster_state::in_recovery);
   storage::write_control_file(*io, new_dir, control);
   io->sync_directory(new_dir);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report.seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }
 

@@ -71,11 +71,12 @@ std::optional<standby_file> read_standby_file(const std::string& data_dir) {
   }
   if (!have_primary || !have_name || !have_generation || !have_end)
     throw config_error(path + " is incomplete: it needs primary, standby_name, generation and "
-                       "backup_end_lsn (was the base backup interrupted?)");
+                              "backup_end_lsn (was the base backup interrupted?)");
   return f;
 }
 
-void write_standby_file(storage::io_engine& io, const std::string& data_dir, const standby_file& f) {
+void write_standby_file(storage::io_engine& io, const std::string& data_dir,
+                        const standby_file& f) {
   std::ostringstream text;
   text << "# This directory is a standby (tidemark standby); tidemark promote ends that.\n"
        << "primary = " << f.primary << "\n"

@@ -36,22 +36,26 @@ std::string wal_dir(const std::string& data_dir) { return data_dir + "/wal"; }
 // Pass 1: read all WAL from the redo point without changing anything.
 void validate_wal(engine& e, recovery_outcome& report, storage::lsn_t* prev) {
   const storage::control_data c = e.control();
-  storage::wal_reader reader(*e.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
+  storage::wal_reader reader(*e.store.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size,
+                             c.redo_lsn);
   if (reader.read_at(c.checkpoint_lsn) == nullptr)
-    throw storage::data_error("control file points at checkpoint record " + storage::format_lsn(c.checkpoint_lsn) +
+    throw storage::data_error("control file points at checkpoint record " +
+                              storage::format_lsn(c.checkpoint_lsn) +
                               " but no valid WAL record is there: WAL is missing or corrupt");
-  storage::wal_reader scan(*e.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size, c.redo_lsn);
+  storage::wal_reader scan(*e.store.io, wal_dir(e.data_dir), c.wal_segment_size, c.page_size,
+                           c.redo_lsn);
   while (scan.next() != nullptr) {
   }
   if (auto corruption = scan.find_corruption())
-    throw storage::data_error("WAL is corrupt at " + storage::format_lsn(corruption->bad_lsn) + " in " +
-                              corruption->segment_path + " (" + corruption->reason +
+    throw storage::data_error("WAL is corrupt at " + storage::format_lsn(corruption->bad_lsn) +
+                              " in " + corruption->segment_path + " (" + corruption->reason +
                               "), yet the record at " + storage::format_lsn(corruption->proof_lsn) +
                               " shows WAL up to " + storage::format_lsn(corruption->proof_durable) +
                               " had been made durable; refusing to recover past lost commits");
   if (scan.end_lsn() <= c.checkpoint_lsn)
     throw storage::data_error("WAL ends at " + storage::format_lsn(scan.end_lsn()) +
-                              " before the checkpoint record " + storage::format_lsn(c.checkpoint_lsn));
+                              " before the checkpoint record " +
+                              storage::format_lsn(c.checkpoint_lsn));
   report.end_lsn = scan.end_lsn();
   report.end_reason = scan.end_description();
   *prev = scan.last_record_lsn();
@@ -63,7 +67,7 @@ void validate_wal(engine& e, recovery_outcome& report, storage::lsn_t* prev) {
 // rebuild them is recycled once the redo point moves), the commit-status log, the WAL.
 void sync_data_directory(engine& e, recovery_outcome& report) {
   storage::directory_sync_report synced =
-    storage::sync_directory_tree(*e.io, e.data_dir, e.config.recovery_init_sync_method);
+    storage::sync_directory_tree(*e.store.io, e.data_dir, e.config.recovery_init_sync_method);
   report.startup_sync_files = synced.files;
   report.startup_sync_seconds = synced.seconds;
 }
@@ -76,9 +80,9 @@ void repair_torn_pages(engine& e, recovery_outcome& report) {
       recorded != storage::recorded_protection::unknown)
     return; // a clean start since the ring was last used made every page it protects durable
   std::string ring = e.data_dir + "/doublewrite/ring";
-  storage::relation_files files(*e.io, e.data_dir + "/base", e.config.page_size,
+  storage::relation_files files(*e.store.io, e.data_dir + "/base", e.config.page_size,
                                 e.config.segment_size);
-  storage::repair_report repaired = storage::repair_from_ring(*e.io, ring, files);
+  storage::repair_report repaired = storage::repair_from_ring(*e.store.io, ring, files);
   report.repair_seconds = repaired.seconds;
   report.ring_images_read = repaired.images_read;
   report.ring_records_read = repaired.records_read;
@@ -112,27 +116,31 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   options.dir = wal_dir(e.data_dir);
   options.segment_size = s.wal_segment_size;
   options.buffer_size = s.wal_buffers;
-  e.files = std::make_unique<storage::relation_files>(*e.io, e.data_dir + "/base", s.page_size,
-                                                      s.segment_size);
-  e.wal = std::make_unique<storage::wal_log>(*e.io, options, end, prev);
-  e.wal->set_redo_lsn(e.control().redo_lsn);
-  e.pool = std::make_unique<storage::buffer_pool>(s.buffer_count(), *e.files, s.data_checksums);
-  e.tails = std::make_unique<storage::append_tails>(*e.files);
-  e.writer = std::make_unique<storage::page_writer>(*e.wal, *e.files, e.registry, s.data_checksums);
-  e.commit_log = std::make_unique<storage::commit_log>(*e.io, e.data_dir + "/xact", s.page_size,
-                                                       *e.wal, e.registry);
+  e.store.files = std::make_unique<storage::relation_files>(*e.store.io, e.data_dir + "/base",
+                                                            s.page_size, s.segment_size);
+  e.store.wal = std::make_unique<storage::wal_log>(*e.store.io, options, end, prev);
+  e.store.wal->set_redo_lsn(e.control().redo_lsn);
+  e.store.pool =
+    std::make_unique<storage::buffer_pool>(s.buffer_count(), *e.store.files, s.data_checksums);
+  e.tails = std::make_unique<storage::append_tails>(*e.store.files);
+  e.store.writer = std::make_unique<storage::page_writer>(*e.store.wal, *e.store.files,
+                                                          e.store.registry, s.data_checksums);
+  e.store.commit_log = std::make_unique<storage::commit_log>(*e.store.io, e.data_dir + "/xact",
+                                                             s.page_size, *e.store.wal,
+                                                             e.store.registry);
   if (e.doublewrite()) {
-    std::uint32_t ring_pages = s.doublewrite_ring_pages != 0 ? s.doublewrite_ring_pages
-                                                             : storage::default_ring_pages(s.page_size);
-    e.ring = std::make_unique<storage::doublewrite_ring>(
-      *e.io, e.data_dir + "/doublewrite", s.page_size, ring_pages, s.doublewrite_batch_pages,
+    std::uint32_t ring_pages = s.doublewrite_ring_pages != 0
+                                 ? s.doublewrite_ring_pages
+                                 : storage::default_ring_pages(s.page_size);
+    e.store.ring = std::make_unique<storage::doublewrite_ring>(
+      *e.store.io, e.data_dir + "/doublewrite", s.page_size, ring_pages, s.doublewrite_batch_pages,
       std::min(storage::default_staging_chunks(s.bgwriter_lru_maxpages, s.doublewrite_batch_pages),
                ring_pages / s.doublewrite_batch_pages));
-    e.victims = std::make_unique<actors::doublewrite_victim_writer>(e);
+    e.store.victims = std::make_unique<actors::doublewrite_victim_writer>(e);
   } else {
-    e.victims = std::make_unique<actors::direct_victim_writer>(*e.writer);
+    e.store.victims = std::make_unique<actors::direct_victim_writer>(*e.store.writer);
   }
-  e.pool->set_victim_writer(e.victims.get());
+  e.store.pool->set_victim_writer(e.store.victims.get());
 }
 
 } // namespace
@@ -212,24 +220,25 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
   // data while redo runs: redo keeps to this copy.
   const storage::control_data control = e.control();
   auto started = std::chrono::steady_clock::now();
-  if (e.trace) // redo's bounds, so a trace tells writes during redo from later ones
-    e.trace->record(messages::actor_role::startup, messages::actor_role::startup, messages::trace_type::redo_begin,
-                    control.redo_lsn);
-  storage::wal_reader reader(*e.io, wal_dir(e.data_dir), control.wal_segment_size,
+  if (e.store.trace) // redo's bounds, so a trace tells writes during redo from later ones
+    e.store.trace->record(messages::actor_role::startup, messages::actor_role::startup,
+                          messages::trace_type::redo_begin, control.redo_lsn);
+  storage::wal_reader reader(*e.store.io, wal_dir(e.data_dir), control.wal_segment_size,
                              control.page_size, control.redo_lsn);
   if (arrival != nullptr)
     reader.follow(arrival, &e.standby.wal_rereads);
-  const storage::buffer_pool_counters& pool = e.pool->counters();
+  const storage::buffer_pool_counters& pool = e.store.pool->counters();
   const std::uint64_t reads_before = pool.reads.load(), prefetched_before = pool.prefetched.load(),
                       hits_before = pool.prefetch_hits.load();
-  const std::uint64_t redo_writes_before = e.writer->written(storage::write_source::backend),
-                      bgwriter_writes_before = e.writer->written(storage::write_source::bgwriter);
+  const std::uint64_t redo_writes_before = e.store.writer->written(storage::write_source::backend),
+                      bgwriter_writes_before =
+                        e.store.writer->written(storage::write_source::bgwriter);
   std::unique_ptr<storage::wal_prefetcher> prefetcher;
   if (e.config.recovery_prefetch)
     prefetcher = std::make_unique<storage::wal_prefetcher>(
-      *e.io, wal_dir(e.data_dir), control.wal_segment_size, control.page_size,
-      control.redo_lsn, arrival != nullptr ? ~storage::lsn_t{0} : report.end_lsn, *e.pool,
-      *e.files, e.config.recovery_prefetch_distance, arrival,
+      *e.store.io, wal_dir(e.data_dir), control.wal_segment_size, control.page_size,
+      control.redo_lsn, arrival != nullptr ? ~storage::lsn_t{0} : report.end_lsn, *e.store.pool,
+      *e.store.files, e.config.recovery_prefetch_distance, arrival,
       storage::wal_prefetcher::target::by_pool_size, &e.standby.wal_rereads);
   storage::redo_options options;
   options.prefetcher = prefetcher.get();
@@ -246,7 +255,7 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
     log_redo_progress(e, report, control.redo_lsn, at);
   };
   storage::redo_summary summary =
-    storage::replay(reader, *e.pool, control.next_xid, e.commit_log.get(), options);
+    storage::replay(reader, *e.store.pool, control.next_xid, e.store.commit_log.get(), options);
   if (prefetcher) {
     prefetcher->stop();
     report.prefetch_error = prefetcher->report().error;
@@ -260,12 +269,13 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
   report.pages_read = pool.reads.load() - reads_before;
   report.pages_prefetched = pool.prefetched.load() - prefetched_before;
   report.prefetch_hits = pool.prefetch_hits.load() - hits_before;
-  report.pages_written_by_redo = e.writer->written(storage::write_source::backend) - redo_writes_before;
+  report.pages_written_by_redo =
+    e.store.writer->written(storage::write_source::backend) - redo_writes_before;
   report.pages_written_by_bgwriter =
-    e.writer->written(storage::write_source::bgwriter) - bgwriter_writes_before;
-  if (e.trace)
-    e.trace->record(messages::actor_role::startup, messages::actor_role::startup, messages::trace_type::redo_end,
-                    summary.records);
+    e.store.writer->written(storage::write_source::bgwriter) - bgwriter_writes_before;
+  if (e.store.trace)
+    e.store.trace->record(messages::actor_role::startup, messages::actor_role::startup,
+                          messages::trace_type::redo_end, summary.records);
   report.records = summary.records;
   report.blocks_applied = summary.blocks_applied;
   report.images_restored = summary.images_restored;

@@ -19,8 +19,8 @@
 //  - The redo point does not move until the end-of-recovery checkpoint completes.
 #pragma once
 
-#include "runtime/instance.hpp"
 #include "runtime/engine.hpp"
+#include "runtime/instance.hpp"
 #include "storage/received_wal.hpp"
 
 #include <optional>
@@ -40,7 +40,6 @@ std::optional<torn_page_protection> protection_of(storage::recorded_protection r
 
 /// True unless the last stop was clean.
 bool needs_recovery(const storage::control_data& control);
-
 
 /// Validates WAL from the redo point (modifying nothing), makes it durable when recovery
 /// is needed, and builds the engine's storage objects. Throws data_error naming what is

@@ -15,7 +15,8 @@ void actor_watch::watch_address(const caf::actor_addr& address, const std::strin
   actor->get()->attach_functor([e, name](const caf::error& reason) {
     if (reason == caf::exit_reason::user_shutdown)
       return; // the runtime's stop
-    std::string why = "the " + name + " actor stopped unexpectedly (" + actors::error_text(reason) + ")";
+    std::string why =
+      "the " + name + " actor stopped unexpectedly (" + actors::error_text(reason) + ")";
     e->fail(why);
     if (e->failure() == why) // the first failure: later ones follow from it
       e->log("ERROR:  " + why + "; the engine stops, the next open runs crash recovery");

@@ -51,14 +51,10 @@ struct alignas(64) buffer_pool::partition_lock {
 };
 
 buffer_pool::buffer_pool(std::size_t buffer_count, relation_files& files, bool checksums)
-  : buffer_count_(buffer_count),
-    page_size_(files.page_size()),
-    files_(files),
-    checksums_(checksums),
-    descriptors_(new descriptor[buffer_count]),
+  : buffer_count_(buffer_count), page_size_(files.page_size()), files_(files),
+    checksums_(checksums), descriptors_(new descriptor[buffer_count]),
     partitions_(new partition_lock[partition_count]),
-    pins_available_(static_cast<std::int64_t>(buffer_count)),
-    supply_(buffer_count),
+    pins_available_(static_cast<std::int64_t>(buffer_count)), supply_(buffer_count),
     supply_low_water_(std::max<std::size_t>(8, buffer_count / 32)) {
   if (buffer_count < 16 || buffer_count > pin_mask)
     throw std::invalid_argument("buffer pool needs 16 .. 262143 buffers");
@@ -106,7 +102,8 @@ void buffer_pool::insert_locked(buffer_id buffer, std::size_t bucket) {
 void buffer_pool::remove_locked(buffer_id buffer, std::size_t bucket) {
   std::int32_t* link = &bucket_heads_[bucket];
   while (*link != static_cast<std::int32_t>(buffer)) {
-    TIDEMARK_CHECK(*link >= 0, "a tagged buffer is in its tag's bucket (retag removes it from there)");
+    TIDEMARK_CHECK(*link >= 0,
+                   "a tagged buffer is in its tag's bucket (retag removes it from there)");
     link = &descriptors_[*link].next_in_bucket;
   }
   *link = descriptors_[buffer].next_in_bucket;
@@ -375,8 +372,8 @@ bool buffer_pool::offer_victim(buffer_id buffer) {
   std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
   std::uint32_t s = state.load(std::memory_order_acquire);
   for (;;) {
-    if ((s & (header_locked | dirty | io_in_progress | in_supply)) || !(s & valid) ||
-        pins(s) > 0 || usage(s) > 0)
+    if ((s & (header_locked | dirty | io_in_progress | in_supply)) || !(s & valid) || pins(s) > 0 ||
+        usage(s) > 0)
       return false;
     if (state.compare_exchange_weak(s, s | in_supply, std::memory_order_acq_rel))
       break;
@@ -391,7 +388,8 @@ bool buffer_pool::offer_victim(buffer_id buffer) {
 }
 
 std::size_t buffer_pool::supply_size() const {
-  return static_cast<std::size_t>(std::max<std::int64_t>(0, supply_size_.load(std::memory_order_relaxed)));
+  return static_cast<std::size_t>(
+    std::max<std::int64_t>(0, supply_size_.load(std::memory_order_relaxed)));
 }
 
 // Pops supply entries until one is still a victim, and pins it as the clock sweep would.
@@ -436,12 +434,12 @@ buffer_id buffer_pool::clock_sweep_victim() {
     return supplied;
   thread_local std::vector<unsigned char> copy_storage; // one per thread, reused
   std::size_t scanned = 0;
-  std::size_t dirty_seen = 0; // dirty victims met in this search
+  std::size_t dirty_seen = 0;  // dirty victims met in this search
   std::size_t handed_over = 0; // dirty victims this search handed to someone else to write
   backoff wait;
   for (;;) {
-    buffer_id b = static_cast<buffer_id>(next_victim_.fetch_add(1, std::memory_order_acq_rel) %
-                                         buffer_count_);
+    buffer_id b =
+      static_cast<buffer_id>(next_victim_.fetch_add(1, std::memory_order_acq_rel) % buffer_count_);
     if (++scanned > buffer_count_ * (usage_max + 1)) {
       // Every buffer pinned or being written right now; they are released soon, unless the
       // engine failed and the writer that was to finish them is gone.
@@ -606,7 +604,9 @@ void buffer_pool::lock_shared(buffer_id buffer) {
   take_latch(waits_, buffer, [&] { return try_shared(latch); });
 }
 
-bool buffer_pool::try_lock_shared(buffer_id buffer) { return try_shared(descriptors_[buffer].latch); }
+bool buffer_pool::try_lock_shared(buffer_id buffer) {
+  return try_shared(descriptors_[buffer].latch);
+}
 
 void buffer_pool::unlock_shared(buffer_id buffer) {
   if (descriptors_[buffer].latch.fetch_sub(1, std::memory_order_release) == 1)

@@ -80,12 +80,12 @@ enum class read_mode {
 };
 
 struct buffer_pool_counters {
-  std::atomic<std::uint64_t> allocations{0};       // victims handed out (bgwriter reads it)
-  std::atomic<std::uint64_t> supplied{0};          // of which taken from the victim supply
-  std::atomic<std::uint64_t> supply_low{0};        // times sessions sounded the alarm
-  std::atomic<std::uint64_t> reads{0};            // pages read by pin() itself
-  std::atomic<std::uint64_t> prefetched{0};       // pages read ahead (start/finish_prefetch)
-  std::atomic<std::uint64_t> prefetch_hits{0};    // of which pinned before being evicted
+  std::atomic<std::uint64_t> allocations{0};   // victims handed out (bgwriter reads it)
+  std::atomic<std::uint64_t> supplied{0};      // of which taken from the victim supply
+  std::atomic<std::uint64_t> supply_low{0};    // times sessions sounded the alarm
+  std::atomic<std::uint64_t> reads{0};         // pages read by pin() itself
+  std::atomic<std::uint64_t> prefetched{0};    // pages read ahead (start/finish_prefetch)
+  std::atomic<std::uint64_t> prefetch_hits{0}; // of which pinned before being evicted
 };
 
 class buffer_pool {
@@ -236,7 +236,7 @@ private:
   boost::lockfree::queue<buffer_id> supply_; // capacity buffer_count_, never allocates
   std::atomic<std::int64_t> supply_size_{0};
   std::size_t supply_low_water_;
-  std::atomic<bool> supply_alarm_{false};   // sounded, not yet rearmed
+  std::atomic<bool> supply_alarm_{false}; // sounded, not yet rearmed
   // Sleeping waits: for a buffer's I/O (key: the buffer), its latch (key: the buffer) and
   // free pins (key: pins_key()).
   mutable wait_board waits_;

@@ -45,16 +45,16 @@ T& checked_downcast(Base* base, const char* rule) {
 
 } // namespace tidemark::storage
 
-#define TIDEMARK_CHECK(condition, rule)                                                            \
-  ((condition) ? static_cast<void>(0)                                                             \
+#define TIDEMARK_CHECK(condition, rule) \
+  ((condition) ? static_cast<void>(0) \
                : ::tidemark::storage::detail::check_failed(__FILE__, __LINE__, #condition, rule))
 
-#define TIDEMARK_CHECK_DETAIL(condition, rule, what)                                               \
-  ((condition) ? static_cast<void>(0)                                                             \
-               : ::tidemark::storage::detail::check_failed(__FILE__, __LINE__, #condition, rule,  \
+#define TIDEMARK_CHECK_DETAIL(condition, rule, what) \
+  ((condition) ? static_cast<void>(0) \
+               : ::tidemark::storage::detail::check_failed(__FILE__, __LINE__, #condition, rule, \
                                                            std::string(what)))
 
-#define TIDEMARK_UNREACHABLE(rule)                                                                 \
+#define TIDEMARK_UNREACHABLE(rule) \
   ::tidemark::storage::detail::check_failed(__FILE__, __LINE__, "unreachable", rule)
 
 #ifdef NDEBUG

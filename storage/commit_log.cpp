@@ -41,7 +41,9 @@ commit_log::~commit_log() {
       io_.close_file(fd);
 }
 
-std::string commit_log::segment_path(std::uint32_t segno) const { return segment_file(dir_, segno); }
+std::string commit_log::segment_path(std::uint32_t segno) const {
+  return segment_file(dir_, segno);
+}
 
 int commit_log::segment_fd_locked(std::uint32_t segno) {
   if (fds_.size() <= segno)
@@ -66,7 +68,8 @@ void commit_log::write_locked(slot& s, write_source source) {
 // The slot holding `page`, reading it in (after writing out the least recently used
 // slot if that one is dirty).
 commit_log::slot& commit_log::page_locked(std::uint64_t page) {
-  TIDEMARK_CHECK(page / segment_pages <= UINT32_MAX, "a transaction id within the log's segment names");
+  TIDEMARK_CHECK(page / segment_pages <= UINT32_MAX,
+                 "a transaction id within the log's segment names");
   ++clock_;
   for (slot& s : slots_)
     if (s.page == std::int64_t(page)) {

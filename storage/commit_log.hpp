@@ -58,7 +58,7 @@ private:
   struct slot {
     std::int64_t page = -1; // page number held, -1 = empty
     bool dirty = false;
-    lsn_t max_lsn = 0;      // highest commit-record LSN of a status set on it
+    lsn_t max_lsn = 0; // highest commit-record LSN of a status set on it
     std::uint64_t last_used = 0;
     std::vector<unsigned char> bytes;
   };

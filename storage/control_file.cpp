@@ -24,9 +24,7 @@ static_assert(offsetof(control_data, crc) == 88, "the CRC covers every byte befo
 
 namespace {
 
-std::string global_dir(const std::string& data_dir) {
-  return data_dir + "/global";
-}
+std::string global_dir(const std::string& data_dir) { return data_dir + "/global"; }
 
 // Version 1's layout: as version 2 without generation.
 struct control_data_v1 {

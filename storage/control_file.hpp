@@ -29,7 +29,7 @@ enum class cluster_state : std::uint32_t {
 const char* to_string(cluster_state state);
 
 constexpr std::uint32_t control_magic = 0x54444d4b; // "TDMK"
-constexpr std::uint32_t control_version = 2; // 1: before generation (read as generation 0)
+constexpr std::uint32_t control_version = 2;        // 1: before generation (read as generation 0)
 
 struct control_data {
   std::uint32_t magic = control_magic;

@@ -25,7 +25,8 @@ constexpr crc_tables make_tables() {
   crc_tables tables{};
   for (std::uint32_t byte = 0; byte < 256; ++byte) {
     std::uint32_t crc = byte;
-    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ ((crc & 1u) ? castagnoli_reflected : 0u);
+    for (int bit = 0; bit < 8; ++bit)
+      crc = (crc >> 1) ^ ((crc & 1u) ? castagnoli_reflected : 0u);
     tables[0][byte] = crc;
   }
   for (std::size_t k = 1; k < tables.size(); ++k)
@@ -48,12 +49,12 @@ std::uint64_t load_u64(const unsigned char* bytes) {
 std::uint32_t software_update(std::uint32_t crc, const unsigned char* bytes, std::size_t length) {
   for (; length >= 8; bytes += 8, length -= 8) {
     const std::uint64_t word = load_u64(bytes) ^ crc; // little-endian: low bytes first
-    crc = tables[7][word & 0xFF] ^ tables[6][(word >> 8) & 0xFF] ^
-          tables[5][(word >> 16) & 0xFF] ^ tables[4][(word >> 24) & 0xFF] ^
-          tables[3][(word >> 32) & 0xFF] ^ tables[2][(word >> 40) & 0xFF] ^
-          tables[1][(word >> 48) & 0xFF] ^ tables[0][word >> 56];
+    crc = tables[7][word & 0xFF] ^ tables[6][(word >> 8) & 0xFF] ^ tables[5][(word >> 16) & 0xFF] ^
+          tables[4][(word >> 24) & 0xFF] ^ tables[3][(word >> 32) & 0xFF] ^
+          tables[2][(word >> 40) & 0xFF] ^ tables[1][(word >> 48) & 0xFF] ^ tables[0][word >> 56];
   }
-  for (; length > 0; ++bytes, --length) crc = (crc >> 8) ^ tables[0][(crc ^ *bytes) & 0xFFu];
+  for (; length > 0; ++bytes, --length)
+    crc = (crc >> 8) ^ tables[0][(crc ^ *bytes) & 0xFFu];
   return crc;
 }
 
@@ -61,9 +62,11 @@ std::uint32_t software_update(std::uint32_t crc, const unsigned char* bytes, std
 __attribute__((target("sse4.2"))) std::uint32_t
 hardware_update(std::uint32_t crc, const unsigned char* bytes, std::size_t length) {
   std::uint64_t wide = crc;
-  for (; length >= 8; bytes += 8, length -= 8) wide = _mm_crc32_u64(wide, load_u64(bytes));
+  for (; length >= 8; bytes += 8, length -= 8)
+    wide = _mm_crc32_u64(wide, load_u64(bytes));
   crc = static_cast<std::uint32_t>(wide);
-  for (; length > 0; ++bytes, --length) crc = _mm_crc32_u8(crc, *bytes);
+  for (; length > 0; ++bytes, --length)
+    crc = _mm_crc32_u8(crc, *bytes);
   return crc;
 }
 
@@ -79,7 +82,8 @@ bool cpu_has_sse42() {
 
 std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t length) {
   const auto* bytes = static_cast<const unsigned char*>(data);
-  if (!cpu_has_sse42()) return detail::crc32c_software(crc, data, length);
+  if (!cpu_has_sse42())
+    return detail::crc32c_software(crc, data, length);
   return ~hardware_update(~crc, bytes, length);
 }
 

@@ -25,8 +25,8 @@ namespace tidemark::storage {
 enum class directory_sync_method { fsync, syncfs };
 
 struct directory_sync_report {
-  std::uint64_t files = 0;       // files fsynced (fsync method)
-  std::uint64_t directories = 0; // directories fsynced (fsync method)
+  std::uint64_t files = 0;        // files fsynced (fsync method)
+  std::uint64_t directories = 0;  // directories fsynced (fsync method)
   std::uint64_t file_systems = 0; // file systems synced (syncfs method)
   double seconds = 0;
 };

@@ -57,7 +57,8 @@ std::size_t round_up(std::size_t n) {
 } // namespace
 
 std::size_t max_record_bytes(std::uint32_t batch_pages, std::size_t page_size) {
-  return round_up(sizeof(record_header) + std::size_t(batch_pages) * (sizeof(entry_header) + page_size));
+  return round_up(sizeof(record_header) +
+                  std::size_t(batch_pages) * (sizeof(entry_header) + page_size));
 }
 
 std::size_t encode_batch(const unsigned char* const* images, std::uint32_t count,
@@ -69,7 +70,8 @@ std::size_t encode_batch(const unsigned char* const* images, std::uint32_t count
     // Compressed only when shorter; the bound keeps LZ4 from writing past a raw image.
     int compressed = LZ4_compress_default(reinterpret_cast<const char*>(images[i]),
                                           reinterpret_cast<char*>(stored),
-                                          static_cast<int>(page_size), static_cast<int>(page_size) - 1);
+                                          static_cast<int>(page_size),
+                                          static_cast<int>(page_size) - 1);
     if (compressed > 0) {
       e = {static_cast<std::uint16_t>(compressed), entry_lz4};
     } else {
@@ -78,8 +80,13 @@ std::size_t encode_batch(const unsigned char* const* images, std::uint32_t count
     std::memcpy(out + at, &e, sizeof e);
     at += sizeof e + e.stored;
   }
-  record_header h{record_magic, 0, static_cast<std::uint32_t>(at), count, sequence,
-                  static_cast<std::uint32_t>(page_size), 0};
+  record_header h{record_magic,
+                  0,
+                  static_cast<std::uint32_t>(at),
+                  count,
+                  sequence,
+                  static_cast<std::uint32_t>(page_size),
+                  0};
   std::memcpy(out, &h, sizeof h);
   h.crc = crc32c(out + crc_from, at - crc_from);
   std::memcpy(out, &h, sizeof h);
@@ -100,8 +107,8 @@ const unsigned char* ring_image::prefix(std::size_t bytes) const {
   }
   int decoded = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(stored_),
                                             reinterpret_cast<char*>(scratch_),
-                                            static_cast<int>(stored_bytes_), static_cast<int>(bytes),
-                                            static_cast<int>(page_size_));
+                                            static_cast<int>(stored_bytes_),
+                                            static_cast<int>(bytes), static_cast<int>(page_size_));
   return decoded >= static_cast<int>(bytes) ? scratch_ : nullptr;
 }
 
@@ -120,8 +127,14 @@ const unsigned char* ring_image::page() const {
 
 void encode_ring_header(const ring_header& header, unsigned char* slot) {
   std::memset(slot, 0, ring_record_alignment);
-  slot_header h{header_magic, 0, header_version, 0, header.header_sequence, header.horizon_at,
-                header.horizon_sequence, header.next_sequence};
+  slot_header h{header_magic,
+                0,
+                header_version,
+                0,
+                header.header_sequence,
+                header.horizon_at,
+                header.horizon_sequence,
+                header.next_sequence};
   std::memcpy(slot, &h, sizeof h);
   h.crc = crc32c(slot + slot_crc_from, sizeof h - slot_crc_from);
   std::memcpy(slot, &h, sizeof h);
@@ -193,7 +206,8 @@ ring_record_info inspect_ring_record(const unsigned char* record, std::size_t av
   return info;
 }
 
-void for_each_record_image(const unsigned char* record, std::size_t page_size, unsigned char* scratch,
+void for_each_record_image(const unsigned char* record, std::size_t page_size,
+                           unsigned char* scratch,
                            const std::function<void(const ring_image& image)>& image) {
   record_header h;
   std::memcpy(&h, record, sizeof h);
@@ -207,8 +221,8 @@ void for_each_record_image(const unsigned char* record, std::size_t page_size, u
   }
 }
 
-std::size_t for_each_ring_image(const unsigned char* ring, std::size_t length, std::size_t scan_until,
-                                std::size_t page_size,
+std::size_t for_each_ring_image(const unsigned char* ring, std::size_t length,
+                                std::size_t scan_until, std::size_t page_size,
                                 const std::function<void(const ring_image& image)>& image,
                                 std::uint64_t* records) {
   std::vector<unsigned char> scratch(page_size);

@@ -73,8 +73,8 @@ class ring_image {
 public:
   ring_image(const unsigned char* stored, std::size_t stored_bytes, bool compressed,
              std::size_t page_size, unsigned char* scratch)
-    : stored_(stored), stored_bytes_(stored_bytes), compressed_(compressed),
-      page_size_(page_size), scratch_(scratch) {}
+    : stored_(stored), stored_bytes_(stored_bytes), compressed_(compressed), page_size_(page_size),
+      scratch_(scratch) {}
   /// The page's first `bytes` bytes (at most page_size), or nullptr if they do not decode.
   const unsigned char* prefix(std::size_t bytes) const;
   /// The whole page, or nullptr if it does not decompress to exactly page_size bytes.
@@ -100,7 +100,8 @@ ring_record_info inspect_ring_record(const unsigned char* record, std::size_t av
 
 /// Calls `image` with each image of a record inspect_ring_record() found intact. `scratch`:
 /// page_size bytes, where compressed images are decoded.
-void for_each_record_image(const unsigned char* record, std::size_t page_size, unsigned char* scratch,
+void for_each_record_image(const unsigned char* record, std::size_t page_size,
+                           unsigned char* scratch,
                            const std::function<void(const ring_image& image)>& image);
 
 /// Calls `image` with every image of every intact record that starts before `scan_until`
@@ -109,8 +110,8 @@ void for_each_record_image(const unsigned char* record, std::size_t page_size, u
 /// at or past `scan_until`, or earlier at a record whose header checks but which extends
 /// past `length` (read on from there with more bytes). Adds the intact records found to
 /// `*records` when given.
-std::size_t for_each_ring_image(const unsigned char* ring, std::size_t length, std::size_t scan_until,
-                                std::size_t page_size,
+std::size_t for_each_ring_image(const unsigned char* ring, std::size_t length,
+                                std::size_t scan_until, std::size_t page_size,
                                 const std::function<void(const ring_image& image)>& image,
                                 std::uint64_t* records = nullptr);
 

@@ -50,7 +50,8 @@ bool identify(const ring_image& image, page_id* id, lsn_t* lsn) {
 // The image's whole page if its checksum and identity verify, else nullptr.
 const unsigned char* verified_page(const ring_image& image, page_id id, std::size_t page_size) {
   const unsigned char* page = image.page();
-  return page != nullptr && verify_page(page, page_size, id, true) == page_verdict::ok ? page : nullptr;
+  return page != nullptr && verify_page(page, page_size, id, true) == page_verdict::ok ? page
+                                                                                       : nullptr;
 }
 
 using image_callback = std::function<void(const ring_image& image)>;
@@ -71,7 +72,8 @@ void for_each_image(io_engine& io, int fd, std::uint64_t from, std::uint64_t to,
     buffer.resize(length);
     io.read(fd, buffer.data(), length, at);
     *bytes_read += length;
-    std::size_t stopped = for_each_ring_image(buffer.data(), length, length, page_size, image, records);
+    std::size_t stopped =
+      for_each_ring_image(buffer.data(), length, length, page_size, image, records);
     if (stopped == 0 && at + length == to)
       stopped = ring_record_alignment; // a record header whose record would end past `to`
     else if (stopped == 0)
@@ -106,7 +108,8 @@ public:
       return nullptr;
     std::uint64_t end = std::min<std::uint64_t>(at + want, limit);
     if (at < at_ || end > at_ + buffer_.size()) {
-      std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(std::max(want, ahead), limit - at));
+      std::size_t length =
+        static_cast<std::size_t>(std::min<std::uint64_t>(std::max(want, ahead), limit - at));
       buffer_.resize(length);
       io_.read(fd_, buffer_.data(), length, at);
       *bytes_read_ += length;
@@ -209,7 +212,8 @@ ring_check_report check_ring(io_engine& io, const std::string& ring_path, std::s
                      ++report.images;
                      page_id id;
                      lsn_t lsn;
-                     if (!identify(image, &id, &lsn) || verified_page(image, id, page_size) == nullptr)
+                     if (!identify(image, &id, &lsn) ||
+                         verified_page(image, id, page_size) == nullptr)
                        ++report.unreadable;
                    });
   } catch (...) {
@@ -282,38 +286,39 @@ void repair_pages(io_engine& io, int fd, const std::vector<chain_part>& parts,
   std::vector<unsigned char> disk(page_size);
   for_each_chain_image(io, fd, parts, page_size, &share.counts.ring_bytes_read,
                        [&](const ring_image& image) {
-    page_id id;
-    lsn_t slot_lsn;
-    if (!identify(image, &id, &slot_lsn))
-      return;
-    auto it = share.pending.find(id);
-    if (it == share.pending.end() || slot_lsn != it->second)
-      return;
-    const unsigned char* slot = verified_page(image, id, page_size);
-    if (slot == nullptr)
-      return; // a broken image with that LSN: a valid one may still come
-    share.pending.erase(it); // decided
-    ++share.counts.pages_considered;
-    files.read_page(id, disk.data());
-    repair_inputs in;
-    in.disk = verify_page(disk.data(), page_size, id, true);
-    in.disk_lsn = in.disk == page_verdict::ok ? page_lsn(disk.data()) : 0;
-    in.slot_lsn = slot_lsn;
-    in.same_bytes = std::memcmp(disk.data(), slot, page_size) == 0;
-    if (decide_repair(in) == repair_action::keep)
-      return;
-    files.write_page(id, slot);
-    ++share.counts.pages_repaired;
-    if (in.disk != page_verdict::ok)
-      ++share.counts.repaired_checksum;
-    else if (in.disk_lsn < in.slot_lsn)
-      ++share.counts.repaired_lsn;
-    else
-      ++share.counts.repaired_bytes;
-    segment_id segment = files.segment_of(id);
-    if (std::find(share.touched.begin(), share.touched.end(), segment) == share.touched.end())
-      share.touched.push_back(segment);
-  });
+                         page_id id;
+                         lsn_t slot_lsn;
+                         if (!identify(image, &id, &slot_lsn))
+                           return;
+                         auto it = share.pending.find(id);
+                         if (it == share.pending.end() || slot_lsn != it->second)
+                           return;
+                         const unsigned char* slot = verified_page(image, id, page_size);
+                         if (slot == nullptr)
+                           return; // a broken image with that LSN: a valid one may still come
+                         share.pending.erase(it); // decided
+                         ++share.counts.pages_considered;
+                         files.read_page(id, disk.data());
+                         repair_inputs in;
+                         in.disk = verify_page(disk.data(), page_size, id, true);
+                         in.disk_lsn = in.disk == page_verdict::ok ? page_lsn(disk.data()) : 0;
+                         in.slot_lsn = slot_lsn;
+                         in.same_bytes = std::memcmp(disk.data(), slot, page_size) == 0;
+                         if (decide_repair(in) == repair_action::keep)
+                           return;
+                         files.write_page(id, slot);
+                         ++share.counts.pages_repaired;
+                         if (in.disk != page_verdict::ok)
+                           ++share.counts.repaired_checksum;
+                         else if (in.disk_lsn < in.slot_lsn)
+                           ++share.counts.repaired_lsn;
+                         else
+                           ++share.counts.repaired_bytes;
+                         segment_id segment = files.segment_of(id);
+                         if (std::find(share.touched.begin(), share.touched.end(), segment) ==
+                             share.touched.end())
+                           share.touched.push_back(segment);
+                       });
 }
 
 // Runs repair_pages on every share at once, one thread each (the caller's thread takes
@@ -349,7 +354,8 @@ std::vector<repair_share> split_pages(lsn_map pages, std::size_t count) {
 }
 
 // Adds a share's counts and segments to the report's.
-void merge_share(const repair_share& share, repair_report& report, std::vector<segment_id>& touched) {
+void merge_share(const repair_share& share, repair_report& report,
+                 std::vector<segment_id>& touched) {
   report.pages_considered += share.counts.pages_considered;
   report.pages_repaired += share.counts.pages_repaired;
   report.repaired_checksum += share.counts.repaired_checksum;
@@ -420,18 +426,19 @@ repair_report repair_from_ring(io_engine& io, const std::string& ring_path, rela
       lsn_map valid;
       for_each_chain_image(io, fd, parts, page_size, &report.ring_bytes_read,
                            [&](const ring_image& image) {
-        page_id id;
-        lsn_t lsn;
-        if (!identify(image, &id, &lsn))
-          return;
-        auto it = broken.find(id);
-        if (it == broken.end() || lsn >= it->second)
-          return;
-        auto best = valid.find(id);
-        if ((best != valid.end() && best->second >= lsn) || verified_page(image, id, page_size) == nullptr)
-          return;
-        valid[id] = lsn;
-      });
+                             page_id id;
+                             lsn_t lsn;
+                             if (!identify(image, &id, &lsn))
+                               return;
+                             auto it = broken.find(id);
+                             if (it == broken.end() || lsn >= it->second)
+                               return;
+                             auto best = valid.find(id);
+                             if ((best != valid.end() && best->second >= lsn) ||
+                                 verified_page(image, id, page_size) == nullptr)
+                               return;
+                             valid[id] = lsn;
+                           });
       std::vector<repair_share> last = split_pages(std::move(valid), 1);
       repair_pages(io, fd, parts, files, last[0]);
       merge_share(last[0], report, touched);
@@ -443,7 +450,8 @@ repair_report repair_from_ring(io_engine& io, const std::string& ring_path, rela
   io.close_file(fd);
   for (segment_id segment : touched)
     files.sync_segment(segment);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report.seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }
 

@@ -30,7 +30,8 @@ const char* to_string(dw_state state) {
   return "?";
 }
 
-std::uint32_t default_staging_chunks(std::uint32_t bgwriter_round_pages, std::uint32_t batch_pages) {
+std::uint32_t default_staging_chunks(std::uint32_t bgwriter_round_pages,
+                                     std::uint32_t batch_pages) {
   std::uint32_t round = (bgwriter_round_pages + batch_pages - 1) / batch_pages;
   constexpr std::uint32_t other_writers = 2; // checkpointer, sessions' shared batch
   constexpr std::uint32_t in_flight = 2;     // per writer: one being filled, one being written
@@ -65,7 +66,8 @@ doublewrite_ring::doublewrite_ring(io_engine& io, std::string dir, std::size_t p
   : io_(io), path_(dir + "/ring"), page_size_(page_size), ring_pages_(ring_pages),
     batch_pages_(batch_pages), capacity_(std::uint64_t(ring_pages) * page_size),
     end_(ring_records_start + capacity_) {
-  if (batch_pages == 0 || staging_chunks == 0 || capacity_ < max_record_bytes(batch_pages, page_size))
+  if (batch_pages == 0 || staging_chunks == 0 ||
+      capacity_ < max_record_bytes(batch_pages, page_size))
     throw std::invalid_argument("doublewrite ring must hold a whole batch of incompressible pages");
   ::mkdir(dir.c_str(), 0700);
   header_ = aligned_buffer(ring_records_start);
@@ -135,7 +137,8 @@ void doublewrite_ring::open_ring(const std::string& dir) {
 void doublewrite_ring::write_zeros_to(std::uint64_t end) {
   if (end <= file_bytes_)
     return;
-  std::uint64_t target = std::min(end_, (end + zero_fill_step - 1) / zero_fill_step * zero_fill_step);
+  std::uint64_t target =
+    std::min(end_, (end + zero_fill_step - 1) / zero_fill_step * zero_fill_step);
   if (zeros_ == nullptr) {
     zeros_ = aligned_buffer(zero_fill_step);
     std::memset(zeros_, 0, zero_fill_step);
@@ -171,11 +174,13 @@ void doublewrite_ring::write_header(std::uint64_t horizon_at, std::uint64_t hori
   h.next_sequence = sequence_;
   encode_ring_header(h, header_);
   header_slot_ = 1 - header_slot_;
-  io_.write(fd_, header_, ring_record_alignment, std::uint64_t{header_slot_} * ring_record_alignment);
+  io_.write(fd_, header_, ring_record_alignment,
+            std::uint64_t{header_slot_} * ring_record_alignment);
 }
 
 void doublewrite_ring::move(std::uint32_t c, dw_state from, dw_state to) {
-  TIDEMARK_CHECK_DETAIL(chunks_[c].state == from, "a doublewrite chunk moves along its cycle (D1-D3)",
+  TIDEMARK_CHECK_DETAIL(chunks_[c].state == from,
+                        "a doublewrite chunk moves along its cycle (D1-D3)",
                         "chunk " + std::to_string(c) + " is " + to_string(chunks_[c].state) +
                           ", expected " + to_string(from) + " before " + to_string(to));
   chunks_[c].state = to;
@@ -340,7 +345,8 @@ bool doublewrite_ring::sync(const std::uint32_t* chunks, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i)
     TIDEMARK_CHECK_DETAIL(state(chunks[i]) == dw_state::written,
                           "a doublewrite chunk is synced only once WRITTEN",
-                          "chunk " + std::to_string(chunks[i]) + " is " + to_string(state(chunks[i])));
+                          "chunk " + std::to_string(chunks[i]) + " is " +
+                            to_string(state(chunks[i])));
   std::uint64_t horizon_at, horizon_sequence;
   bool moved;
   {

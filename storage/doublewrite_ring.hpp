@@ -90,10 +90,10 @@ struct dw_entry {
 struct dw_counters {
   std::atomic<std::uint64_t> batches{0};
   std::atomic<std::uint64_t> pages{0};
-  std::atomic<std::uint64_t> bytes{0}; // written to the ring file (records, padded)
-  std::atomic<std::uint64_t> fsyncs{0};  // of the ring since it was opened (not the one at open)
+  std::atomic<std::uint64_t> bytes{0};  // written to the ring file (records, padded)
+  std::atomic<std::uint64_t> fsyncs{0}; // of the ring since it was opened (not the one at open)
   std::atomic<std::uint64_t> horizon_fsyncs{0}; // of those, of a header alone (sync_horizon)
-  atomic_latency_histogram fsync_latency; // of those ring fdatasyncs
+  atomic_latency_histogram fsync_latency;       // of those ring fdatasyncs
   std::atomic<std::uint64_t> slot_waits{0};
   std::atomic<std::uint64_t> ring_full{0}; // batches that waited for ring space
 };
@@ -170,9 +170,9 @@ private:
   struct chunk {
     dw_state state = dw_state::free;
     std::uint32_t staging = no_staging; // its staging area, ALLOCATED until DATA_WRITTEN
-    std::uint64_t record_at = 0;    // its record, WRITTEN until FREE
+    std::uint64_t record_at = 0;        // its record, WRITTEN until FREE
     std::uint64_t record_sequence = 0;
-    std::uint64_t allocations = 0;  // times taken from FREE
+    std::uint64_t allocations = 0; // times taken from FREE
   };
   void move(std::uint32_t c, dw_state from, dw_state to);
   bool take_free_locked(std::uint32_t* chunk);
@@ -193,9 +193,9 @@ private:
   std::uint64_t end_;      // of the file: ring_records_start + capacity_
   int fd_ = -1;
   std::vector<chunk> chunks_;
-  std::vector<std::uint32_t> free_list_;      // the FREE chunks, the last taken first
+  std::vector<std::uint32_t> free_list_; // the FREE chunks, the last taken first
   std::vector<staging_area> staging_;
-  std::vector<std::uint32_t> free_staging_;  // the staging areas no chunk holds
+  std::vector<std::uint32_t> free_staging_; // the staging areas no chunk holds
   // The batcher's: the record being written, and for which chunk (and its allocation).
   static constexpr std::uint32_t no_chunk = ~std::uint32_t{0};
   unsigned char* record_ = nullptr;
@@ -209,8 +209,8 @@ private:
   std::uint64_t file_bytes_ = 0;
   unsigned char* zeros_ = nullptr;
   std::uint64_t next_record_at_ = ring_records_start; // the write position
-  std::uint64_t sequence_ = 1;                         // the next record's
-  std::map<std::uint64_t, std::uint32_t> live_;        // sequence → chunk, WRITTEN until FREE
+  std::uint64_t sequence_ = 1;                        // the next record's
+  std::map<std::uint64_t, std::uint32_t> live_;       // sequence → chunk, WRITTEN until FREE
   // The durable horizon's sequence, and where the first record at or past it lies (once
   // sequence_ passed it; the span from there to the write position is not reused).
   std::uint64_t durable_sequence_ = 1;

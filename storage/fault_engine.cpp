@@ -62,15 +62,18 @@ public:
     std::vector<interval> result;
     std::uint64_t position = begin;
     for (auto it = first_reaching(begin); it != intervals_.end() && it->first < end; ++it) {
-      if (it->first > position) result.push_back({position, it->first});
+      if (it->first > position)
+        result.push_back({position, it->first});
       position = std::max(position, it->second);
     }
-    if (position < end) result.push_back({position, end});
+    if (position < end)
+      result.push_back({position, end});
     return result;
   }
 
   void add(std::uint64_t begin, std::uint64_t end) {
-    if (begin >= end) return;
+    if (begin >= end)
+      return;
     auto it = first_reaching(begin);
     while (it != intervals_.end() && it->first <= end) { // overlapping or adjacent: merge
       begin = std::min(begin, it->first);
@@ -86,7 +89,8 @@ private:
   // The first interval that ends at or after `position`.
   interval_map::const_iterator first_reaching(std::uint64_t position) const {
     auto it = intervals_.upper_bound(position);
-    if (it != intervals_.begin() && std::prev(it)->second >= position) --it;
+    if (it != intervals_.begin() && std::prev(it)->second >= position)
+      --it;
     return it;
   }
 
@@ -106,10 +110,12 @@ std::uint64_t pick(std::mt19937_64& random, std::uint64_t choices) { return rand
 // inside [offset, offset + length); 0 if the write does not cross one.
 std::size_t pick_boundary(std::mt19937_64& random, std::uint64_t offset, std::size_t length,
                           std::uint64_t granularity) {
-  if (length == 0) return 0;
+  if (length == 0)
+    return 0;
   const std::uint64_t first = (offset / granularity + 1) * granularity;
   const std::uint64_t last = (offset + length - 1) / granularity * granularity;
-  if (first > last) return 0;
+  if (first > last)
+    return 0;
   const std::uint64_t boundaries = (last - first) / granularity + 1;
   return static_cast<std::size_t>(first + pick(random, boundaries) * granularity - offset);
 }
@@ -117,7 +123,8 @@ std::size_t pick_boundary(std::mt19937_64& random, std::uint64_t offset, std::si
 // A 4 KiB boundary (half the time, when the write crosses one) or else a 512-byte one.
 std::size_t pick_tear(std::mt19937_64& random, std::uint64_t offset, std::size_t length) {
   const std::size_t page_boundary = pick_boundary(random, offset, length, tear_page_size);
-  if (page_boundary != 0 && pick(random, 2) == 0) return page_boundary;
+  if (page_boundary != 0 && pick(random, 2) == 0)
+    return page_boundary;
   return pick_boundary(random, offset, length, sector_size);
 }
 
@@ -144,11 +151,13 @@ write_fate choose_fate(std::mt19937_64& random, crash_mode mode, bool tear_every
 // before image and after image (little-endian, as the machine writes them).
 constexpr char journal_magic[8] = {'T', 'M', 'F', 'J', '0', '0', '0', '1'};
 
-template <typename T> void put(std::FILE* out, const T& value) {
+template <typename T>
+void put(std::FILE* out, const T& value) {
   std::fwrite(&value, sizeof value, 1, out);
 }
 
-template <typename T> bool get(std::FILE* in, T& value) {
+template <typename T>
+bool get(std::FILE* in, T& value) {
   return std::fread(&value, sizeof value, 1, in) == 1;
 }
 
@@ -159,8 +168,8 @@ bool get_bytes(std::FILE* in, void* data, std::size_t length) {
 } // namespace
 
 fault_engine::fault_engine(std::unique_ptr<io_engine> inner, fault_config config)
-  : inner_(std::move(inner)), config_(config), random_(config.seed),
-    bad_reads_(config.bad_reads), crash_handler_(exit_after_simulated_crash) {
+  : inner_(std::move(inner)), config_(config), random_(config.seed), bad_reads_(config.bad_reads),
+    crash_handler_(exit_after_simulated_crash) {
   if (!config_.journal_path.empty())
     load_journal();
 }
@@ -275,8 +284,8 @@ std::size_t fault_engine::read(int fd, void* data, std::size_t length, std::uint
     case read_fault::error:
       throw io_error("pread of " + std::to_string(length) + " bytes at offset " +
                        std::to_string(offset) + " in '" + inner_->path_of(fd) +
-                       "' failed: injected EIO (bad read " +
-                       std::to_string(bad_reads_.faulted()) + ")",
+                       "' failed: injected EIO (bad read " + std::to_string(bad_reads_.faulted()) +
+                       ")",
                      EIO);
     case read_fault::none:
       break;
@@ -325,7 +334,8 @@ void fault_engine::sync(int fd, sync_kind) {
     ++syncs_issued_;
   if (counts && config_.fail_sync_after != 0 && syncs_issued_ >= config_.fail_sync_after) {
     const std::string shown = path.empty() ? inner_->path_of(fd) : path;
-    if (!path.empty()) drop_unsynced_locked(path);
+    if (!path.empty())
+      drop_unsynced_locked(path);
     io_error error("fsync of '" + shown + "' failed: injected EIO (sync " +
                      std::to_string(syncs_issued_) + ", fail_sync_after " +
                      std::to_string(config_.fail_sync_after) + ")",
@@ -391,16 +401,20 @@ void fault_engine::rename(const std::string& from, const std::string& to) {
   std::lock_guard lock(mutex_);
   throw_if_crashed("rename");
   inner_->rename(from, to);
-  if (from == to) return;
+  if (from == to)
+    return;
   bad_reads_.forget(from);
   bad_reads_.forget(to);
   forget_path(to); // the file `to` named is gone
   for (auto& [fd, path] : paths_)
-    if (path == to) path.clear();
+    if (path == to)
+      path.clear();
   for (unsynced_write& w : unsynced_)
-    if (w.path == from) w.path = to;
+    if (w.path == from)
+      w.path = to;
   for (auto& [fd, path] : paths_)
-    if (path == from) path = to;
+    if (path == from)
+      path = to;
 }
 
 void fault_engine::unlink(const std::string& path) {
@@ -410,7 +424,8 @@ void fault_engine::unlink(const std::string& path) {
   forget_path(path);
   bad_reads_.forget(path);
   for (auto& [fd, fd_path] : paths_)
-    if (fd_path == path) fd_path.clear();
+    if (fd_path == path)
+      fd_path.clear();
 }
 
 void fault_engine::sync_directory(const std::string&) {
@@ -465,7 +480,8 @@ power_loss_report fault_engine::power_loss_locked() {
   auto revert = [&](const unsynced_write& w, std::size_t begin, std::size_t end) {
     for (const auto& gap : owned[w.path].gaps(w.offset + begin, w.offset + end)) {
       auto [it, opened] = fds.try_emplace(w.path, -1);
-      if (opened) it->second = inner_->open_file(w.path, false);
+      if (opened)
+        it->second = inner_->open_file(w.path, false);
       inner_->write(it->second, w.before.data() + (gap.begin - w.offset), gap.end - gap.begin,
                     gap.begin);
     }
@@ -478,7 +494,8 @@ power_loss_report fault_engine::power_loss_locked() {
     revert(*w, fate.keep_end, length);
     owned[w->path].add(w->offset + fate.keep_begin, w->offset + fate.keep_end);
   }
-  for (const auto& [path, fd] : fds) inner_->close_file(fd);
+  for (const auto& [path, fd] : fds)
+    inner_->close_file(fd);
   unsynced_.clear();
   crashed_ = true;
   if (!config_.journal_path.empty())
@@ -510,11 +527,14 @@ void fault_engine::forget_path(const std::string& path) {
 void fault_engine::drop_unsynced_locked(const std::string& path) {
   int fd = -1;
   for (auto w = unsynced_.rbegin(); w != unsynced_.rend(); ++w) {
-    if (w->path != path) continue;
-    if (fd < 0) fd = inner_->open_file(path, false);
+    if (w->path != path)
+      continue;
+    if (fd < 0)
+      fd = inner_->open_file(path, false);
     inner_->write(fd, w->before.data(), w->before.size(), w->offset);
   }
-  if (fd >= 0) inner_->close_file(fd);
+  if (fd >= 0)
+    inner_->close_file(fd);
   forget_path(path);
 }
 

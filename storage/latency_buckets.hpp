@@ -38,7 +38,8 @@ public:
   /// Records the time since `started` (a call just timed); returns it in microseconds.
   std::uint64_t record_since(std::chrono::steady_clock::time_point started) {
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                std::chrono::steady_clock::now() - started).count();
+                std::chrono::steady_clock::now() - started)
+                .count();
     record(static_cast<std::uint64_t>(us));
     return static_cast<std::uint64_t>(us);
   }

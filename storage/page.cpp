@@ -49,8 +49,10 @@ void finalize_page_for_write(void* page, std::size_t page_size, page_id id, bool
 }
 
 page_verdict verify_page(const void* page, std::size_t page_size, page_id id, bool checksums) {
-  if (page_is_all_zero(page, page_size)) return page_verdict::all_zero;
-  if (!identity_matches(page, id)) return page_verdict::wrong_identity;
+  if (page_is_all_zero(page, page_size))
+    return page_verdict::all_zero;
+  if (!identity_matches(page, id))
+    return page_verdict::wrong_identity;
   if (checksums && header_of(page)->checksum != compute_page_checksum(page, page_size, id))
     return page_verdict::bad_checksum;
   return page_verdict::ok;
@@ -58,10 +60,14 @@ page_verdict verify_page(const void* page, std::size_t page_size, page_id id, bo
 
 const char* to_string(page_verdict verdict) {
   switch (verdict) {
-    case page_verdict::ok: return "ok";
-    case page_verdict::all_zero: return "all_zero";
-    case page_verdict::bad_checksum: return "bad_checksum";
-    case page_verdict::wrong_identity: return "wrong_identity";
+    case page_verdict::ok:
+      return "ok";
+    case page_verdict::all_zero:
+      return "all_zero";
+    case page_verdict::bad_checksum:
+      return "bad_checksum";
+    case page_verdict::wrong_identity:
+      return "wrong_identity";
   }
   return "unknown";
 }
@@ -72,10 +78,12 @@ bool page_is_all_zero(const void* page, std::size_t page_size) {
   for (; position + sizeof(std::uint64_t) <= page_size; position += sizeof(std::uint64_t)) {
     std::uint64_t word;
     std::memcpy(&word, bytes + position, sizeof word);
-    if (word != 0) return false;
+    if (word != 0)
+      return false;
   }
   for (; position < page_size; ++position)
-    if (bytes[position] != 0) return false;
+    if (bytes[position] != 0)
+      return false;
   return true;
 }
 

@@ -20,9 +20,8 @@ static_assert(offsetof(page_header, row_size) == rows_header_offset + sizeof(std
 
 void check_range(std::size_t page_size, std::size_t offset, std::size_t length) {
   if (offset < rows_header_offset || offset + length > page_size)
-    throw tidemark::usage_error("page operation at offset " + std::to_string(offset) +
-                                " length " + std::to_string(length) +
-                                " is outside the page's writable area");
+    throw tidemark::usage_error("page operation at offset " + std::to_string(offset) + " length " +
+                                std::to_string(length) + " is outside the page's writable area");
 }
 
 std::string describe(page_id id) {
@@ -120,9 +119,8 @@ std::size_t page_transaction::appended_relations() const {
   std::size_t distinct = 0;
   for (std::size_t i = 0; i < appends_.size(); ++i) {
     auto earlier = appends_.begin() + static_cast<std::ptrdiff_t>(i);
-    distinct += std::none_of(appends_.begin(), earlier, [&](const pending_append& a) {
-      return a.rel == appends_[i].rel;
-    });
+    distinct += std::none_of(appends_.begin(), earlier,
+                             [&](const pending_append& a) { return a.rel == appends_[i].rel; });
   }
   return distinct;
 }
@@ -214,13 +212,15 @@ void page_transaction::append_row(rel_id rel, const void* row, std::uint16_t row
   if (rows == 0)
     refuse_past_page_limit(1);
   std::size_t capacity = rows_per_page(pool_.page_size(), row_size);
-  std::size_t bytes = (rows + 1) * (op_header_size + row_size) + op_header_size + rows_header_length;
+  std::size_t bytes =
+    (rows + 1) * (op_header_size + row_size) + op_header_size + rows_header_length;
   if (rows + 1 > capacity || bytes > max_block_ops_length)
-    throw tidemark::usage_error("a transaction may append at most " +
-                                std::to_string(std::min(capacity, (max_block_ops_length - op_header_size -
-                                                                   rows_header_length) /
-                                                                    (op_header_size + row_size))) +
-                                " rows of " + std::to_string(row_size) + " bytes to one relation");
+    throw tidemark::usage_error(
+      "a transaction may append at most " +
+      std::to_string(
+        std::min(capacity, (max_block_ops_length - op_header_size - rows_header_length) /
+                             (op_header_size + row_size))) +
+      " rows of " + std::to_string(row_size) + " bytes to one relation");
   appends_.push_back({rel, row_size, store(row, row_size), 0, 0});
 }
 
@@ -257,7 +257,8 @@ void page_transaction::record_read(page_id id, std::size_t offset, std::size_t l
   std::size_t at = read_data_.size();
   read_data_.insert(read_data_.end(), static_cast<const unsigned char*>(bytes),
                     static_cast<const unsigned char*>(bytes) + length);
-  reads_.push_back({id, static_cast<std::uint16_t>(offset), static_cast<std::uint16_t>(length), at, lsn});
+  reads_.push_back(
+    {id, static_cast<std::uint16_t>(offset), static_cast<std::uint16_t>(length), at, lsn});
 }
 
 // The bytes [offset, offset + length) of the page as this transaction would leave it: the
@@ -302,7 +303,8 @@ std::int64_t page_transaction::read_i64(page_id id, std::uint16_t offset) {
   return value;
 }
 
-void page_transaction::read_bytes(page_id id, std::uint16_t offset, void* out, std::uint16_t length) {
+void page_transaction::read_bytes(page_id id, std::uint16_t offset, void* out,
+                                  std::uint16_t length) {
   check_range(pool_.page_size(), offset, length);
   read_view(id, offset, length, out);
 }
@@ -342,7 +344,9 @@ void page_transaction::latch_pages() {
   std::sort(pages_.begin(), pages_.end(),
             [](const latched_page& a, const latched_page& b) { return a.id < b.id; });
   pages_.erase(std::unique(pages_.begin(), pages_.end(),
-                           [](const latched_page& a, const latched_page& b) { return a.id == b.id; }),
+                           [](const latched_page& a, const latched_page& b) {
+                             return a.id == b.id;
+                           }),
                pages_.end());
   // One more pin than pages when reads of other pages are to be validated.
   extra_pin_ = std::any_of(reads_.begin(), reads_.end(),
@@ -390,8 +394,8 @@ bool page_transaction::resolve_appends() {
   for (std::size_t i = 0; i < appends_.size(); ++i) {
     pending_append& append = appends_[i];
     page_id id{append.rel, append.block};
-    auto page = std::find_if(pages_.begin(), pages_.end(),
-                             [&](const latched_page& p) { return p.id == id; });
+    auto page =
+      std::find_if(pages_.begin(), pages_.end(), [&](const latched_page& p) { return p.id == id; });
     const auto* bytes = static_cast<const unsigned char*>(pool_.page(page->buffer));
     const page_header* header = header_of(bytes);
     std::size_t used = header->item_count;
@@ -407,8 +411,7 @@ bool page_transaction::resolve_appends() {
                       !writes_between(id, page_header_size, pool_.page_size())
                   : (header->row_size == 0 || header->row_size == append.row_size);
     fits = fits && used < rows_per_page(pool_.page_size(), append.row_size) &&
-           all_zero(bytes + at, append.row_size) &&
-           !writes_between(id, at, at + append.row_size);
+           all_zero(bytes + at, append.row_size) && !writes_between(id, at, at + append.row_size);
     if (!fits) {
       release_pages();
       tails_.advance(append.rel, append.block);
@@ -613,7 +616,8 @@ lsn_range page_transaction::commit() {
       return {0, 0};
     }
     if (wal_ == nullptr)
-      throw tidemark::usage_error("the database is open read-only: a transaction may not change it");
+      throw tidemark::usage_error(
+        "the database is open read-only: a transaction may not change it");
     latch_and_validate();
   } catch (...) {
     abort();
@@ -651,13 +655,16 @@ lsn_range page_transaction::commit() {
       // Logged and applied, but the commit-status log would say "unknown": the engine
       // stops (redo records the status from the record), and whether the record became
       // durable is not known.
-      std::string why = "transaction " + std::to_string(xid_) + " was logged, but the "
-                        "commit-status log could not record it: " + error.what();
+      std::string why = "transaction " + std::to_string(xid_) +
+                        " was logged, but the "
+                        "commit-status log could not record it: " +
+                        error.what();
       if (on_half_applied_)
         on_half_applied_(why);
       abort();
       throw tidemark::commit_outcome_unknown(why + "; after the next open it is either wholly "
-                                             "present or wholly absent", xid_);
+                                                   "present or wholly absent",
+                                             xid_);
     }
   }
   hold.release();

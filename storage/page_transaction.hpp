@@ -142,8 +142,8 @@ private:
     rel_id rel;
     std::uint16_t row_size;
     std::size_t data_at;
-    block_id block;      // resolved under latch
-    std::uint16_t slot;  // resolved under latch
+    block_id block;     // resolved under latch
+    std::uint16_t slot; // resolved under latch
   };
   struct recorded_read {
     page_id id;
@@ -164,7 +164,8 @@ private:
 
   void read_view(page_id id, std::size_t offset, std::size_t length, void* out);
   lsn_t read_committed(page_id id, std::size_t offset, std::size_t length, void* out);
-  void record_read(page_id id, std::size_t offset, std::size_t length, const void* bytes, lsn_t lsn);
+  void record_read(page_id id, std::size_t offset, std::size_t length, const void* bytes,
+                   lsn_t lsn);
   void refuse_outside_transaction(const char* operation) const;
   std::size_t appended_relations() const;
   void refuse_past_page_limit(std::size_t new_pages) const;

@@ -22,8 +22,7 @@ constexpr std::size_t write_source_count = 3;
 class sync_registry {
 public:
   virtual ~sync_registry() = default;
-  virtual void register_files(const file_write* files, std::size_t count,
-                              write_source source) = 0;
+  virtual void register_files(const file_write* files, std::size_t count, write_source source) = 0;
 };
 
 struct page_copy {

@@ -43,14 +43,16 @@ std::string quoted(const std::string& path) { return "'" + path + "'"; }
 int open_retrying(const char* path, int flags, mode_t mode) {
   for (;;) {
     const int fd = ::open(path, flags, mode);
-    if (fd >= 0 || errno != EINTR) return fd;
+    if (fd >= 0 || errno != EINTR)
+      return fd;
   }
 }
 
 int fsync_retrying_eintr(int fd) {
   for (;;) {
     const int result = ::fsync(fd);
-    if (result == 0 || errno != EINTR) return result;
+    if (result == 0 || errno != EINTR)
+      return result;
   }
 }
 
@@ -77,7 +79,8 @@ std::size_t posix_engine::read(int fd, void* data, std::size_t length, std::uint
       throw_transfer_error("pread", fd, length - done, offset + done, errno);
     }
   }
-  if (done < length) std::memset(bytes + done, 0, length - done); // past end of file
+  if (done < length)
+    std::memset(bytes + done, 0, length - done); // past end of file
   sync_failure_.check_readable([&] { return path_of(fd); });
   return done;
 }
@@ -101,8 +104,10 @@ void posix_engine::write(int fd, const void* data, std::size_t length, std::uint
 void posix_engine::sync(int fd, sync_kind kind) {
   const bool data_only = kind == sync_kind::data;
   for (;;) {
-    if ((data_only ? ::fdatasync(fd) : ::fsync(fd)) == 0) return;
-    if (errno != EINTR) throw_sync_error(data_only ? "fdatasync" : "fsync", fd, errno);
+    if ((data_only ? ::fdatasync(fd) : ::fsync(fd)) == 0)
+      return;
+    if (errno != EINTR)
+      throw_sync_error(data_only ? "fdatasync" : "fsync", fd, errno);
   }
 }
 
@@ -113,7 +118,8 @@ void posix_engine::write_back(int fd, std::uint64_t offset, std::uint64_t length
   for (;;) {
     if (::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(length), flags) == 0)
       return;
-    if (errno != EINTR) throw_sync_error("sync_file_range", fd, errno);
+    if (errno != EINTR)
+      throw_sync_error("sync_file_range", fd, errno);
   }
 }
 
@@ -135,7 +141,8 @@ int posix_engine::open_file(const std::string& path, bool create) {
   const int flags = read_only_ ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
   create = create && !read_only_;
   const int fd = open_retrying(path.c_str(), flags, 0600);
-  if (fd < 0) throw_path_error(create ? "open (create)" : "open", path, errno);
+  if (fd < 0)
+    throw_path_error(create ? "open (create)" : "open", path, errno);
   std::unique_lock lock(registry_mutex_);
   paths_[fd] = path;
   return fd;
@@ -152,13 +159,15 @@ void posix_engine::close_file(int fd) {
 
 std::uint64_t posix_engine::file_size(int fd) {
   struct stat status {};
-  if (::fstat(fd, &status) != 0) throw_path_error("fstat", path_of(fd), errno);
+  if (::fstat(fd, &status) != 0)
+    throw_path_error("fstat", path_of(fd), errno);
   return static_cast<std::uint64_t>(status.st_size);
 }
 
 void posix_engine::truncate(int fd, std::uint64_t length) {
   for (;;) {
-    if (::ftruncate(fd, static_cast<off_t>(length)) == 0) return;
+    if (::ftruncate(fd, static_cast<off_t>(length)) == 0)
+      return;
     if (errno != EINTR)
       throw_path_error("ftruncate to " + std::to_string(length) + " bytes of", path_of(fd), errno);
   }
@@ -170,25 +179,30 @@ void posix_engine::rename(const std::string& from, const std::string& to) {
 }
 
 void posix_engine::unlink(const std::string& path) {
-  if (::unlink(path.c_str()) != 0) throw_path_error("unlink", path, errno);
+  if (::unlink(path.c_str()) != 0)
+    throw_path_error("unlink", path, errno);
 }
 
 void posix_engine::sync_directory(const std::string& dir) {
   const int fd = open_retrying(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (fd < 0) throw_path_error("open directory", dir, errno);
+  if (fd < 0)
+    throw_path_error("open directory", dir, errno);
   const int result = fsync_retrying_eintr(fd);
   const int error_number = errno;
   ::close(fd);
-  if (result != 0) throw_sync_failure("fsync of directory", dir, error_number);
+  if (result != 0)
+    throw_sync_failure("fsync of directory", dir, error_number);
 }
 
 void posix_engine::sync_file_system(const std::string& dir) {
   const int fd = open_retrying(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (fd < 0) throw_path_error("open directory", dir, errno);
+  if (fd < 0)
+    throw_path_error("open directory", dir, errno);
   const int result = ::syncfs(fd);
   const int error_number = errno;
   ::close(fd);
-  if (result != 0) throw_sync_failure("syncfs of the file system holding", dir, error_number);
+  if (result != 0)
+    throw_sync_failure("syncfs of the file system holding", dir, error_number);
 }
 
 std::string posix_engine::path_of(int fd) const {
@@ -200,7 +214,7 @@ std::string posix_engine::path_of(int fd) const {
 void posix_engine::throw_transfer_error(const char* operation, int fd, std::size_t length,
                                         std::uint64_t offset, int error_number) const {
   throw_path_error(std::string(operation) + " of " + std::to_string(length) + " bytes at offset " +
-                       std::to_string(offset) + " in",
+                     std::to_string(offset) + " in",
                    path_of(fd), error_number);
 }
 

@@ -86,11 +86,12 @@ redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_che
         options.prefetcher->redo_reached(record->end_lsn());
       if (reports && summary.records % 1024 == 0 && clock::now() >= next_progress) {
         auto now = clock::now();
-        options.progress({record->lsn(), summary.records,
-                          std::chrono::duration<double>(now - started).count()});
+        options.progress(
+          {record->lsn(), summary.records, std::chrono::duration<double>(now - started).count()});
         next_progress = now + options.progress_every;
       }
-      if (record->type() == record_type::checkpoint && record->main_length >= sizeof(checkpoint_payload)) {
+      if (record->type() == record_type::checkpoint &&
+          record->main_length >= sizeof(checkpoint_payload)) {
         checkpoint_payload payload;
         std::memcpy(&payload, record->main, sizeof payload);
         summary.next_xid = std::max(summary.next_xid, payload.next_xid);

@@ -26,7 +26,7 @@ struct redo_summary {
   std::uint64_t blocks_applied = 0;
   std::uint64_t blocks_skipped = 0; // page already newer than the record
   std::uint64_t images_restored = 0;
-  xid_t next_xid = 1;               // one past the highest xid seen (or the checkpoint's)
+  xid_t next_xid = 1; // one past the highest xid seen (or the checkpoint's)
 };
 
 /// Where a long redo is, for its progress lines.

@@ -12,10 +12,7 @@ namespace tidemark::storage {
 
 relation_files::relation_files(io_engine& io, std::string base_dir, std::size_t page_size,
                                std::uint64_t segment_size)
-  : io_(io),
-    base_dir_(std::move(base_dir)),
-    page_size_(page_size),
-    segment_size_(segment_size),
+  : io_(io), base_dir_(std::move(base_dir)), page_size_(page_size), segment_size_(segment_size),
     blocks_per_segment_(segment_size / page_size),
     fd_tables_(new std::atomic<std::atomic<int>*>[max_relations]) {
   if (blocks_per_segment_ == 0 || segment_size % page_size != 0)

@@ -51,8 +51,10 @@ public:
   void check_readable(PathOf&& path_of) const {
     if (!failed())
       return;
-    throw io_error("read of '" + path_of() + "' refused: an earlier sync failed, so the file may "
-                   "hold older data than was written (" + first_failure() + ")",
+    throw io_error("read of '" + path_of() +
+                     "' refused: an earlier sync failed, so the file may "
+                     "hold older data than was written (" +
+                     first_failure() + ")",
                    EIO, true);
   }
 

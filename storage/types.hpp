@@ -34,7 +34,9 @@ struct segment_id {
   rel_id rel = 0;
   std::uint32_t segno = 0;
 
-  friend bool operator==(segment_id a, segment_id b) { return a.rel == b.rel && a.segno == b.segno; }
+  friend bool operator==(segment_id a, segment_id b) {
+    return a.rel == b.rel && a.segno == b.segno;
+  }
   friend bool operator<(segment_id a, segment_id b) {
     return a.rel != b.rel ? a.rel < b.rel : a.segno < b.segno;
   }

@@ -45,13 +45,15 @@ public:
   ~thread_ring() { discard(); }
 
   io_uring& get() {
-    if (!ready_) create();
+    if (!ready_)
+      create();
     return ring_;
   }
 
   /// Closes the ring, dropping prepared but unsubmitted SQEs; the next get() makes a new one.
   void discard() {
-    if (ready_) io_uring_queue_exit(&ring_);
+    if (ready_)
+      io_uring_queue_exit(&ring_);
     ready_ = false;
   }
 
@@ -60,7 +62,7 @@ private:
     const int result = io_uring_queue_init(ring_entries, &ring_, 0);
     if (result < 0)
       throw io_error("io_uring_queue_init failed" + describe_errno(-result) +
-                         " (the kernel refused an io_uring; use io_method=sync)",
+                       " (the kernel refused an io_uring; use io_method=sync)",
                      -result);
     ready_ = true;
   }
@@ -104,7 +106,8 @@ public:
     }
     std::vector<request>& requests = this_thread_requests;
     requests.clear();
-    for (std::size_t i = 0; i < count; ++i) requests.push_back(write_request(writes[i]));
+    for (std::size_t i = 0; i < count; ++i)
+      requests.push_back(write_request(writes[i]));
     execute(requests.data(), requests.size());
   }
 
@@ -157,16 +160,19 @@ public:
     : ring_(ring), requests_(requests), ready_(this_thread_ready) {
     ready_.clear();
     for (std::size_t i = count; i-- > 0;) // reversed: ready_ is a stack, submit in order
-      if (requests[i].length > 0) ready_.push_back(i);
+      if (requests[i].length > 0)
+        ready_.push_back(i);
     unfinished_ = ready_.size();
   }
 
   /// Returns the first failure, if any, once nothing is in flight any more.
   std::optional<failure> run() {
     for (;;) {
-      if (!failure_) prepare_ready();
+      if (!failure_)
+        prepare_ready();
       submit_prepared();
-      if (in_flight_ == 0) break;
+      if (in_flight_ == 0)
+        break;
       wait_and_reap();
     }
     TIDEMARK_CHECK(failure_ || (unfinished_ == 0 && prepared_ == 0),
@@ -182,7 +188,8 @@ private:
   void prepare_ready() {
     while (!ready_.empty() && prepared_ + in_flight_ < ring_entries) {
       io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-      if (sqe == nullptr) return; // SQ ring full: submit, reap, continue
+      if (sqe == nullptr)
+        return; // SQ ring full: submit, reap, continue
       prepare(*sqe, ready_.back());
       ready_.pop_back();
       ++prepared_;
@@ -204,7 +211,8 @@ private:
   // reaping (each round reaps at least one completion, so this ends); a refusal with
   // nothing in flight is a failure.
   void submit_prepared() {
-    if (prepared_ == 0 || submit_failed_) return;
+    if (prepared_ == 0 || submit_failed_)
+      return;
     int submitted;
     do {
       submitted = io_uring_submit(&ring_);
@@ -217,7 +225,8 @@ private:
       return;
     }
     const int error_number = submitted == 0 ? EAGAIN : -submitted;
-    if ((error_number == EAGAIN || error_number == EBUSY) && in_flight_ > 0) return;
+    if ((error_number == EAGAIN || error_number == EBUSY) && in_flight_ > 0)
+      return;
     submit_failed_ = true;
     record_failure("io_uring_submit", requests_[0], error_number);
   }
@@ -228,7 +237,8 @@ private:
     do {
       result = io_uring_wait_cqe(&ring_, &cqe);
     } while (result == -EINTR);
-    if (result < 0) abandon_in_flight(-result);
+    if (result < 0)
+      abandon_in_flight(-result);
     unsigned head;
     unsigned seen = 0;
     io_uring_for_each_cqe(&ring_, head, cqe) {
@@ -275,15 +285,16 @@ private:
   }
 
   void record_failure(const char* operation, const request& r, int error_number) {
-    if (!failure_) failure_ = failure{operation, &r, error_number};
+    if (!failure_)
+      failure_ = failure{operation, &r, error_number};
   }
 
   io_uring& ring_;
   request* requests_;
   std::vector<std::size_t>& ready_; // requests waiting for an SQE (stack)
-  std::size_t unfinished_ = 0;     // requests not yet completely done
-  std::size_t prepared_ = 0;       // SQEs filled in, not yet accepted by the kernel
-  std::size_t in_flight_ = 0;      // submitted, completion not yet reaped
+  std::size_t unfinished_ = 0;      // requests not yet completely done
+  std::size_t prepared_ = 0;        // SQEs filled in, not yet accepted by the kernel
+  std::size_t in_flight_ = 0;       // submitted, completion not yet reaped
   bool submit_failed_ = false;
   std::optional<failure> failure_;
 };
@@ -291,8 +302,10 @@ private:
 void uring_engine::execute(request* requests, std::size_t count) {
   runner run(this_thread_ring.get(), requests, count);
   const std::optional<failure> failed = run.run();
-  if (run.ring_unusable()) this_thread_ring.discard();
-  if (failed) raise(*failed);
+  if (run.ring_unusable())
+    this_thread_ring.discard();
+  if (failed)
+    raise(*failed);
 }
 
 } // namespace

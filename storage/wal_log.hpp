@@ -42,9 +42,9 @@
 namespace tidemark::storage {
 
 struct wal_options {
-  std::string dir;                          // <data>/wal
-  std::uint64_t segment_size = 16u << 20;   // bytes, multiple of 64 KiB
-  std::size_t buffer_size = 16u << 20;      // insert buffer bytes
+  std::string dir;                        // <data>/wal
+  std::uint64_t segment_size = 16u << 20; // bytes, multiple of 64 KiB
+  std::size_t buffer_size = 16u << 20;    // insert buffer bytes
 };
 
 struct lsn_range {
@@ -213,7 +213,7 @@ private:
   std::mutex insert_mutex_;
   std::mutex flush_mutex_;
   std::mutex create_mutex_; // segment file creation; taken after flush_mutex_ when both
-  lsn_t prev_lsn_ = 0; // guarded by insert_mutex_
+  lsn_t prev_lsn_ = 0;      // guarded by insert_mutex_
   std::atomic<lsn_t> inserted_lsn_{0};
   std::atomic<lsn_t> written_lsn_{0};
   std::atomic<lsn_t> flushed_lsn_{0};
@@ -231,7 +231,7 @@ private:
   std::vector<std::uint64_t> syncs_in_flight_;
   std::uint64_t next_sync_ticket_ = 0;
   std::condition_variable sync_settled_;
-  std::vector<io_write> pieces_;        // guarded by flush_mutex_; reused by every write-out
+  std::vector<io_write> pieces_; // guarded by flush_mutex_; reused by every write-out
   // wait_for_flush(): each waiter sleeps on a condition variable of its own, listed with
   // its LSN in flush_waiters_ (guarded by waiters_mutex_). A publication of flushed_lsn_
   // wakes exactly the waiters it satisfies; a failure or stop wakes all. Waiters check

@@ -21,7 +21,7 @@ constexpr std::size_t recent_slots = 1024;
 // redo"), while a stretch of uncached pages is noticed within a few blocks.
 constexpr std::uint32_t cached_streak_to_sample = 1024;
 constexpr std::uint32_t sampling_stride = 8;
-}
+} // namespace
 
 bool lookup_sampler::look() {
   if (cached_streak_ < streak_)
@@ -45,9 +45,7 @@ std::size_t wal_prefetcher::batch_pages(std::size_t buffers) {
 // 16-buffer pool made redo 1.4 x slower than not prefetching (the pages read ahead were
 // evicted before redo reached them, and took victims redo would have used); from 128
 // buffers up, reading into the pool was as fast as or faster than advising the kernel.
-bool wal_prefetcher::reads_into_pool(std::size_t buffers) {
-  return buffers >= 128;
-}
+bool wal_prefetcher::reads_into_pool(std::size_t buffers) { return buffers >= 128; }
 
 std::size_t wal_prefetcher::ahead_pages(std::size_t buffers) {
   return std::max<std::size_t>(buffers / 2, batch_pages(buffers));
@@ -59,8 +57,8 @@ wal_prefetcher::wal_prefetcher(io_engine& io, std::string wal_dir, std::uint64_t
                                wal_arrival* arrival, target where,
                                std::atomic<std::uint64_t>* rereads)
   : io_(io), wal_dir_(std::move(wal_dir)), segment_size_(segment_size), page_size_(page_size),
-    start_(start), end_(end), arrival_(arrival), rereads_(rereads), pool_(pool), files_(files), distance_(distance_bytes),
-    into_pool_(where == target::pool || reads_into_pool(pool.size())),
+    start_(start), end_(end), arrival_(arrival), rereads_(rereads), pool_(pool), files_(files),
+    distance_(distance_bytes), into_pool_(where == target::pool || reads_into_pool(pool.size())),
     redo_lsn_(start) {
   thread_ = std::thread([this] { run(); });
 }
@@ -88,7 +86,10 @@ void wal_prefetcher::wait_until_ahead() {
 }
 
 void wal_prefetcher::went_idle() {
-  { std::lock_guard<std::mutex> guard(mutex_); idle_ = true; }
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    idle_ = true;
+  }
   went_idle_.notify_all();
 }
 
@@ -195,7 +196,7 @@ std::size_t wal_prefetcher::prefetch_blocks(run_state& st, const record_view& re
       continue;
     }
     if (!st.sampler.look())
-      continue; // every page looked up lately was cached
+      continue;        // every page looked up lately was cached
     if (!into_pool_) { // the kernel reads it; redo's own read then finds it cached
       bool cached = pool_.holds(block.id);
       st.sampler.found(cached);

@@ -154,7 +154,7 @@ private:
   std::mutex mutex_;
   std::condition_variable redo_moved_;
   std::condition_variable went_idle_;
-  bool idle_ = false; // waiting for redo, or done (mutex_)
+  bool idle_ = false;      // waiting for redo, or done (mutex_)
   prefetch_report report_; // written by the thread only, read after join
   std::thread thread_;
 };

@@ -58,9 +58,10 @@ const record_view* wal_reader::next() {
   if (ended_)
     return nullptr;
   std::string why;
-  const bool read = arrival_ != nullptr
-                      ? read_record_following(&why)
-                      : try_record_at(position_, have_previous_ ? last_record_lsn_ : no_prev_check, &why);
+  const bool read =
+    arrival_ != nullptr
+      ? read_record_following(&why)
+      : try_record_at(position_, have_previous_ ? last_record_lsn_ : no_prev_check, &why);
   if (!read) {
     ended_ = true;
     end_description_ = "record at " + format_lsn(position_) + ": " + why;
@@ -91,10 +92,10 @@ bool wal_reader::read_record_following(std::string* why) {
       return false; // the stream ended inside this record: it never wholly arrived
     if (rereads == max_rereads)
       throw data_error("the WAL record at " + format_lsn(position_) + " in " +
-                       segment_path(segment_start(position_)) + " cannot be read back (" +
-                       *why + ", " + std::to_string(max_rereads + 1) +
-                       " reads) though WAL through " + format_lsn(arrived_) +
-                       " was fsynced here; redo stops at " + format_lsn(position_));
+                       segment_path(segment_start(position_)) + " cannot be read back (" + *why +
+                       ", " + std::to_string(max_rereads + 1) + " reads) though WAL through " +
+                       format_lsn(arrived_) + " was fsynced here; redo stops at " +
+                       format_lsn(position_));
     forget_read_bytes();
     if (rereads_ != nullptr)
       rereads_->fetch_add(1, std::memory_order_relaxed);
@@ -201,7 +202,8 @@ bool wal_reader::in_window(lsn_t lsn, std::size_t length) const {
 // The window never holds bytes beyond what had arrived when it was filled.
 void wal_reader::fill_window(lsn_t lsn) {
   window_start_ = lsn;
-  std::size_t wanted = static_cast<std::size_t>(std::min<std::uint64_t>(window_.size(), arrived_ - lsn));
+  std::size_t wanted =
+    static_cast<std::size_t>(std::min<std::uint64_t>(window_.size(), arrived_ - lsn));
   window_length_ = segments_.read(lsn, window_.data(), wanted);
 }
 

@@ -52,8 +52,8 @@ public:
 
 class wal_reader {
 public:
-  wal_reader(io_engine& io, std::string wal_dir, std::uint64_t segment_size,
-             std::size_t page_size, lsn_t start_lsn);
+  wal_reader(io_engine& io, std::string wal_dir, std::uint64_t segment_size, std::size_t page_size,
+             lsn_t start_lsn);
   ~wal_reader();
 
   /// The next valid record, or nullptr at the end of valid WAL. The view stays valid until

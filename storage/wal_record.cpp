@@ -196,7 +196,8 @@ void record_builder::end_block(const void* image, std::size_t page_size) {
   std::size_t ops_length = block_ops_length();
   TIDEMARK_CHECK(block_start_ != 0, "record_builder: end_block() closes an open block");
   TIDEMARK_CHECK(ops_length <= max_block_ops_length,
-                 "record_builder: a block's ops fit max_block_ops_length (the transaction checks it)");
+                 "record_builder: a block's ops fit max_block_ops_length (the transaction checks "
+                 "it)");
   std::uint16_t flags = 0;
   if (image) {
     flags = append_image(image, page_size);
@@ -215,9 +216,10 @@ std::uint16_t record_builder::append_image(const void* image, std::size_t page_s
   std::size_t at = bytes_.size();
   const int bound = LZ4_compressBound(static_cast<int>(page_size));
   bytes_.resize(at + sizeof(std::uint16_t) + static_cast<std::size_t>(bound));
-  const int compressed = LZ4_compress_default(
-    static_cast<const char*>(image), reinterpret_cast<char*>(bytes_.data() + at + sizeof(std::uint16_t)),
-    static_cast<int>(page_size), bound);
+  const int compressed =
+    LZ4_compress_default(static_cast<const char*>(image),
+                         reinterpret_cast<char*>(bytes_.data() + at + sizeof(std::uint16_t)),
+                         static_cast<int>(page_size), bound);
   if (compressed > 0 && sizeof(std::uint16_t) + static_cast<std::size_t>(compressed) < page_size) {
     store(bytes_.data() + at, static_cast<std::uint16_t>(compressed));
     bytes_.resize(at + sizeof(std::uint16_t) + static_cast<std::size_t>(compressed));
@@ -248,9 +250,7 @@ void record_builder::finish() {
   payload_crc_ = crc32c(bytes_.data() + header_size, bytes_.size() - header_size);
 }
 
-record_header& record_builder::header() {
-  return *reinterpret_cast<record_header*>(bytes_.data());
-}
+record_header& record_builder::header() { return *reinterpret_cast<record_header*>(bytes_.data()); }
 
 // ---- sealing, decoding, applying ----------------------------------------------------------
 
@@ -285,10 +285,9 @@ void restore_image(const block_ref_view& block, void* page, std::size_t page_siz
     std::memcpy(page, block.image, page_size);
     return;
   }
-  const int restored = LZ4_decompress_safe(reinterpret_cast<const char*>(block.image),
-                                           static_cast<char*>(page),
-                                           static_cast<int>(block.image_length),
-                                           static_cast<int>(page_size));
+  const int restored =
+    LZ4_decompress_safe(reinterpret_cast<const char*>(block.image), static_cast<char*>(page),
+                        static_cast<int>(block.image_length), static_cast<int>(page_size));
   if (restored != static_cast<int>(page_size))
     throw data_error("WAL page image of relation " + std::to_string(block.id.rel) + " block " +
                      std::to_string(block.id.block) + " does not decompress to a page");

@@ -80,7 +80,7 @@ constexpr std::size_t max_blocks_per_record = 0xFFFF; // block_count and block_c
 /// to insert one (wal_log::insert).
 constexpr std::size_t max_record_bytes = std::size_t{256} << 20;
 constexpr std::size_t max_main_length = 1u << 20;
-constexpr std::size_t op_header_size = 5;          // u8 kind, u16 offset, u16 length
+constexpr std::size_t op_header_size = 5;            // u8 kind, u16 offset, u16 length
 constexpr std::size_t max_block_ops_length = 0xFFFF; // ops of one block in one record
 
 enum class op_kind : std::uint8_t { add_i64 = 1, write_bytes = 2 };

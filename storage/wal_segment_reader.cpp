@@ -43,8 +43,8 @@ std::size_t wal_segment_reader::read(lsn_t lsn, unsigned char* out, std::size_t 
     int fd = segment_fd(start);
     if (fd < 0)
       break;
-    std::size_t piece = static_cast<std::size_t>(
-      std::min<std::uint64_t>(length - done, start + segment_size_ - at));
+    std::size_t piece =
+      static_cast<std::size_t>(std::min<std::uint64_t>(length - done, start + segment_size_ - at));
     io_.read(fd, out + done, piece, at - start); // past end of file: zero-filled
     done += piece;
   }

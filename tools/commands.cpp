@@ -20,22 +20,25 @@ namespace {
 constexpr std::size_t line_width = 88;
 
 const flag_spec set_flag_run = {"--set", "KEY=VALUE",
-                                "a setting for this run (tidemark settings lists them)",
-                                false, true};
+                                "a setting for this run (tidemark settings lists them)", false,
+                                true};
 
-} // namespace
-
-const std::vector<command>& commands() {
-  static const std::vector<command> table = {
-    {"init", "create a data directory holding the TPC-B-like tables",
+// The commands on one data directory (directory_commands.hpp), and the settings listing
+// (settings_command.hpp) of what its tidemark.conf may hold.
+std::vector<command> directory_commands() {
+  return {
+    {"init",
+     "create a data directory holding the TPC-B-like tables",
      "Writes DIR/tidemark.conf with every setting (--set changes one), loads the tables and\n"
      "makes it all durable before the first checkpoint.",
      {{"-D", "DIR", "the new data directory (missing or empty)", true},
       {"-s", "SCALE", "size: 100 000 accounts per unit (1 .. 100000; default 1)"},
       {"--set", "KEY=VALUE", "a setting for DIR/tidemark.conf (tidemark settings lists them)",
        false, true}},
-     true, cmd_init},
-    {"bench", "run the TPC-B-like workload and print a JSON report",
+     true,
+     cmd_init},
+    {"bench",
+     "run the TPC-B-like workload and print a JSON report",
      "Opens DIR (recovering it first after a crash), runs CLIENTS sessions on their own\n"
      "threads, and prints throughput, latency percentiles and the engine's counters.",
      {{"-D", "DIR", "a data directory made by tidemark init", true},
@@ -48,58 +51,92 @@ const std::vector<command>& commands() {
       set_flag_run,
       {"--trace", "FILE", "write every write-path message to FILE (Chrome trace-event JSON)"},
       {"--timeline", "FILE.csv", "write tps and latency for every second to FILE.csv"}},
-     true, cmd_bench},
-    {"verify", "recover if needed, then check acknowledged commits, balances and every page",
+     true,
+     cmd_bench},
+    {"verify",
+     "recover if needed, then check acknowledged commits, balances and every page",
      "Reads the workload back through a session, closes cleanly and checks every page on\n"
      "disk. Exit status 1 when anything is missing, inconsistent or corrupt.",
      {{"-D", "DIR", "a data directory made by tidemark init", true},
       {"--ack-log", "FILE", "commits bench acknowledged (bench --ack-log): each must be there"},
       {"--json", "FILE", "also write the report to FILE"},
       set_flag_run},
-     true, cmd_verify},
-    {"recover", "run crash recovery if needed, close cleanly and print what it did", "",
+     true,
+     cmd_verify},
+    {"recover",
+     "run crash recovery if needed, close cleanly and print what it did",
+     "",
      {{"-D", "DIR", "a data directory", true},
       {"--json", "FILE", "also write the report to FILE"},
       set_flag_run},
-     true, cmd_recover},
-    {"check", "check every file of a data directory, changing nothing",
+     true,
+     cmd_recover},
+    {"check",
+     "check every file of a data directory, changing nothing",
      "The control file, every WAL record's CRC from the redo point on, every page's checksum\n"
      "and identity, the doublewrite ring (as pg_checksums --check). Run it on a directory no\n"
      "process has open for writing; after a crash, torn pages are expected until recovery.",
      {{"-D", "DIR", "a data directory (of any layout)", true},
       {"--json", "FILE", "also write the report to FILE"}},
-     false, cmd_check},
-    {"settings", "list every setting with its default, range and meaning",
+     false,
+     cmd_check},
+    {"settings",
+     "list every setting with its default, range and meaning",
      "The list comes from the table the settings parser uses; docs/settings.md is its\n"
      "--markdown output.",
      {{"--json", "", "print JSON: one object per setting"},
       {"--markdown", "", "print the Markdown table of docs/settings.md"}},
-     false, cmd_settings},
-    {"basebackup", "copy a running primary into a new standby directory",
+     false,
+     cmd_settings},
+  };
+}
+
+// The replication commands (replication_commands.hpp): a base backup, a standby, a
+// promotion.
+std::vector<command> replication_commands() {
+  return {
+    {"basebackup",
+     "copy a running primary into a new standby directory",
      "The primary must have replication_listen set. The copy is consistent once a standby\n"
      "has replayed its WAL to the end position printed.",
      {{"-D", "NEWDIR", "the standby's directory (missing or empty)", true},
       {"--primary", "HOST:PORT", "the primary's replication_listen address", true},
       {"--name", "NAME", "the standby's name on the primary (default: a generated one)"},
       {"--json", "FILE", "also write the report to FILE"}},
-     false, cmd_basebackup},
-    {"standby", "stream and replay a primary's WAL until promoted or stopped",
+     false,
+     cmd_basebackup},
+    {"standby",
+     "stream and replay a primary's WAL until promoted or stopped",
      "Runs until tidemark promote, SIGINT or SIGTERM; prints a status line every interval.",
      {{"-D", "DIR", "a directory tidemark basebackup made", true},
       {"--primary", "HOST:PORT", "stream from here (default: the primary of the base backup)"},
       {"--json", "FILE", "write the status to FILE at each status line and at the end"},
       {"--status-interval", "SECONDS", "print a status line this often (0.05 .. 3600; default 1)"},
       set_flag_run},
-     true, cmd_standby},
-    {"promote", "make a standby a primary",
+     true,
+     cmd_standby},
+    {"promote",
+     "make a standby a primary",
      "With a standby running in DIR, asks it to promote and waits; with none running,\n"
      "replays the WAL DIR received and promotes it here (the fault flags apply then).",
      {{"-D", "DIR", "the standby's directory", true},
       {"--timeout", "SECONDS", "wait this long for a running standby (1 .. 86400; default 60)"},
-      {"--set", "KEY=VALUE", "a setting for a promotion here (no standby running in DIR)",
-       false, true}},
-     true, cmd_promote},
+      {"--set", "KEY=VALUE", "a setting for a promotion here (no standby running in DIR)", false,
+       true}},
+     true,
+     cmd_promote},
   };
+}
+
+} // namespace
+
+const std::vector<command>& commands() {
+  static const std::vector<command> table = [] {
+    std::vector<command> all = directory_commands();
+    std::vector<command> replication = replication_commands();
+    all.insert(all.end(), replication.begin(), replication.end());
+    return all;
+  }();
   return table;
 }
 
@@ -189,18 +226,19 @@ std::string help_text(const command& c) {
 
 std::string program_help() {
   std::string out = version_text() + ": create, load, benchmark, check and replicate Tidemark "
-                    "data directories\n\n"
-                    "usage: tidemark COMMAND [OPTIONS]\n"
-                    "       tidemark COMMAND --help     that command's options\n"
-                    "       tidemark --version\n\n"
-                    "commands:\n";
+                                     "data directories\n\n"
+                                     "usage: tidemark COMMAND [OPTIONS]\n"
+                                     "       tidemark COMMAND --help     that command's options\n"
+                                     "       tidemark --version\n\n"
+                                     "commands:\n";
   std::size_t width = 0;
   for (const command& c : commands())
     width = std::max(width, c.name.size());
   width += 2;
   for (const command& c : commands())
     out += "  " + c.name + std::string(width - c.name.size(), ' ') + c.summary + "\n";
-  out += "  help" + std::string(width - 4, ' ') + "print this help, or a command's (tidemark help "
+  out += "  help" + std::string(width - 4, ' ') +
+         "print this help, or a command's (tidemark help "
          "COMMAND)\n\n"
          "Settings: tidemark settings lists them; --set KEY=VALUE gives one to a command.\n"
          "Exit status: 0 success; 1 runtime error or failed verification; 2 bad usage or\n"
@@ -211,7 +249,8 @@ std::string program_help() {
 std::string help_command_help() {
   return "usage: tidemark help [COMMAND]\n\n"
          "Print the commands, or COMMAND's usage and options (as tidemark COMMAND --help).\n\n"
-         "options:\n" + option_lines({{"-h, --help", "", "print this help"}});
+         "options:\n" +
+         option_lines({{"-h, --help", "", "print this help"}});
 }
 
 std::string version_text() { return std::string("tidemark ") + TIDEMARK_VERSION; }

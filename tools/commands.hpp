@@ -13,10 +13,10 @@ namespace tidemark::tools {
 
 struct command {
   std::string name;
-  std::string summary;            // one line, for tidemark --help
-  std::string notes;              // more for its own --help (may be empty)
-  std::vector<flag_spec> flags;   // besides -h/--help and the fault flags
-  bool faults = false;            // also takes the fault flags (fault_flags.hpp)
+  std::string summary;          // one line, for tidemark --help
+  std::string notes;            // more for its own --help (may be empty)
+  std::vector<flag_spec> flags; // besides -h/--help and the fault flags
+  bool faults = false;          // also takes the fault flags (fault_flags.hpp)
   int (*run)(const cli_args&) = nullptr;
 };
 

@@ -36,7 +36,7 @@ std::uint32_t read_scale(const std::string& dir) {
   std::uint32_t scale = 0;
   if (!(in >> key >> eq >> scale) || key != "tpcb_scale" || scale == 0)
     throw data_error(path + " is missing or malformed (expected \"tpcb_scale = N\"; was the "
-                     "directory made by tidemark init?)");
+                            "directory made by tidemark init?)");
   return scale;
 }
 
@@ -179,8 +179,10 @@ int cmd_verify(const cli_args& args) {
     std::fprintf(stderr, "verify: acknowledged transaction %llu is missing\n",
                  static_cast<unsigned long long>(report.lost[i]));
   for (std::size_t i = 0; i < report.not_committed.size() && i < 20; ++i)
-    std::fprintf(stderr, "verify: acknowledged transaction %llu is not committed in the "
-                 "commit-status log\n", static_cast<unsigned long long>(report.not_committed[i]));
+    std::fprintf(stderr,
+                 "verify: acknowledged transaction %llu is not committed in the "
+                 "commit-status log\n",
+                 static_cast<unsigned long long>(report.not_committed[i]));
   if (!error.empty())
     std::fprintf(stderr, "verify: %s\n", error.c_str());
   std::fprintf(stderr, "verify: %s\n", ok ? "OK" : "FAILED");
@@ -223,7 +225,7 @@ int cmd_check(const cli_args& args) {
     std::fprintf(stderr, "check: %s\n", f.c_str());
   if (report.needs_recovery)
     std::fprintf(stderr, "check: the directory was not shut down cleanly: torn pages are "
-                 "expected until recovery (tidemark recover) repairs them\n");
+                         "expected until recovery (tidemark recover) repairs them\n");
   std::fprintf(stderr, "check: %s\n", report.failures == 0 ? "OK" : "FAILED");
   return report.failures == 0 ? exit_ok : exit_failure;
 }

@@ -8,11 +8,11 @@
 #include <tidemark/database.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <poll.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -44,9 +44,11 @@ workload::json_object status_json(const standby_status& s, double records_per_se
   workload::json_object r;
   workload::set_fields(r, s);
   r.set("consistent", s.flushed >= s.backup_end);
-  r.set("bytes_behind.received", s.primary_flushed > s.received ? s.primary_flushed - s.received : 0);
+  r.set("bytes_behind.received",
+        s.primary_flushed > s.received ? s.primary_flushed - s.received : 0);
   r.set("bytes_behind.flushed", s.primary_flushed > s.flushed ? s.primary_flushed - s.flushed : 0);
-  r.set("bytes_behind.replayed", s.primary_flushed > s.replayed ? s.primary_flushed - s.replayed : 0);
+  r.set("bytes_behind.replayed",
+        s.primary_flushed > s.replayed ? s.primary_flushed - s.replayed : 0);
   r.set("records_per_second", records_per_second);
   return r;
 }
@@ -74,9 +76,9 @@ class directory_watch {
 public:
   directory_watch(const std::string& dir, bool deleted) {
     fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (fd_ < 0 || ::inotify_add_watch(fd_, dir.c_str(),
-                                       deleted ? IN_DELETE | IN_MOVED_FROM
-                                               : IN_CREATE | IN_MOVED_TO) < 0)
+    if (fd_ < 0 ||
+        ::inotify_add_watch(fd_, dir.c_str(),
+                            deleted ? IN_DELETE | IN_MOVED_FROM : IN_CREATE | IN_MOVED_TO) < 0)
       throw io_error("cannot watch " + dir + ": " + std::strerror(errno), errno);
   }
   ~directory_watch() { ::close(fd_); }
@@ -109,8 +111,8 @@ private:
 int cmd_basebackup(const cli_args& args) {
   std::string dir = args.required("-D");
   std::string primary = args.required("--primary");
-  base_backup_report report = database::base_backup(
-    dir, primary, args.text("--name"), [](const std::string& line) {
+  base_backup_report report =
+    database::base_backup(dir, primary, args.text("--name"), [](const std::string& line) {
       std::fprintf(stderr, "%s\n", line.c_str());
     });
   workload::json_object r;
@@ -118,7 +120,8 @@ int cmd_basebackup(const cli_args& args) {
   std::printf("%s\n", r.render().c_str());
   if (args.has("--json"))
     r.write_file(args.text("--json"));
-  std::fprintf(stderr, "basebackup: %llu files, %.1f MB and %.1f MB of WAL in %.2f s; standby "
+  std::fprintf(stderr,
+               "basebackup: %llu files, %.1f MB and %.1f MB of WAL in %.2f s; standby "
                "\"%s\" is consistent once it has replayed to %s\n",
                static_cast<unsigned long long>(report.files), double(report.bytes) / 1e6,
                double(report.wal_bytes) / 1e6, report.seconds, report.standby_name.c_str(),
@@ -145,7 +148,8 @@ int cmd_standby(const cli_args& args) {
   ::unlink((dir + "/" + promote_signal).c_str()); // a request from before this start
   {
     standby_status s = db->standby();
-    std::fprintf(stderr, "standby: replaying from %s (its last restart point); consistent from %s\n",
+    std::fprintf(stderr,
+                 "standby: replaying from %s (its last restart point); consistent from %s\n",
                  lsn_text(s.restart_redo).c_str(), lsn_text(s.backup_end).c_str());
   }
   auto last = std::chrono::steady_clock::now();
@@ -254,16 +258,20 @@ int cmd_promote(const cli_args& args) {
       break;
     if (!running) {
       ::unlink(signal_path.c_str());
-      std::fprintf(stderr, "promote: the standby running in %s stopped without promoting (its "
+      std::fprintf(stderr,
+                   "promote: the standby running in %s stopped without promoting (its "
                    "log says why); with no standby running, promote -D %s promotes the "
-                   "directory itself, reading its WAL afresh\n", dir.c_str(), dir.c_str());
+                   "directory itself, reading its WAL afresh\n",
+                   dir.c_str(), dir.c_str());
       return exit_failure;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      std::fprintf(stderr, "promote: the standby running in %s did not promote within %.0f s "
-                   "(is it still catching up to its base backup's end?)\n", dir.c_str(),
-                   double(timeout.count()) / 1000);
+      std::fprintf(stderr,
+                   "promote: the standby running in %s did not promote within %.0f s "
+                   "(is it still catching up to its base backup's end?)\n",
+                   dir.c_str(), double(timeout.count()) / 1000);
       return exit_failure;
     }
     watch.wait(standby_conf, std::min(left, std::chrono::milliseconds(1000)));

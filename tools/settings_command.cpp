@@ -71,8 +71,8 @@ std::string markdown_listing(const std::vector<setting_description>& all) {
     "|---|---|---|---|---|---|\n";
   for (const setting_description& d : all)
     out += "| " + cell(d.name, true) + " | " + cell(shown_default(d), true) + " | " +
-           cell(d.allowed) + " | " + cell(d.unit) + " | " + (d.fixed_at_init ? "yes" : "") +
-           " | " + cell(d.meaning) + " |\n";
+           cell(d.allowed) + " | " + cell(d.unit) + " | " + (d.fixed_at_init ? "yes" : "") + " | " +
+           cell(d.meaning) + " |\n";
   return out;
 }
 

@@ -42,7 +42,8 @@ void json_object::put(const std::string& path, std::string rendered) {
   std::size_t start = 0;
   for (;;) {
     std::size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string key =
+      path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     entry* found = nullptr;
     for (entry& e : *level)
       if (e.key == key)
@@ -69,10 +70,16 @@ void json_object::set(const std::string& path, double value) {
   std::snprintf(text, sizeof text, "%.6g", value);
   put(path, text);
 }
-void json_object::set(const std::string& path, std::uint64_t value) { put(path, std::to_string(value)); }
-void json_object::set(const std::string& path, std::int64_t value) { put(path, std::to_string(value)); }
+void json_object::set(const std::string& path, std::uint64_t value) {
+  put(path, std::to_string(value));
+}
+void json_object::set(const std::string& path, std::int64_t value) {
+  put(path, std::to_string(value));
+}
 void json_object::set(const std::string& path, bool value) { put(path, value ? "true" : "false"); }
-void json_object::set(const std::string& path, const std::string& value) { put(path, json_quote(value)); }
+void json_object::set(const std::string& path, const std::string& value) {
+  put(path, json_quote(value));
+}
 
 void json_object::set_list(const std::string& path, const std::vector<std::string>& values) {
   std::string out = "[";

@@ -40,7 +40,8 @@ std::string json_quote(const std::string& text);
 
 /// Sets every field `report` lists (its visit_fields: tidemark/reports.hpp) under its
 /// published name.
-template <class Report> void set_fields(json_object& json, const Report& report) {
+template <class Report>
+void set_fields(json_object& json, const Report& report) {
   report.visit_fields([&json](const char* name, const auto& value) { json.set(name, value); });
 }
 

@@ -44,13 +44,15 @@ using rocksdb::Slice;
 std::string key(char table, std::uint64_t id) {
   std::string k(9, '\0');
   k[0] = table;
-  for (int i = 0; i < 8; ++i) k[1 + i] = char((id >> (56 - 8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    k[1 + i] = char((id >> (56 - 8 * i)) & 0xff);
   return k;
 }
 
 std::uint64_t key_id(const Slice& k) {
   std::uint64_t id = 0;
-  for (int i = 0; i < 8; ++i) id = (id << 8) | std::uint8_t(k[1 + i]);
+  for (int i = 0; i < 8; ++i)
+    id = (id << 8) | std::uint8_t(k[1 + i]);
   return id;
 }
 
@@ -73,7 +75,8 @@ std::string row(std::int64_t balance, std::int64_t bid, std::size_t filler) {
 }
 
 void ok(const rocksdb::Status& s, const char* what) {
-  if (!s.ok()) tpcb::die(std::string(what) + ": " + s.ToString());
+  if (!s.ok())
+    tpcb::die(std::string(what) + ": " + s.ToString());
 }
 
 rocksdb::Options make_options(int cache_mb) {
@@ -103,8 +106,12 @@ sums read_sums(rocksdb::DB& db) {
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     Slice k = it->key(), v = it->value();
     switch (k[0]) {
-      case 'a': s.accounts += get_i64(v.data()); break;
-      case 't': s.tellers += get_i64(v.data()); break;
+      case 'a':
+        s.accounts += get_i64(v.data());
+        break;
+      case 't':
+        s.tellers += get_i64(v.data());
+        break;
       case 'b':
         s.branches += get_i64(v.data());
         s.scale += 1;
@@ -125,7 +132,7 @@ void init(const tpcb::options& o) {
   ok(rocksdb::DestroyDB(o.dir, opt), "destroy");
   auto db = open_db(o.dir, opt);
   rocksdb::WriteOptions load;
-  load.disableWAL = true;  // bulk load; flushed and compacted below
+  load.disableWAL = true; // bulk load; flushed and compacted below
   rocksdb::WriteBatch batch;
   auto put = [&](const std::string& k, const std::string& v) {
     batch.Put(k, v);
@@ -134,16 +141,19 @@ void init(const tpcb::options& o) {
       batch.Clear();
     }
   };
-  for (std::int64_t b = 1; b <= o.scale; ++b) put(key('b', b), row(0, 0, 0));
+  for (std::int64_t b = 1; b <= o.scale; ++b)
+    put(key('b', b), row(0, 0, 0));
   for (std::int64_t t = 1; t <= tpcb::tellers_per_branch * o.scale; ++t)
     put(key('t', t), row(0, (t - 1) / tpcb::tellers_per_branch + 1, 0));
   std::int64_t n = tpcb::accounts_per_branch * o.scale;
-  for (std::int64_t a = 1; a <= n; ++a) put(key('a', a), row(0, (a - 1) / tpcb::accounts_per_branch + 1, 84));
+  for (std::int64_t a = 1; a <= n; ++a)
+    put(key('a', a), row(0, (a - 1) / tpcb::accounts_per_branch + 1, 84));
   ok(db->Write(load, &batch), "load");
   ok(db->Flush(rocksdb::FlushOptions()), "flush");
   ok(db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr), "compact");
   ok(db->Close(), "close");
-  std::fprintf(stderr, "rocksdb_tpcb: %s loaded at scale %d (%" PRId64 " accounts)\n", o.dir.c_str(), o.scale, n);
+  std::fprintf(stderr, "rocksdb_tpcb: %s loaded at scale %d (%" PRId64 " accounts)\n",
+               o.dir.c_str(), o.scale, n);
 }
 
 void run(const tpcb::options& o) {
@@ -152,7 +162,8 @@ void run(const tpcb::options& o) {
   auto db = open_db(o.dir, opt);
   sums before = read_sums(*db);
   int scale = int(before.scale);
-  if (scale < 1) tpcb::die(o.dir + " has no branches (run init first)");
+  if (scale < 1)
+    tpcb::die(o.dir + " has no branches (run init first)");
   std::atomic<std::uint64_t> next_history{before.last_history + 1};
 
   constexpr std::size_t account_stripes = 1 << 16;
@@ -173,7 +184,7 @@ void run(const tpcb::options& o) {
     std::string va, vt, vb;
     rocksdb::ReadOptions ro;
     ok(db->Get(ro, ka, &va), "get account");
-    std::int64_t abalance = get_i64(va.data()) + in.delta;  // the balance the SELECT returns
+    std::int64_t abalance = get_i64(va.data()) + in.delta; // the balance the SELECT returns
     put_i64(va, 0, abalance);
     ok(db->Get(ro, kt, &vt), "get teller");
     put_i64(vt, 0, get_i64(vt.data()) + in.delta);
@@ -192,7 +203,8 @@ void run(const tpcb::options& o) {
     ok(db->Write(durable, &batch), "write");
     return 0;
   };
-  tpcb::run_result r = tpcb::run_clients(o.clients, o.seconds, [](int) {}, txn);
+  tpcb::run_result r = tpcb::run_clients(
+    o.clients, o.seconds, [](int) {}, txn);
   auto& st = *opt.statistics;
   std::uint64_t wal_bytes = st.getTickerCount(rocksdb::WAL_FILE_BYTES);
   std::uint64_t wal_syncs = st.getTickerCount(rocksdb::WAL_FILE_SYNCED);
@@ -205,35 +217,38 @@ void run(const tpcb::options& o) {
 
   sums after = read_sums(*db);
   ok(db->Close(), "close");
-  bool good = after.equal() && after.history_rows - before.history_rows == std::int64_t(r.transactions);
+  bool good = after.equal() &&
+              after.history_rows - before.history_rows == std::int64_t(r.transactions);
   double n = double(std::max<std::uint64_t>(r.transactions, 1));
   tpcb::emit(tpcb::json_line()
-                 .str("system", "rocksdb")
-                 .str("version", std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +
-                                     std::to_string(ROCKSDB_PATCH))
-                 .num("tps", double(r.transactions) / r.duration_s)
-                 .u64("transactions", r.transactions)
-                 .num("duration_s", r.duration_s)
-                 .i64("clients", o.clients)
-                 .i64("scale", scale)
-                 .i64("block_cache_mb", o.cache_mb)
-                 .raw("latency_ms", tpcb::latency_json(r))
-                 .u64("log_bytes", wal_bytes)
-                 .num("log_bytes_per_transaction", double(wal_bytes) / n)
-                 .str("log_measure", "statistics ticker rocksdb.wal.bytes (bytes appended to the WAL)")
-                 .u64("wal_syncs", wal_syncs)
-                 .u64("flushes", flush_time.count)
-                 .u64("flush_bytes", flush_bytes)
-                 .num("flush_ms", double(flush_time.sum) / 1000)
-                 .u64("compactions", compaction_time.count)
-                 .u64("compaction_bytes", compact_bytes)
-                 .num("compaction_ms", double(compaction_time.sum) / 1000)
-                 .num("stall_ms", double(stall_us) / 1000)
-                 .raw("sums", after.json())
-                 .boolean("invariant_ok", good)
-                 .text(),
+               .str("system", "rocksdb")
+               .str("version", std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) +
+                                 "." + std::to_string(ROCKSDB_PATCH))
+               .num("tps", double(r.transactions) / r.duration_s)
+               .u64("transactions", r.transactions)
+               .num("duration_s", r.duration_s)
+               .i64("clients", o.clients)
+               .i64("scale", scale)
+               .i64("block_cache_mb", o.cache_mb)
+               .raw("latency_ms", tpcb::latency_json(r))
+               .u64("log_bytes", wal_bytes)
+               .num("log_bytes_per_transaction", double(wal_bytes) / n)
+               .str("log_measure",
+                    "statistics ticker rocksdb.wal.bytes (bytes appended to the WAL)")
+               .u64("wal_syncs", wal_syncs)
+               .u64("flushes", flush_time.count)
+               .u64("flush_bytes", flush_bytes)
+               .num("flush_ms", double(flush_time.sum) / 1000)
+               .u64("compactions", compaction_time.count)
+               .u64("compaction_bytes", compact_bytes)
+               .num("compaction_ms", double(compaction_time.sum) / 1000)
+               .num("stall_ms", double(stall_us) / 1000)
+               .raw("sums", after.json())
+               .boolean("invariant_ok", good)
+               .text(),
              o.json);
-  if (!good) std::exit(1);
+  if (!good)
+    std::exit(1);
 }
 
 void check_only(const tpcb::options& o) {
@@ -242,17 +257,25 @@ void check_only(const tpcb::options& o) {
   auto db = open_db(o.dir, opt);
   sums s = read_sums(*db);
   ok(db->Close(), "close");
-  tpcb::emit(tpcb::json_line().str("system", "rocksdb").raw("sums", s.json()).boolean("invariant_ok", s.equal()).text(),
+  tpcb::emit(tpcb::json_line()
+               .str("system", "rocksdb")
+               .raw("sums", s.json())
+               .boolean("invariant_ok", s.equal())
+               .text(),
              o.json);
-  if (!s.equal()) std::exit(1);
+  if (!s.equal())
+    std::exit(1);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   tpcb::options o = tpcb::parse(argc, argv, "");
-  if (o.command == "init") init(o);
-  else if (o.command == "run") run(o);
-  else check_only(o);
+  if (o.command == "init")
+    init(o);
+  else if (o.command == "run")
+    run(o);
+  else
+    check_only(o);
   return 0;
 }

@@ -44,13 +44,14 @@ enum file_kind { other_file, main_db_file, wal_file };
 struct count_file {
   sqlite3_file base;
   file_kind kind;
-  sqlite3_file* real;  // the default VFS's file object, allocated right after this struct
+  sqlite3_file* real; // the default VFS's file object, allocated right after this struct
 };
 
 sqlite3_vfs* real_vfs = nullptr;
 
 std::uint64_t elapsed_ns(tpcb::clock_type::time_point t0) {
-  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(tpcb::clock_type::now() - t0).count());
+  return std::uint64_t(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(tpcb::clock_type::now() - t0).count());
 }
 
 sqlite3_file* R(sqlite3_file* f) { return reinterpret_cast<count_file*>(f)->real; }
@@ -60,7 +61,9 @@ int c_close(sqlite3_file* f) {
   int rc = R(f)->pMethods ? R(f)->pMethods->xClose(R(f)) : SQLITE_OK;
   return rc;
 }
-int c_read(sqlite3_file* f, void* p, int n, sqlite3_int64 off) { return R(f)->pMethods->xRead(R(f), p, n, off); }
+int c_read(sqlite3_file* f, void* p, int n, sqlite3_int64 off) {
+  return R(f)->pMethods->xRead(R(f), p, n, off);
+}
 int c_write(sqlite3_file* f, const void* p, int n, sqlite3_int64 off) {
   auto t0 = tpcb::clock_type::now();
   int rc = R(f)->pMethods->xWrite(R(f), p, n, off);
@@ -74,11 +77,14 @@ int c_write(sqlite3_file* f, const void* p, int n, sqlite3_int64 off) {
   }
   return rc;
 }
-int c_truncate(sqlite3_file* f, sqlite3_int64 size) { return R(f)->pMethods->xTruncate(R(f), size); }
+int c_truncate(sqlite3_file* f, sqlite3_int64 size) {
+  return R(f)->pMethods->xTruncate(R(f), size);
+}
 int c_sync(sqlite3_file* f, int flags) {
   auto t0 = tpcb::clock_type::now();
   int rc = R(f)->pMethods->xSync(R(f), flags);
-  if (K(f) == wal_file) counters.wal_syncs += 1;
+  if (K(f) == wal_file)
+    counters.wal_syncs += 1;
   else if (K(f) == main_db_file) {
     counters.db_syncs += 1;
     counters.db_sync_ns += elapsed_ns(t0);
@@ -89,27 +95,38 @@ int c_size(sqlite3_file* f, sqlite3_int64* s) { return R(f)->pMethods->xFileSize
 int c_lock(sqlite3_file* f, int l) { return R(f)->pMethods->xLock(R(f), l); }
 int c_unlock(sqlite3_file* f, int l) { return R(f)->pMethods->xUnlock(R(f), l); }
 int c_check(sqlite3_file* f, int* out) { return R(f)->pMethods->xCheckReservedLock(R(f), out); }
-int c_fcntl(sqlite3_file* f, int op, void* arg) { return R(f)->pMethods->xFileControl(R(f), op, arg); }
+int c_fcntl(sqlite3_file* f, int op, void* arg) {
+  return R(f)->pMethods->xFileControl(R(f), op, arg);
+}
 int c_sector(sqlite3_file* f) { return R(f)->pMethods->xSectorSize(R(f)); }
 int c_devchar(sqlite3_file* f) { return R(f)->pMethods->xDeviceCharacteristics(R(f)); }
 int c_shmmap(sqlite3_file* f, int pg, int sz, int ext, void volatile** pp) {
   return R(f)->pMethods->xShmMap(R(f), pg, sz, ext, pp);
 }
-int c_shmlock(sqlite3_file* f, int off, int n, int flags) { return R(f)->pMethods->xShmLock(R(f), off, n, flags); }
+int c_shmlock(sqlite3_file* f, int off, int n, int flags) {
+  return R(f)->pMethods->xShmLock(R(f), off, n, flags);
+}
 void c_shmbarrier(sqlite3_file* f) { R(f)->pMethods->xShmBarrier(R(f)); }
 int c_shmunmap(sqlite3_file* f, int del) { return R(f)->pMethods->xShmUnmap(R(f), del); }
-int c_fetch(sqlite3_file* f, sqlite3_int64 off, int n, void** pp) { return R(f)->pMethods->xFetch(R(f), off, n, pp); }
-int c_unfetch(sqlite3_file* f, sqlite3_int64 off, void* p) { return R(f)->pMethods->xUnfetch(R(f), off, p); }
+int c_fetch(sqlite3_file* f, sqlite3_int64 off, int n, void** pp) {
+  return R(f)->pMethods->xFetch(R(f), off, n, pp);
+}
+int c_unfetch(sqlite3_file* f, sqlite3_int64 off, void* p) {
+  return R(f)->pMethods->xUnfetch(R(f), off, p);
+}
 
-const sqlite3_io_methods count_methods = {
-    3,        c_close,  c_read,   c_write,      c_truncate,  c_sync,    c_size,
-    c_lock,   c_unlock, c_check,  c_fcntl,      c_sector,    c_devchar, c_shmmap,
-    c_shmlock, c_shmbarrier, c_shmunmap, c_fetch, c_unfetch};
+const sqlite3_io_methods count_methods = {3,          c_close,  c_read,    c_write,
+                                          c_truncate, c_sync,   c_size,    c_lock,
+                                          c_unlock,   c_check,  c_fcntl,   c_sector,
+                                          c_devchar,  c_shmmap, c_shmlock, c_shmbarrier,
+                                          c_shmunmap, c_fetch,  c_unfetch};
 
 int c_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* out_flags) {
   auto* cf = reinterpret_cast<count_file*>(f);
   cf->real = reinterpret_cast<sqlite3_file*>(cf + 1);
-  cf->kind = (flags & SQLITE_OPEN_WAL) ? wal_file : (flags & SQLITE_OPEN_MAIN_DB) ? main_db_file : other_file;
+  cf->kind = (flags & SQLITE_OPEN_WAL)       ? wal_file
+             : (flags & SQLITE_OPEN_MAIN_DB) ? main_db_file
+                                             : other_file;
   int rc = real_vfs->xOpen(real_vfs, name, cf->real, flags, out_flags);
   // The real methods must be version 3 (shared memory, memory mapping) for WAL mode.
   cf->base.pMethods = cf->real->pMethods ? &count_methods : nullptr;
@@ -118,13 +135,15 @@ int c_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int*
 
 void register_counting_vfs() {
   real_vfs = sqlite3_vfs_find(nullptr);
-  if (!real_vfs) tpcb::die("no default SQLite VFS");
+  if (!real_vfs)
+    tpcb::die("no default SQLite VFS");
   static sqlite3_vfs vfs = *real_vfs;
   vfs.zName = "tpcbcount";
   vfs.szOsFile = int(sizeof(count_file)) + real_vfs->szOsFile;
   vfs.xOpen = c_open;
   vfs.pNext = nullptr;
-  if (sqlite3_vfs_register(&vfs, 1) != SQLITE_OK) tpcb::die("cannot register the counting VFS");
+  if (sqlite3_vfs_register(&vfs, 1) != SQLITE_OK)
+    tpcb::die("cannot register the counting VFS");
 }
 
 // ---- helpers ----
@@ -161,8 +180,9 @@ sqlite3* open_db(const std::string& path, bool create) {
   return db;
 }
 
-int busy_wait(void*, int count) {  // 100 µs naps, give up after ~30 s
-  if (count > 300000) return 0;
+int busy_wait(void*, int count) { // 100 µs naps, give up after ~30 s
+  if (count > 300000)
+    return 0;
   std::this_thread::sleep_for(std::chrono::microseconds(100));
   return 1;
 }
@@ -182,15 +202,19 @@ sums read_sums(sqlite3* db) {
 void init(const tpcb::options& o) {
   std::filesystem::create_directories(o.dir);
   std::string path = o.dir + "/tpcb.db";
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  for (const char* suffix : {"", "-wal", "-shm"})
+    std::filesystem::remove(path + suffix);
   sqlite3* db = open_db(path, true);
   exec(db, "PRAGMA journal_mode=WAL");
-  exec(db, "PRAGMA synchronous=OFF");  // bulk load only; runs use FULL
-  exec(db,
-       "CREATE TABLE pgbench_branches (bid INTEGER PRIMARY KEY, bbalance INTEGER NOT NULL, filler TEXT);"
-       "CREATE TABLE pgbench_tellers (tid INTEGER PRIMARY KEY, bid INTEGER NOT NULL, tbalance INTEGER NOT NULL, filler TEXT);"
-       "CREATE TABLE pgbench_accounts (aid INTEGER PRIMARY KEY, bid INTEGER NOT NULL, abalance INTEGER NOT NULL, filler TEXT);"
-       "CREATE TABLE pgbench_history (tid INTEGER, bid INTEGER, aid INTEGER, delta INTEGER, mtime INTEGER, filler TEXT);");
+  exec(db, "PRAGMA synchronous=OFF"); // bulk load only; runs use FULL
+  exec(db, "CREATE TABLE pgbench_branches (bid INTEGER PRIMARY KEY, bbalance INTEGER NOT NULL, "
+           "filler TEXT);"
+           "CREATE TABLE pgbench_tellers (tid INTEGER PRIMARY KEY, bid INTEGER NOT NULL, tbalance "
+           "INTEGER NOT NULL, filler TEXT);"
+           "CREATE TABLE pgbench_accounts (aid INTEGER PRIMARY KEY, bid INTEGER NOT NULL, abalance "
+           "INTEGER NOT NULL, filler TEXT);"
+           "CREATE TABLE pgbench_history (tid INTEGER, bid INTEGER, aid INTEGER, delta INTEGER, "
+           "mtime INTEGER, filler TEXT);");
   exec(db, "BEGIN");
   // As pgbench -i: branch and teller fillers NULL, account filler char(84) (blank padded).
   for (std::int64_t b = 1; b <= o.scale; ++b)
@@ -198,9 +222,11 @@ void init(const tpcb::options& o) {
   for (std::int64_t t = 1; t <= tpcb::tellers_per_branch * o.scale; ++t)
     exec(db, ("INSERT INTO pgbench_tellers VALUES (" + std::to_string(t) + ", " +
               std::to_string((t - 1) / tpcb::tellers_per_branch + 1) + ", 0, NULL)")
-                 .c_str());
+               .c_str());
   sqlite3_stmt* ins = nullptr;
-  check(db, sqlite3_prepare_v2(db, "INSERT INTO pgbench_accounts VALUES (?1, ?2, 0, ?3)", -1, &ins, nullptr),
+  check(db,
+        sqlite3_prepare_v2(db, "INSERT INTO pgbench_accounts VALUES (?1, ?2, 0, ?3)", -1, &ins,
+                           nullptr),
         "prepare");
   const std::string filler(84, ' ');
   std::int64_t n = tpcb::accounts_per_branch * o.scale;
@@ -215,7 +241,8 @@ void init(const tpcb::options& o) {
   exec(db, "COMMIT");
   exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
   sqlite3_close(db);
-  std::fprintf(stderr, "sqlite_tpcb: %s loaded at scale %d (%" PRId64 " accounts)\n", path.c_str(), o.scale, n);
+  std::fprintf(stderr, "sqlite_tpcb: %s loaded at scale %d (%" PRId64 " accounts)\n", path.c_str(),
+               o.scale, n);
 }
 
 struct client {
@@ -225,7 +252,8 @@ struct client {
 
 void run(const tpcb::options& o) {
   std::string path = o.dir + "/tpcb.db";
-  if (!std::filesystem::exists(path)) tpcb::die(path + " does not exist (run init first)");
+  if (!std::filesystem::exists(path))
+    tpcb::die(path + " does not exist (run init first)");
   int scale;
   sums before;
   {
@@ -243,7 +271,8 @@ void run(const tpcb::options& o) {
     sqlite3_busy_handler(cl.db, busy_wait, nullptr);
     auto prep = [&](const char* sql) {
       sqlite3_stmt* st = nullptr;
-      check(cl.db, sqlite3_prepare_v3(cl.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr), sql);
+      check(cl.db, sqlite3_prepare_v3(cl.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr),
+            sql);
       return st;
     };
     cl.begin = prep("BEGIN IMMEDIATE");
@@ -253,7 +282,8 @@ void run(const tpcb::options& o) {
     cl.sel_a = prep("SELECT abalance FROM pgbench_accounts WHERE aid = ?1");
     cl.upd_t = prep("UPDATE pgbench_tellers SET tbalance = tbalance + ?1 WHERE tid = ?2");
     cl.upd_b = prep("UPDATE pgbench_branches SET bbalance = bbalance + ?1 WHERE bid = ?2");
-    cl.ins_h = prep("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?1, ?2, ?3, ?4, ?5)");
+    cl.ins_h =
+      prep("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (?1, ?2, ?3, ?4, ?5)");
   };
   auto txn = [&](int c, std::mt19937_64& rng) -> unsigned {
     client& cl = clients[c];
@@ -277,7 +307,8 @@ void run(const tpcb::options& o) {
       sqlite3_bind_int64(cl.sel_a, 1, in.aid);
       rc = sqlite3_step(cl.sel_a);
       check(cl.db, rc, "select account");
-      if (rc == SQLITE_ROW) (void)sqlite3_column_int64(cl.sel_a, 0);
+      if (rc == SQLITE_ROW)
+        (void)sqlite3_column_int64(cl.sel_a, 0);
       sqlite3_reset(cl.sel_a);
       sqlite3_bind_int64(cl.upd_t, 1, in.delta);
       sqlite3_bind_int64(cl.upd_t, 2, in.tid);
@@ -292,7 +323,7 @@ void run(const tpcb::options& o) {
       sqlite3_bind_int64(cl.ins_h, 5, tpcb::now_epoch_us());
       check(cl.db, step(cl.ins_h), "insert history");
       rc = step(cl.commit);
-      if (rc == SQLITE_BUSY) {  // cannot happen with BEGIN IMMEDIATE in WAL mode; be safe
+      if (rc == SQLITE_BUSY) { // cannot happen with BEGIN IMMEDIATE in WAL mode; be safe
         step(cl.rollback);
         ++retries;
         continue;
@@ -304,63 +335,77 @@ void run(const tpcb::options& o) {
   // Counters cover the timed run only (opening connections reads, never writes).
   tpcb::run_result r = tpcb::run_clients(o.clients, o.seconds, setup, txn);
   std::uint64_t wal_bytes = counters.wal_bytes, wal_syncs = counters.wal_syncs;
-  std::uint64_t db_bytes = counters.db_bytes, db_writes = counters.db_writes, db_syncs = counters.db_syncs;
-  double db_write_ms = double(counters.db_write_ns) / 1e6, db_sync_ms = double(counters.db_sync_ns) / 1e6;
+  std::uint64_t db_bytes = counters.db_bytes, db_writes = counters.db_writes,
+                db_syncs = counters.db_syncs;
+  double db_write_ms = double(counters.db_write_ns) / 1e6,
+         db_sync_ms = double(counters.db_sync_ns) / 1e6;
   int page_size = int(query_i64(clients[0].db, "PRAGMA page_size"));
   for (client& cl : clients) {
-    for (sqlite3_stmt* st : {cl.begin, cl.commit, cl.rollback, cl.upd_a, cl.sel_a, cl.upd_t, cl.upd_b, cl.ins_h})
+    for (sqlite3_stmt* st :
+         {cl.begin, cl.commit, cl.rollback, cl.upd_a, cl.sel_a, cl.upd_t, cl.upd_b, cl.ins_h})
       sqlite3_finalize(st);
     sqlite3_close(cl.db);
   }
   sqlite3* db = open_db(path, false);
   sums after = read_sums(db);
   sqlite3_close(db);
-  bool ok = after.equal() && after.history_rows - before.history_rows == std::int64_t(r.transactions);
+  bool ok = after.equal() &&
+            after.history_rows - before.history_rows == std::int64_t(r.transactions);
   double n = double(std::max<std::uint64_t>(r.transactions, 1));
   tpcb::emit(tpcb::json_line()
-                 .str("system", "sqlite")
-                 .str("version", sqlite3_libversion())
-                 .num("tps", double(r.transactions) / r.duration_s)
-                 .u64("transactions", r.transactions)
-                 .u64("retries", r.retries)
-                 .num("duration_s", r.duration_s)
-                 .i64("clients", o.clients)
-                 .i64("scale", scale)
-                 .i64("cache_mb_per_connection", o.cache_mb)
-                 .i64("page_size", page_size)
-                 .raw("latency_ms", tpcb::latency_json(r))
-                 .u64("log_bytes", wal_bytes)
-                 .num("log_bytes_per_transaction", double(wal_bytes) / n)
-                 .str("log_measure", "bytes written to the -wal file (frames of page size + 24), counted by a VFS shim")
-                 .u64("wal_fsyncs", wal_syncs)
-                 .num("checkpoint_pages_written", double(db_bytes) / page_size)
-                 .u64("checkpoint_write_calls", db_writes)
-                 .u64("checkpoint_fsyncs", db_syncs)
-                 .num("checkpoint_write_ms", db_write_ms)
-                 .num("checkpoint_sync_ms", db_sync_ms)
-                 .raw("sums", after.json())
-                 .boolean("invariant_ok", ok)
-                 .text(),
+               .str("system", "sqlite")
+               .str("version", sqlite3_libversion())
+               .num("tps", double(r.transactions) / r.duration_s)
+               .u64("transactions", r.transactions)
+               .u64("retries", r.retries)
+               .num("duration_s", r.duration_s)
+               .i64("clients", o.clients)
+               .i64("scale", scale)
+               .i64("cache_mb_per_connection", o.cache_mb)
+               .i64("page_size", page_size)
+               .raw("latency_ms", tpcb::latency_json(r))
+               .u64("log_bytes", wal_bytes)
+               .num("log_bytes_per_transaction", double(wal_bytes) / n)
+               .str("log_measure", "bytes written to the -wal file (frames of page size + 24), "
+                                   "counted by a VFS shim")
+               .u64("wal_fsyncs", wal_syncs)
+               .num("checkpoint_pages_written", double(db_bytes) / page_size)
+               .u64("checkpoint_write_calls", db_writes)
+               .u64("checkpoint_fsyncs", db_syncs)
+               .num("checkpoint_write_ms", db_write_ms)
+               .num("checkpoint_sync_ms", db_sync_ms)
+               .raw("sums", after.json())
+               .boolean("invariant_ok", ok)
+               .text(),
              o.json);
-  if (!ok) std::exit(1);
+  if (!ok)
+    std::exit(1);
 }
 
 void check_only(const tpcb::options& o) {
   sqlite3* db = open_db(o.dir + "/tpcb.db", false);
   sums s = read_sums(db);
   sqlite3_close(db);
-  tpcb::emit(tpcb::json_line().str("system", "sqlite").raw("sums", s.json()).boolean("invariant_ok", s.equal()).text(),
+  tpcb::emit(tpcb::json_line()
+               .str("system", "sqlite")
+               .raw("sums", s.json())
+               .boolean("invariant_ok", s.equal())
+               .text(),
              o.json);
-  if (!s.equal()) std::exit(1);
+  if (!s.equal())
+    std::exit(1);
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   tpcb::options o = tpcb::parse(argc, argv, "");
   register_counting_vfs();
-  if (o.command == "init") init(o);
-  else if (o.command == "run") run(o);
-  else check_only(o);
+  if (o.command == "init")
+    init(o);
+  else if (o.command == "run")
+    run(o);
+  else
+    check_only(o);
   return 0;
 }

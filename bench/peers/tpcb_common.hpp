@@ -14,10 +14,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <cstdarg>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,13 +33,13 @@ namespace tpcb {
 using clock_type = std::chrono::steady_clock;
 
 struct options {
-  std::string command;  // init | run | check
-  std::string dir;      // data directory
+  std::string command; // init | run | check
+  std::string dir;     // data directory
   int scale = 1;
   int clients = 1;
   double seconds = 10;
   int cache_mb = 128;
-  std::string json;     // also write the JSON line here
+  std::string json; // also write the JSON line here
 };
 
 [[noreturn]] inline void usage(const char* prog, const char* extra) {
@@ -53,22 +53,32 @@ struct options {
 
 inline options parse(int argc, char** argv, const char* extra_usage) {
   options o;
-  if (argc < 2) usage(argv[0], extra_usage);
+  if (argc < 2)
+    usage(argv[0], extra_usage);
   o.command = argv[1];
-  if (o.command != "init" && o.command != "run" && o.command != "check") usage(argv[0], extra_usage);
+  if (o.command != "init" && o.command != "run" && o.command != "check")
+    usage(argv[0], extra_usage);
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(argv[0], extra_usage);
+      if (i + 1 >= argc)
+        usage(argv[0], extra_usage);
       return argv[++i];
     };
-    if (a == "-D") o.dir = value();
-    else if (a == "-s") o.scale = std::atoi(value().c_str());
-    else if (a == "-c") o.clients = std::atoi(value().c_str());
-    else if (a == "-T") o.seconds = std::atof(value().c_str());
-    else if (a == "--cache-mb") o.cache_mb = std::atoi(value().c_str());
-    else if (a == "--json") o.json = value();
-    else usage(argv[0], extra_usage);
+    if (a == "-D")
+      o.dir = value();
+    else if (a == "-s")
+      o.scale = std::atoi(value().c_str());
+    else if (a == "-c")
+      o.clients = std::atoi(value().c_str());
+    else if (a == "-T")
+      o.seconds = std::atof(value().c_str());
+    else if (a == "--cache-mb")
+      o.cache_mb = std::atoi(value().c_str());
+    else if (a == "--json")
+      o.json = value();
+    else
+      usage(argv[0], extra_usage);
   }
   if (o.dir.empty() || o.scale < 1 || o.clients < 1 || o.seconds <= 0 || o.cache_mb < 1)
     usage(argv[0], extra_usage);
@@ -94,8 +104,8 @@ inline input random_input(std::mt19937_64& rng, int scale) {
 
 inline std::int64_t now_epoch_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
 }
 
 struct run_result {
@@ -120,23 +130,29 @@ inline run_result run_clients(int clients, double seconds,
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&, c] {
       client_setup(c);
-      std::mt19937_64 rng(0x9e3779b97f4a7c15ull * std::uint64_t(c + 1) ^ std::uint64_t(now_epoch_us()));
+      std::mt19937_64 rng(0x9e3779b97f4a7c15ull * std::uint64_t(c + 1) ^
+                          std::uint64_t(now_epoch_us()));
       lat[c].reserve(1 << 16);
       ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      while (!go.load(std::memory_order_acquire))
+        std::this_thread::yield();
       for (;;) {
         auto t0 = clock_type::now();
-        if (t0 >= deadline) break;
+        if (t0 >= deadline)
+          break;
         retries[c] += txn(c, rng);
         auto t1 = clock_type::now();
         lat[c].push_back(std::chrono::duration<float, std::milli>(t1 - t0).count());
       }
     });
-  while (ready.load() < clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (ready.load() < clients)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   start = clock_type::now();
-  deadline = start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
+  deadline = start + std::chrono::duration_cast<clock_type::duration>(
+                       std::chrono::duration<double>(seconds));
   go.store(true, std::memory_order_release);
-  for (auto& t : threads) t.join();
+  for (auto& t : threads)
+    t.join();
   auto end = clock_type::now();
 
   run_result r;
@@ -150,8 +166,9 @@ inline run_result run_clients(int clients, double seconds,
   if (!all.empty()) {
     std::sort(all.begin(), all.end());
     double sum = 0;
-    for (float v : all) sum += v;
-    auto pct = [&](double p) {  // nearest rank
+    for (float v : all)
+      sum += v;
+    auto pct = [&](double p) { // nearest rank
       std::size_t k = std::size_t(std::ceil(p * double(all.size())));
       return double(all[std::min(all.size() - 1, k == 0 ? 0 : k - 1)]);
     };
@@ -174,7 +191,8 @@ public:
   json_line& str(const char* k, const std::string& v) {
     std::string q = "\"";
     for (char ch : v) {
-      if (ch == '"' || ch == '\\') q += '\\';
+      if (ch == '"' || ch == '\\')
+        q += '\\';
       q += ch;
     }
     return raw(k, q + "\"");
@@ -199,12 +217,12 @@ private:
 
 inline std::string latency_json(const run_result& r) {
   return json_line()
-      .num("avg", r.avg_ms)
-      .num("p50", r.p50_ms)
-      .num("p99", r.p99_ms)
-      .num("p999", r.p999_ms)
-      .num("max", r.max_ms)
-      .text();
+    .num("avg", r.avg_ms)
+    .num("p50", r.p50_ms)
+    .num("p99", r.p99_ms)
+    .num("p999", r.p999_ms)
+    .num("max", r.max_ms)
+    .text();
 }
 
 /// Prints the line on stdout and, when asked, writes it to `path`.
@@ -243,4 +261,4 @@ struct balance_sums {
   }
 };
 
-}  // namespace tpcb
+} // namespace tpcb

@@ -75,9 +75,9 @@ public:
   /// not HOST:PORT, `name` is not a standby name), replication_error (the primary cannot
   /// be reached or refuses), data_error (the primary sent an inconsistent copy), io_error
   /// (writing the copy failed).
-  static base_backup_report base_backup(const std::string& new_dir, const std::string& primary,
-                                        const std::string& name = "",
-                                        const std::function<void(const std::string&)>& progress = {});
+  static base_backup_report
+  base_backup(const std::string& new_dir, const std::string& primary, const std::string& name = "",
+              const std::function<void(const std::string&)>& progress = {});
 
   ~database(); // closes (ignoring a failure already reported) if close() was not called
   database(const database&) = delete;
@@ -122,8 +122,9 @@ public:
   /// relation id out of range, or closed).
   block_number relation_blocks(relation_id relation) const;
   /// What the commit-status log records for `id` (unknown: never committed or aborted, too
-  /// old to be kept, or an id this database has not assigned yet). Open read-only too: it then reads the log's files. Throws:
-  /// usage_error (closed), io_error (a page of the log could not be read or written).
+  /// old to be kept, or an id this database has not assigned yet). Open read-only too: it then
+  /// reads the log's files. Throws: usage_error (closed), io_error (a page of the log could not be
+  /// read or written).
   transaction_status status_of(transaction_id id) const;
 
   /// Test hooks. simulate_power_loss() needs open_options::faults: unsynced writes are

@@ -41,11 +41,11 @@ struct fault_injection {
   std::uint64_t crash_after_writes = 0; // the N-th write crashes (0: never); the process
                                         // exits with status 3 after the simulated loss
   crash_mode mode = crash_mode::lose_unsynced;
-  bool tear_every_write = false;        // torn mode: every write that can tear does
-  std::uint64_t seed = 1;               // which writes are lost or torn
-  std::uint64_t fail_fsync_after = 0;   // the N-th fsync fails with EIO (0: never)
-  std::string fail_fsync_match;         // ... counting only files whose path contains this
-  std::string journal_path;             // keep unsynced writes across runs in this file
+  bool tear_every_write = false;      // torn mode: every write that can tear does
+  std::uint64_t seed = 1;             // which writes are lost or torn
+  std::uint64_t fail_fsync_after = 0; // the N-th fsync fails with EIO (0: never)
+  std::string fail_fsync_match;       // ... counting only files whose path contains this
+  std::string journal_path;           // keep unsynced writes across runs in this file
   /// Bad reads of bytes this run wrote and fsynced (a standby's received WAL, when
   /// bad_read_match is "/wal/"): counting only reads of such bytes in files whose path
   /// contains bad_read_match, the bad_read_after-th one (0: none) and the next
@@ -60,19 +60,19 @@ struct fault_injection {
 /// The checkpointer's progress, as it goes.
 struct checkpoint_event {
   checkpoint_phase phase = checkpoint_phase::idle;
-  const char* reason = "";              // "timed", "wal", "requested", "shutdown", ...
-  std::uint64_t buffers_total = 0;      // dirty buffers the checkpoint writes
+  const char* reason = "";         // "timed", "wal", "requested", "shutdown", ...
+  std::uint64_t buffers_total = 0; // dirty buffers the checkpoint writes
   std::uint64_t buffers_written = 0;
-  double progress = 0;                  // buffers_written / buffers_total
-  double schedule = 0;                  // where the paced schedule says it should be
-  bool napping = false;                 // ahead of the schedule: pausing
+  double progress = 0;  // buffers_written / buffers_total
+  double schedule = 0;  // where the paced schedule says it should be
+  bool napping = false; // ahead of the schedule: pausing
 };
 
 /// One fsync the sync worker performed for a checkpoint.
 struct file_sync_event {
   enum class file_kind { relation_segment, commit_log_segment } kind = file_kind::relation_segment;
-  relation_id relation = 0;   // relation segments
-  std::uint32_t segment = 0;  // segment number (of the relation, or of the commit-status log)
+  relation_id relation = 0;  // relation segments
+  std::uint32_t segment = 0; // segment number (of the relation, or of the commit-status log)
 };
 
 /// Receives events from the engine's background actors. Called on the engine's own
@@ -85,8 +85,8 @@ public:
 };
 
 struct open_options {
-  std::vector<std::string> settings;          // KEY=VALUE, for this run
-  std::shared_ptr<observer> events;           // optional
+  std::vector<std::string> settings; // KEY=VALUE, for this run
+  std::shared_ptr<observer> events;  // optional
   /// Receives each log line (checkpoints with log_checkpoints=on, the end of a recovery),
   /// on a Tidemark thread; empty: lines go to stderr. Like the observer's callbacks it must
   /// not call database::checkpoint() or close() (usage_error).
@@ -105,8 +105,8 @@ struct open_options {
   /// Off: the standby does not connect; redo replays the WAL it has and stops there (to
   /// promote a standby whose primary is gone).
   bool stream = true;
-  std::optional<fault_injection> faults;      // test hook
-  bool trace = false;                         // test hook: record every write-path message
+  std::optional<fault_injection> faults; // test hook
+  bool trace = false;                    // test hook: record every write-path message
 };
 
 /// Writes a new directory's initial data straight into its files, before the first
@@ -127,9 +127,9 @@ public:
 };
 
 struct create_options {
-  std::vector<std::string> settings;                   // KEY=VALUE, written to tidemark.conf
-  std::function<void(initial_loader&)> initial_data;   // optional
-  std::optional<fault_injection> faults;               // test hook
+  std::vector<std::string> settings;                 // KEY=VALUE, written to tidemark.conf
+  std::function<void(initial_loader&)> initial_data; // optional
+  std::optional<fault_injection> faults;             // test hook
 };
 
 } // namespace tidemark

@@ -19,39 +19,47 @@ struct recovery_report {
   std::uint64_t startup_sync_files = 0; // fsynced before recovery wrote (0 with syncfs)
   double startup_sync_seconds = 0;
   std::uint64_t redo_lsn = 0, end_lsn = 0;
-  std::string end_reason;               // why redo stopped where it did
-  std::uint64_t records = 0;            // WAL records replayed
+  std::string end_reason;    // why redo stopped where it did
+  std::uint64_t records = 0; // WAL records replayed
   std::uint64_t blocks_applied = 0;
-  std::uint64_t images_restored = 0;    // full-page images written back
-  std::uint64_t pages_repaired = 0;     // restored from the doublewrite buffer
-  std::uint64_t repaired_checksum = 0;  // of which the on-disk page failed verification
-  std::uint64_t repaired_lsn = 0;       // of which it was valid but older
-  std::uint64_t repaired_bytes = 0;     // of which it had the same LSN but other bytes
-  std::uint64_t ring_images_read = 0;   // doublewrite images the repair read
-  std::uint64_t ring_records_read = 0;  // of intact records
-  std::uint64_t ring_bytes_read = 0;    // of the ring file, in all its passes
-  bool ring_bounded = false;            // the ring's header bounded the repair to live records
-  double repair_seconds = 0;            // the doublewrite repair
-  std::uint64_t wal_bytes = 0;          // from the redo point to where redo stopped
-  std::uint64_t pages_read = 0;         // read by redo itself
-  std::uint64_t pages_prefetched = 0;   // read ahead of redo (recovery_prefetch)
-  std::uint64_t prefetch_hits = 0;      // of which redo used before they were evicted
-  std::uint64_t pages_advised = 0;      // left to the kernel to read ahead (a pool under 128 buffers)
-  std::string prefetch_error;           // why prefetch stopped early (redo read for itself)
+  std::uint64_t images_restored = 0;   // full-page images written back
+  std::uint64_t pages_repaired = 0;    // restored from the doublewrite buffer
+  std::uint64_t repaired_checksum = 0; // of which the on-disk page failed verification
+  std::uint64_t repaired_lsn = 0;      // of which it was valid but older
+  std::uint64_t repaired_bytes = 0;    // of which it had the same LSN but other bytes
+  std::uint64_t ring_images_read = 0;  // doublewrite images the repair read
+  std::uint64_t ring_records_read = 0; // of intact records
+  std::uint64_t ring_bytes_read = 0;   // of the ring file, in all its passes
+  bool ring_bounded = false;           // the ring's header bounded the repair to live records
+  double repair_seconds = 0;           // the doublewrite repair
+  std::uint64_t wal_bytes = 0;         // from the redo point to where redo stopped
+  std::uint64_t pages_read = 0;        // read by redo itself
+  std::uint64_t pages_prefetched = 0;  // read ahead of redo (recovery_prefetch)
+  std::uint64_t prefetch_hits = 0;     // of which redo used before they were evicted
+  std::uint64_t pages_advised = 0; // left to the kernel to read ahead (a pool under 128 buffers)
+  std::string prefetch_error;      // why prefetch stopped early (redo read for itself)
   std::uint64_t pages_written_by_redo = 0;       // victims redo (or its prefetch) wrote itself
   std::uint64_t pages_written_by_bgwriter = 0;   // during redo
   std::uint64_t pages_written_by_checkpoint = 0; // by the end-of-recovery checkpoint
-  double checkpoint_seconds = 0;        // the end-of-recovery checkpoint
-  double seconds = 0;                   // redo
+  double checkpoint_seconds = 0;                 // the end-of-recovery checkpoint
+  double seconds = 0;                            // redo
 
-  /// Calls visit(name, field) for every field, in order, with its published name (its path in `tidemark recover --json`):
-  /// writers (JSON, logs) and tests go through this list, so a new field is added here
-  /// and where it is set. tests/runtime/reports_test.cpp checks that it names every field.
-  template <class Visit> void visit_fields(Visit&& visit) { visit_all(*this, visit); }
-  template <class Visit> void visit_fields(Visit&& visit) const { visit_all(*this, visit); }
+  /// Calls visit(name, field) for every field, in order, with its published name (its path in
+  /// `tidemark recover --json`): writers (JSON, logs) and tests go through this list, so a new
+  /// field is added here and where it is set. tests/runtime/reports_test.cpp checks that it names
+  /// every field.
+  template <class Visit>
+  void visit_fields(Visit&& visit) {
+    visit_all(*this, visit);
+  }
+  template <class Visit>
+  void visit_fields(Visit&& visit) const {
+    visit_all(*this, visit);
+  }
 
 private:
-  template <class Self, class Visit> static void visit_all(Self& r, Visit& visit) {
+  template <class Self, class Visit>
+  static void visit_all(Self& r, Visit& visit) {
     visit("recovery.needed", r.needed);
     visit("recovery.previous_state", r.previous_state);
     visit("recovery.protection", r.protection);
@@ -90,11 +98,11 @@ private:
 /// What check_files() found. failures counts every problem of every kind.
 struct file_check_report {
   bool control_file_ok = false;
-  bool needs_recovery = false;             // the last stop was not clean (pages may be torn)
+  bool needs_recovery = false;                  // the last stop was not clean (pages may be torn)
   std::uint64_t wal_records = 0, wal_bytes = 0; // valid WAL from the redo point on
-  std::string wal_end;                     // why that WAL ends where it does
+  std::string wal_end;                          // why that WAL ends where it does
   std::uint64_t pages_checked = 0;
-  std::uint64_t ring_images = 0;           // doublewrite ring images in intact records
+  std::uint64_t ring_images = 0; // doublewrite ring images in intact records
   std::uint64_t failures = 0;
   std::vector<std::string> first_failures; // "bad checksum in base/3.0 block 17", ...
 };
@@ -106,9 +114,9 @@ struct power_loss_report {
 
 /// A standby's stream as it stands (database::standby()). LSNs are WAL byte positions.
 struct standby_status {
-  bool connected = false;     // streaming from its primary now
-  std::string primary;        // HOST:PORT
-  std::string error;          // why it is not streaming, when it is not; why it stopped
+  bool connected = false; // streaming from its primary now
+  std::string primary;    // HOST:PORT
+  std::string error;      // why it is not streaming, when it is not; why it stopped
   /// The standby stopped after a failure (error says why and where redo stopped, e.g. WAL
   /// fsynced here that could not be read back): it neither replays nor confirms WAL to its
   /// primary, and promote() refuses. Close it and open it again (or promote it offline):
@@ -124,17 +132,25 @@ struct standby_status {
   std::uint64_t restart_redo = 0;    // a restart replays from here (its last restartpoint)
   std::uint64_t wal_rereads = 0;     // WAL redo (or its prefetch) read again after it read back
                                      // wrong (zeros, short, an error) where it had been fsynced
-  double seconds_behind = 0;  // since the primary last answered, while replay is behind it
+  double seconds_behind = 0;         // since the primary last answered, while replay is behind it
   std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0; // by replay
 
-  /// Calls visit(name, field) for every field, in order, with its published name (its key in `tidemark standby --json`):
-  /// writers (JSON, logs) and tests go through this list, so a new field is added here
-  /// and where it is set. tests/runtime/reports_test.cpp checks that it names every field.
-  template <class Visit> void visit_fields(Visit&& visit) { visit_all(*this, visit); }
-  template <class Visit> void visit_fields(Visit&& visit) const { visit_all(*this, visit); }
+  /// Calls visit(name, field) for every field, in order, with its published name (its key in
+  /// `tidemark standby --json`): writers (JSON, logs) and tests go through this list, so a new
+  /// field is added here and where it is set. tests/runtime/reports_test.cpp checks that it names
+  /// every field.
+  template <class Visit>
+  void visit_fields(Visit&& visit) {
+    visit_all(*this, visit);
+  }
+  template <class Visit>
+  void visit_fields(Visit&& visit) const {
+    visit_all(*this, visit);
+  }
 
 private:
-  template <class Self, class Visit> static void visit_all(Self& r, Visit& visit) {
+  template <class Self, class Visit>
+  static void visit_all(Self& r, Visit& visit) {
     visit("connected", r.connected);
     visit("primary", r.primary);
     visit("error", r.error);
@@ -160,7 +176,7 @@ struct standby_info {
   std::string name;
   bool connected = false;
   std::uint64_t sent = 0, written = 0, flushed = 0, replayed = 0; // WAL positions
-  std::uint64_t pages_read = 0, prefetch_hits = 0;                 // by its replay
+  std::uint64_t pages_read = 0, prefetch_hits = 0;                // by its replay
   double seconds_since_heard = 0;
 };
 
@@ -173,14 +189,22 @@ struct base_backup_report {
   std::uint64_t redo_lsn = 0, end_lsn = 0; // replay from redo_lsn; consistent at end_lsn
   double seconds = 0;
 
-  /// Calls visit(name, field) for every field, in order, with its published name (its key in `tidemark basebackup --json`):
-  /// writers (JSON, logs) and tests go through this list, so a new field is added here
-  /// and where it is set. tests/runtime/reports_test.cpp checks that it names every field.
-  template <class Visit> void visit_fields(Visit&& visit) { visit_all(*this, visit); }
-  template <class Visit> void visit_fields(Visit&& visit) const { visit_all(*this, visit); }
+  /// Calls visit(name, field) for every field, in order, with its published name (its key in
+  /// `tidemark basebackup --json`): writers (JSON, logs) and tests go through this list, so a new
+  /// field is added here and where it is set. tests/runtime/reports_test.cpp checks that it names
+  /// every field.
+  template <class Visit>
+  void visit_fields(Visit&& visit) {
+    visit_all(*this, visit);
+  }
+  template <class Visit>
+  void visit_fields(Visit&& visit) const {
+    visit_all(*this, visit);
+  }
 
 private:
-  template <class Self, class Visit> static void visit_all(Self& r, Visit& visit) {
+  template <class Self, class Visit>
+  static void visit_all(Self& r, Visit& visit) {
     visit("standby_name", r.standby_name);
     visit("files", r.files);
     visit("bytes", r.bytes);

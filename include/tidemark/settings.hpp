@@ -12,7 +12,7 @@
 namespace tidemark {
 
 struct setting_description {
-  std::string name;          // "shared_buffers"
+  std::string name; // "shared_buffers"
   /// "size" (B, kB, MB, GB, TB), "duration" (ms, s, min, h, d), "integer", "real",
   /// "boolean" (on, off; also true/false, yes/no, 1/0), "enum" (one of `allowed`),
   /// "address" (HOST:PORT).

@@ -51,12 +51,12 @@ struct statistics {
     latency_distribution fsync_latency;
   } wal;
   struct buffer_counters {
-    std::uint64_t pool_size = 0;          // buffers
-    std::uint64_t dirty = 0;              // now
-    std::uint64_t allocated = 0;          // buffers handed out for a page not in the pool
-    std::uint64_t from_supply = 0;        // of which the bgwriter had cleaned and set aside
-    std::uint64_t supply_alarms = 0;      // sessions found that supply low and woke the bgwriter
-    std::uint64_t written_by_sessions = 0;     // dirty victims a session wrote itself
+    std::uint64_t pool_size = 0;           // buffers
+    std::uint64_t dirty = 0;               // now
+    std::uint64_t allocated = 0;           // buffers handed out for a page not in the pool
+    std::uint64_t from_supply = 0;         // of which the bgwriter had cleaned and set aside
+    std::uint64_t supply_alarms = 0;       // sessions found that supply low and woke the bgwriter
+    std::uint64_t written_by_sessions = 0; // dirty victims a session wrote itself
     std::uint64_t written_by_bgwriter = 0;
     std::uint64_t written_by_checkpointer = 0;
     std::uint64_t bgwriter_maxwritten_clean = 0; // bgwriter rounds cut short by lru_maxpages
@@ -70,16 +70,16 @@ struct statistics {
     std::uint64_t requests = 0, absorbed = 0, fsyncs = 0;
   } syncs;
   struct doublewrite_counters {
-    std::uint64_t ring_pages = 0;         // 0 unless torn_page_protection=doublewrite
+    std::uint64_t ring_pages = 0; // 0 unless torn_page_protection=doublewrite
     std::uint64_t batches = 0, pages = 0, bytes = 0, fsyncs = 0;
     std::uint64_t slot_waits = 0, ring_full_waits = 0;
     latency_distribution fsync_latency;
   } doublewrite;
-  std::uint64_t commits = 0;              // acknowledged (or, asynchronous, logged) commits
-  std::uint64_t conflicts = 0;            // commits refused with conflict_error
-  std::uint64_t fault_writes_issued = 0;  // writes the fault-injecting engine saw (test hook)
-  bool failed = false;                    // the engine stopped after a failure
-  std::string failure;                    // why
+  std::uint64_t commits = 0;             // acknowledged (or, asynchronous, logged) commits
+  std::uint64_t conflicts = 0;           // commits refused with conflict_error
+  std::uint64_t fault_writes_issued = 0; // writes the fault-injecting engine saw (test hook)
+  bool failed = false;                   // the engine stopped after a failure
+  std::string failure;                   // why
 };
 
 } // namespace tidemark

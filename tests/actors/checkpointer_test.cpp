@@ -72,7 +72,7 @@ struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
   explicit checkpoint_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {})
     : test::engine_fixture(std::move(settings), wrap) {
     worker = actors::spawn_sync_worker(system, engine, false);
-    engine.registry.attach(worker, engine.trace.get());
+    engine.store.registry.attach(worker, engine.store.trace.get());
     checkpointer = actors::spawn_checkpointer(system, engine, worker, false);
     run();
   }
@@ -89,7 +89,7 @@ struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
     for (storage::rel_id rel : rels) {
       create_file(rel);
       storage::file_write written{{storage::file_kind::relation, {rel, 0}}, bytes, 0, bytes};
-      engine.registry.register_files(&written, 1, storage::write_source::backend);
+      engine.store.registry.register_files(&written, 1, storage::write_source::backend);
     }
   }
 
@@ -148,7 +148,7 @@ TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before
   f.request(a);
   f.run();
   REQUIRE(a.done);
-  auto all = f.engine.trace->events();
+  auto all = f.engine.store.trace->events();
   std::size_t begin = f.index_of(all, trace_type::checkpoint_begin);
   std::size_t record = f.index_of(all, trace_type::checkpoint_record);
   REQUIRE(record < all.size());
@@ -218,8 +218,8 @@ TEST_CASE("checkpointer: a failed fsync stops the checkpoint before its record (
 
 TEST_CASE("checkpointer: no automatic checkpoint starts while crash recovery replays WAL") {
   checkpoint_fixture f({"wal_segment_size=64kB", "max_wal_size=128kB"});
-  const storage::lsn_t start = f.engine.wal->inserted_lsn();
-  for (storage::block_id b = 0; f.engine.wal->inserted_lsn() - start < (256u << 10); ++b)
+  const storage::lsn_t start = f.engine.store.wal->inserted_lsn();
+  for (storage::block_id b = 0; f.engine.store.wal->inserted_lsn() - start < (256u << 10); ++b)
     f.touch(3, b % 40); // far more WAL than the trigger allows
   f.engine.recovering.store(true);
   f.scheduler.advance_time(std::chrono::milliseconds(200)); // the 100 ms tick fires
@@ -247,7 +247,7 @@ TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint m
   CHECK(shutdown.error);
   CHECK(f.events(trace_type::checkpoint_begin).empty());
   CHECK(f.engine.control().checkpoint_lsn == previous); // redo point and WAL left alone
-  CHECK_FALSE(f.engine.failed()); // refused, not a failure: recovery goes on
+  CHECK_FALSE(f.engine.failed());                       // refused, not a failure: recovery goes on
   f.request(end_of_recovery, checkpoint_reason::end_of_recovery);
   f.run();
   REQUIRE(end_of_recovery.done);
@@ -264,7 +264,7 @@ TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of 
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done); // in its sync phase, the next fsync minutes away
-  CHECK(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
+  CHECK(f.engine.counters.checkpoints.phase.load() == messages::checkpoint_phase::sync);
   CHECK(f.events(trace_type::fsync).size() < 4);
   f.request(shutdown, checkpoint_reason::shutdown);
   f.run();
@@ -283,7 +283,7 @@ TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of 
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done); // napping between write steps
-  CHECK(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::write);
+  CHECK(f.engine.counters.checkpoints.phase.load() == messages::checkpoint_phase::write);
   f.request(requested);
   f.run();
   REQUIRE(paced.done);
@@ -301,7 +301,8 @@ TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpo
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done); // napping: by time, the schedule is barely under way
-  for (storage::block_id b = 0; f.engine.wal->inserted_lsn() - f.engine.control().redo_lsn < (1200u << 10); ++b)
+  for (storage::block_id b = 0;
+       f.engine.store.wal->inserted_lsn() - f.engine.control().redo_lsn < (1200u << 10); ++b)
     f.touch(4, b % 200); // WAL past max_wal_size / (1 + target) since the redo point
   caf::anon_send(f.checkpointer, messages::tick_atom::value);
   f.run();
@@ -317,13 +318,14 @@ TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the s
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done);
-  REQUIRE(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
+  REQUIRE(f.engine.counters.checkpoints.phase.load() == messages::checkpoint_phase::sync);
   // WAL to 90 % of what the checkpoint may consume (completion_target of the trigger's
   // budget, max_wal_size / (1 + target)), in far less real time than the phase was given:
   // at that rate the rest is due within a ninth of the time taken so far.
   double allowed = 0.9 * (4.0 * (1u << 20)) / 1.9;
   storage::lsn_t redo = f.engine.control().redo_lsn;
-  for (storage::block_id b = 0; double(f.engine.wal->inserted_lsn() - redo) < 0.9 * allowed; ++b)
+  for (storage::block_id b = 0; double(f.engine.store.wal->inserted_lsn() - redo) < 0.9 * allowed;
+       ++b)
     f.touch(3, b % 200);
   caf::anon_send(f.checkpointer, messages::tick_atom::value);
   f.run();
@@ -366,8 +368,8 @@ TEST_CASE("checkpointer: dirty buffers are written in file and block order (C5)"
     std::size_t dot = file.find('.');
     auto rel = static_cast<storage::rel_id>(std::stoul(file.substr(0, dot)));
     std::uint64_t segno = std::stoull(file.substr(dot + 1));
-    written.push_back({rel, static_cast<storage::block_id>(
-                              segno * blocks_per_segment + offset / f.engine.config.page_size)});
+    written.push_back({rel, static_cast<storage::block_id>(segno * blocks_per_segment +
+                                                           offset / f.engine.config.page_size)});
   }
   REQUIRE(written.size() == 90);
   for (std::size_t i = 1; i < written.size(); ++i)
@@ -385,7 +387,7 @@ TEST_CASE("checkpointer: the bgwriter keeps cleaning while a checkpoint is in it
   checkpoint_fixture::answer paced;
   f.request(paced, checkpoint_reason::time, false);
   f.run();
-  REQUIRE(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
+  REQUIRE(f.engine.counters.checkpoints.phase.load() == messages::checkpoint_phase::sync);
   // Sessions go on dirtying more blocks than the pool holds; the bgwriter's rounds clean
   // ahead of their clock sweep meanwhile.
   storage::block_id next = 0;
@@ -396,7 +398,7 @@ TEST_CASE("checkpointer: the bgwriter keeps cleaning while a checkpoint is in it
     f.run();
   }
   CHECK_FALSE(f.events(trace_type::bgwriter_write).empty());
-  CHECK(f.engine.checkpoints.phase.load() == messages::checkpoint_phase::sync);
+  CHECK(f.engine.counters.checkpoints.phase.load() == messages::checkpoint_phase::sync);
   CHECK_FALSE(paced.done);
   caf::anon_send_exit(bgwriter, caf::exit_reason::user_shutdown);
   f.run();
@@ -430,8 +432,8 @@ TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did"
   const std::string& line = lines[0];
   CAPTURE(line);
   CHECK(line.rfind("LOG:  checkpoint complete (requested): wrote 12 buffers (", 0) == 0);
-  for (const char* field : {"write=", "sync=", "total=", "sync files=", "longest=", "average=",
-                            "distance="})
+  for (const char* field :
+       {"write=", "sync=", "total=", "sync files=", "longest=", "average=", "distance="})
     CHECK(line.find(field) != std::string::npos);
   // The files it fsynced: relation 5's and relation 3's first segments at least.
   std::size_t at = line.find("sync files=");
@@ -439,16 +441,17 @@ TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did"
   CHECK(std::stoul(line.substr(at + 11)) >= 2);
 }
 
-TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring chunk that writer needs") {
+TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring chunk that writer "
+          "needs") {
   // A two-batch ring has two chunks of staging memory. A writer of the test's holds one;
   // redo is writing a victim that the checkpoint must write too, and needs a chunk to
   // finish it. The checkpoint waits for that write: it must not hold the other chunk
   // meanwhile (the deadlock a promoted doublewrite standby once hung in).
   checkpoint_fixture f({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
                         "doublewrite_ring_pages=16", "write_back_sweep=0"});
-  f.engine.batcher = actors::spawn_dw_batcher(f.system, f.engine, f.worker, false);
-  storage::buffer_pool& pool = *f.engine.pool;
-  storage::doublewrite_ring& ring = *f.engine.ring;
+  f.engine.store.batcher = actors::spawn_dw_batcher(f.system, f.engine, f.worker, false);
+  storage::buffer_pool& pool = *f.engine.store.pool;
+  storage::doublewrite_ring& ring = *f.engine.store.ring;
   for (storage::block_id b = 0; b < 4; ++b)
     f.touch(3, b);
   const storage::buffer_id victim = pool.pin({3, 0}); // first in file and block order (C5)
@@ -485,21 +488,22 @@ TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring ch
     CHECK_FALSE(pool.is_dirty(buffer));
     pool.unpin(buffer);
   }
-  caf::anon_send_exit(f.engine.batcher, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(f.engine.store.batcher, caf::exit_reason::user_shutdown);
   f.run();
 }
 
-TEST_CASE("checkpointer: WAL before the redo point goes only after the control file points past it (C2)") {
+TEST_CASE("checkpointer: WAL before the redo point goes only after the control file points past it "
+          "(C2)") {
   checkpoint_fixture f({"wal_segment_size=256kB", "max_wal_size=64MB"});
   const std::uint64_t segment = f.engine.config.wal_segment_size;
-  for (storage::block_id b = 0; f.engine.wal->inserted_lsn() < 3 * segment; ++b)
+  for (storage::block_id b = 0; f.engine.store.wal->inserted_lsn() < 3 * segment; ++b)
     f.touch(3, b % 500); // WAL over several segments
   storage::lsn_t oldest = storage::wal_log::list_segments(f.engine.data_dir + "/wal").front();
   checkpoint_fixture::answer a;
   f.request(a);
   f.run();
   REQUIRE(a.done);
-  auto all = f.engine.trace->events();
+  auto all = f.engine.store.trace->events();
   std::size_t control = f.index_of(all, trace_type::control_file_written);
   std::size_t recycled = f.index_of(all, trace_type::wal_recycled);
   REQUIRE(control < all.size());

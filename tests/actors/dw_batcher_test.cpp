@@ -3,11 +3,11 @@
 // batch of incompressible pages: a batch that finds no room waits at the batcher, hurries
 // the retirement of the batch in the ring, and is written into the space that retirement
 // frees (never before: D2), once a header past it is durable; the checkpointer's flush
-// request sent meanwhile is answered only after the waiting batch is written. A writer's flush request while batches merely
-// wait for the next drain (the ring has room) hurries no retirement fsync. Small batches of
-// the bgwriter wait doublewrite_flush_delay for company while sessions have victims, and go
-// at once when a session's victims, a flush request or a full batch's pages arrive, or when
-// the victim supply runs nearly dry. A writer's sink that staged nothing keeps no chunk.
+// request sent meanwhile is answered only after the waiting batch is written. A writer's flush
+// request while batches merely wait for the next drain (the ring has room) hurries no retirement
+// fsync. Small batches of the bgwriter wait doublewrite_flush_delay for company while sessions have
+// victims, and go at once when a session's victims, a flush request or a full batch's pages arrive,
+// or when the victim supply runs nearly dry. A writer's sink that staged nothing keeps no chunk.
 #include "actors/dw_batcher.hpp"
 #include "actors/page_sinks.hpp"
 #include "actors/sync_worker.hpp"
@@ -37,10 +37,10 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   messages::dw_batcher_actor batcher;
 
   explicit batcher_fixture(const char* ring_pages = "16", std::vector<std::string> more = {})
-    : engine_fixture(with(std::move(more),
-                          {"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
-                           std::string("doublewrite_ring_pages=") + ring_pages,
-                           "write_back_sweep=0"})) {
+    : engine_fixture(
+        with(std::move(more),
+             {"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
+              std::string("doublewrite_ring_pages=") + ring_pages, "write_back_sweep=0"})) {
     worker = actors::spawn_sync_worker(system, engine, false);
     batcher = actors::spawn_dw_batcher(system, engine, worker, false);
   }
@@ -50,7 +50,8 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
     run();
   }
 
-  static std::vector<std::string> with(std::vector<std::string> more, std::vector<std::string> base) {
+  static std::vector<std::string> with(std::vector<std::string> more,
+                                       std::vector<std::string> base) {
     base.insert(base.end(), more.begin(), more.end());
     return base;
   }
@@ -61,9 +62,9 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   // a writer would.
   std::uint32_t stage(storage::block_id first, unsigned seed, bool compressible = false,
                       std::uint32_t pages = batch) {
-    storage::buffer_pool& pool = *engine.pool;
+    storage::buffer_pool& pool = *engine.store.pool;
     const std::size_t page_size = pool.page_size();
-    std::uint32_t chunk = engine.ring->acquire({});
+    std::uint32_t chunk = engine.store.ring->acquire({});
     for (std::uint32_t i = 0; i < pages; ++i) {
       storage::page_id id{rel, first + i};
       touch(rel, id.block);
@@ -73,7 +74,8 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
         pool.unpin(buffer);
         continue;
       }
-      auto noise = storage::test::random_bytes(page_size - storage::page_header_size, seed * 100 + i);
+      auto noise =
+        storage::test::random_bytes(page_size - storage::page_header_size, seed * 100 + i);
       storage::buffer_id buffer = pool.pin(id);
       pool.lock_exclusive(buffer);
       std::memcpy(static_cast<unsigned char*>(pool.page(buffer)) + storage::page_header_size,
@@ -89,21 +91,22 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   void stage_buffer(std::uint32_t chunk, std::uint32_t slot, storage::buffer_id buffer) {
     storage::dw_entry entry;
     entry.buffer = buffer;
-    REQUIRE(engine.pool->start_write(buffer, engine.ring->slot_memory(chunk, slot), &entry.id,
-                                     &entry.lsn));
-    engine.ring->entries(chunk).push_back(entry);
+    REQUIRE(engine.store.pool->start_write(buffer, engine.store.ring->slot_memory(chunk, slot),
+                                           &entry.id, &entry.lsn));
+    engine.store.ring->entries(chunk).push_back(entry);
   }
 
   void hand_over(std::uint32_t chunk,
                  messages::actor_role source = messages::actor_role::bgwriter) {
-    auto pages = static_cast<std::uint32_t>(engine.ring->entries(chunk).size());
-    caf::anon_send(batcher, messages::dw_batch_ready{chunk, pages, static_cast<std::uint8_t>(source)});
+    auto pages = static_cast<std::uint32_t>(engine.store.ring->entries(chunk).size());
+    caf::anon_send(batcher,
+                   messages::dw_batch_ready{chunk, pages, static_cast<std::uint8_t>(source)});
   }
 
   // Puts clean, unpinned buffers nobody used lately into the victim supply, as the
   // bgwriter does: sessions have victims, so no one waits for a batch being written.
   void fill_supply(storage::rel_id other) {
-    storage::buffer_pool& pool = *engine.pool;
+    storage::buffer_pool& pool = *engine.store.pool;
     for (storage::block_id b = 0; b < 3 * pool.size(); ++b) // sweeps age buffers to usage 0
       pool.unpin(pool.pin({other, b}));
     for (storage::buffer_id b = 0; b < pool.size(); ++b)
@@ -114,7 +117,7 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
 
   // Trace events of `type`.
   std::size_t events(trace_type type) const {
-    const auto& all = engine.trace->events();
+    const auto& all = engine.store.trace->events();
     return static_cast<std::size_t>(
       std::count_if(all.begin(), all.end(), [&](const auto& event) { return type == event.type; }));
   }
@@ -122,7 +125,7 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   // Index of the first trace event of `type` for `chunk`. A missing event fails the test:
   // an order check must never pass because one of its events did not happen.
   std::size_t first_event(trace_type type, std::uint32_t chunk) const {
-    const auto& all = engine.trace->events();
+    const auto& all = engine.store.trace->events();
     for (std::size_t i = 0; i < all.size(); ++i)
       if (type == all[i].type && all[i].a == chunk)
         return i;
@@ -131,7 +134,8 @@ struct batcher_fixture : test::deterministic_fixture, test::engine_fixture {
   }
 };
 
-TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before any in-place write") {
+TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before any in-place "
+          "write") {
   batcher_fixture f("64");
   f.create_file(rel);
   std::vector<std::uint32_t> chunks;
@@ -140,15 +144,17 @@ TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before
   for (std::uint32_t chunk : chunks)
     f.hand_over(chunk);
   f.run();
-  const auto& counters = f.engine.ring->counters();
+  const auto& counters = f.engine.store.ring->counters();
   CHECK(counters.batches.load() == 3);
   CHECK(counters.fsyncs.load() == 1);
   std::size_t last_written = 0;
   for (std::uint32_t chunk : chunks)
     last_written = std::max(last_written, f.first_event(trace_type::dw_written, chunk));
   for (std::uint32_t chunk : chunks) {
-    CHECK(last_written < f.first_event(trace_type::dw_fsynced, chunk)); // one sync after every record
-    CHECK(f.first_event(trace_type::dw_fsynced, chunk) < f.first_event(trace_type::dw_inplace_write, chunk)); // D1
+    CHECK(last_written <
+          f.first_event(trace_type::dw_fsynced, chunk)); // one sync after every record
+    CHECK(f.first_event(trace_type::dw_fsynced, chunk) <
+          f.first_event(trace_type::dw_inplace_write, chunk)); // D1
   }
   f.hand_over(f.stage(3 * batch, 3, true)); // alone: its own fsync
   f.run();
@@ -160,7 +166,8 @@ TEST_CASE("dw_batcher: batches handed over together share one ring fsync, before
 TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement frees room") {
   batcher_fixture f;
   f.create_file(rel);
-  REQUIRE(f.engine.ring->capacity_bytes() < 2 * storage::max_record_bytes(batch, f.engine.pool->page_size()));
+  REQUIRE(f.engine.store.ring->capacity_bytes() <
+          2 * storage::max_record_bytes(batch, f.engine.store.pool->page_size()));
   std::uint32_t first = f.stage(0, 1);
   std::uint32_t second = f.stage(batch, 2);
   f.hand_over(first);
@@ -172,15 +179,17 @@ TEST_CASE("dw_batcher: a batch that finds the ring full waits until a retirement
   });
   f.run();
 
-  const auto& ring = *f.engine.ring;
-  CHECK(f.engine.ring->counters().ring_full.load() >= 1);
-  CHECK(f.engine.ring->counters().batches.load() == 2);
+  const auto& ring = *f.engine.store.ring;
+  CHECK(f.engine.store.ring->counters().ring_full.load() >= 1);
+  CHECK(f.engine.store.ring->counters().batches.load() == 2);
   // The second record went into the first's space only after the first was FREE (D2) and
   // a header past it was durable: a header alone, as no other batch was there to carry it.
-  CHECK(f.first_event(trace_type::dw_free, first) < f.first_event(trace_type::dw_horizon_synced, 0));
-  CHECK(f.first_event(trace_type::dw_horizon_synced, 0) < f.first_event(trace_type::dw_written, second));
-  CHECK(f.engine.ring->counters().horizon_fsyncs.load() == 1);
-  CHECK(f.engine.ring->counters().fsyncs.load() == 3);
+  CHECK(f.first_event(trace_type::dw_free, first) <
+        f.first_event(trace_type::dw_horizon_synced, 0));
+  CHECK(f.first_event(trace_type::dw_horizon_synced, 0) <
+        f.first_event(trace_type::dw_written, second));
+  CHECK(f.engine.store.ring->counters().horizon_fsyncs.load() == 1);
+  CHECK(f.engine.store.ring->counters().fsyncs.load() == 3);
   REQUIRE(flushed.has_value());
   CHECK(flushed->batches == 2); // answered after the waiting batch was written
   CHECK(ring.state(first) == storage::dw_state::free); // and both retired in the end
@@ -194,7 +203,7 @@ TEST_CASE("dw_batcher: a writer waiting for staging while batches are queued hur
   std::uint32_t written = f.stage(0, 1, true);
   f.hand_over(written);
   f.run(); // written in place: DATA_WRITTEN, waiting for an fsync of its file
-  REQUIRE(f.engine.ring->state(written) == storage::dw_state::data_written);
+  REQUIRE(f.engine.store.ring->state(written) == storage::dw_state::data_written);
   // Two more batches queued for the next drain, and the flush request a writer sends when it
   // finds no staging memory. The ring has room: retiring the first batch would free
   // nothing anyone waits for, and would cost an fsync of the data file.
@@ -202,10 +211,10 @@ TEST_CASE("dw_batcher: a writer waiting for staging while batches are queued hur
   f.hand_over(f.stage(2 * batch, 3, true));
   caf::anon_send(f.batcher, messages::dw_flush_request{});
   f.run();
-  CHECK(f.engine.ring->counters().batches.load() == 3);
+  CHECK(f.engine.store.ring->counters().batches.load() == 3);
   CHECK(f.events(trace_type::sync_now) == 0);
-  CHECK(f.engine.syncs.fsyncs.load() == 0);
-  CHECK(f.engine.ring->state(written) == storage::dw_state::data_written);
+  CHECK(f.engine.counters.syncs.fsyncs.load() == 0);
+  CHECK(f.engine.store.ring->state(written) == storage::dw_state::data_written);
   CHECK_FALSE(f.engine.failed());
 }
 
@@ -213,7 +222,7 @@ TEST_CASE("dw_batcher: small background batches wait doublewrite_flush_delay to 
           "fsync, unless someone waits for them") {
   batcher_fixture f("64", {"doublewrite_flush_delay=5ms", "shared_buffers=256"});
   f.create_file(rel);
-  const auto& counters = f.engine.ring->counters();
+  const auto& counters = f.engine.store.ring->counters();
   std::vector<std::uint32_t> chunks;
   for (unsigned i = 0; i < 6; ++i) // two pages each; the last, a full batch
     chunks.push_back(f.stage(i * batch, i, true, i == 5 ? batch : 2));
@@ -232,7 +241,8 @@ TEST_CASE("dw_batcher: small background batches wait doublewrite_flush_delay to 
   f.run();
   CHECK(counters.batches.load() == 2);
   CHECK(counters.fsyncs.load() == fsyncs + 1); // one fdatasync for both (D3)
-  CHECK(f.first_event(trace_type::dw_written, chunks[1]) < f.first_event(trace_type::dw_fsynced, chunks[0]));
+  CHECK(f.first_event(trace_type::dw_written, chunks[1]) <
+        f.first_event(trace_type::dw_fsynced, chunks[0]));
 
   // A session's victims are not held, and take a held batch along.
   f.hand_over(chunks[2]);
@@ -265,10 +275,10 @@ TEST_CASE("dw_batcher: with the victim supply nearly empty, a small background b
           "synced at once") {
   batcher_fixture f("64", {"doublewrite_flush_delay=5ms", "shared_buffers=256"});
   f.create_file(rel);
-  REQUIRE(f.engine.pool->supply_size() < f.engine.pool->supply_low_water() / 4);
+  REQUIRE(f.engine.store.pool->supply_size() < f.engine.store.pool->supply_low_water() / 4);
   f.hand_over(f.stage(0, 1, true, 2));
   f.run();
-  CHECK(f.engine.ring->counters().batches.load() == 1);
+  CHECK(f.engine.store.ring->counters().batches.load() == 1);
   CHECK_FALSE(f.engine.failed());
 }
 
@@ -279,7 +289,7 @@ TEST_CASE("dw_batcher: a writer's sink that staged nothing holds no ring chunk a
   f.create_file(rel);
   auto bgwriter = actors::make_buffer_sink(f.engine, storage::write_source::bgwriter);
   auto checkpointer = actors::make_buffer_sink(f.engine, storage::write_source::checkpointer);
-  storage::buffer_pool& pool = *f.engine.pool;
+  storage::buffer_pool& pool = *f.engine.store.pool;
   storage::buffer_id clean = pool.pin({rel, 100}); // never written: nothing to write
   pool.unpin(clean);
   CHECK_FALSE(bgwriter->add(clean, true));
@@ -287,10 +297,10 @@ TEST_CASE("dw_batcher: a writer's sink that staged nothing holds no ring chunk a
   bgwriter->flush();
   checkpointer->flush();
   std::uint32_t first = 0, second = 0;
-  CHECK(f.engine.ring->try_acquire(&first));
-  CHECK(f.engine.ring->try_acquire(&second));
-  f.engine.ring->give_back(first);
-  f.engine.ring->give_back(second);
+  CHECK(f.engine.store.ring->try_acquire(&first));
+  CHECK(f.engine.store.ring->try_acquire(&second));
+  f.engine.store.ring->give_back(first);
+  f.engine.store.ring->give_back(second);
   CHECK_FALSE(f.engine.failed());
 }
 

@@ -36,24 +36,25 @@ struct engine_fixture {
     engine.set_control(storage::read_control_file(*plain, dir));
     engine.config = runtime::resolve_settings(dir, settings, engine.control());
     auto real = storage::make_io_engine(storage::io_method::sync);
-    auto faults = std::make_unique<storage::fault_engine>(wrap ? wrap(std::move(real))
-                                                               : std::move(real),
-                                                          storage::fault_config{});
+    auto faults =
+      std::make_unique<storage::fault_engine>(wrap ? wrap(std::move(real)) : std::move(real),
+                                              storage::fault_config{});
     engine.faults = faults.get();
-    engine.io = std::move(faults);
-    engine.trace = std::make_unique<messages::trace_sink>(
-      std::size_t(1) << 20, [this](const messages::trace_event& event) {
-        if (on_trace)
-          on_trace(event);
-      });
+    engine.store.io = std::move(faults);
+    engine.store.trace =
+      std::make_unique<messages::trace_sink>(std::size_t(1) << 20,
+                                             [this](const messages::trace_event& event) {
+                                               if (on_trace)
+                                                 on_trace(event);
+                                             });
     runtime::prepare_storage(engine);
   }
   ~engine_fixture() { std::filesystem::remove_all(std::filesystem::path(dir).parent_path()); }
 
   /// Commits one transaction adding 1 at (rel, block, 64), through the real write path.
   void touch(storage::rel_id rel, storage::block_id block) {
-    storage::page_transaction txn(*engine.pool, engine.wal.get(), *engine.tails, engine.full_page_writes(),
-                                  engine.commit_log.get());
+    storage::page_transaction txn(*engine.store.pool, engine.store.wal.get(), *engine.tails,
+                                  engine.full_page_writes(), engine.store.commit_log.get());
     txn.begin(engine.next_xid++);
     txn.add_i64({rel, block}, 64, 1);
     txn.commit();
@@ -63,13 +64,13 @@ struct engine_fixture {
   void create_file(storage::rel_id rel) {
     std::vector<unsigned char> page(engine.config.page_size, 0);
     storage::finalize_page_for_write(page.data(), page.size(), {rel, 0}, true);
-    engine.files->write_page({rel, 0}, page.data());
+    engine.store.files->write_page({rel, 0}, page.data());
   }
 
   /// Events of one type, in order.
   std::vector<messages::trace_event> events(messages::trace_type type) const {
     std::vector<messages::trace_event> out;
-    for (const auto& e : engine.trace->events())
+    for (const auto& e : engine.store.trace->events())
       if (type == e.type)
         out.push_back(e);
     return out;

@@ -34,16 +34,16 @@ struct sync_fixture : test::deterministic_fixture, test::engine_fixture {
   void register_file(std::uint32_t rel, std::uint32_t segno, int times = 1,
                      std::uint64_t bytes = 8192) {
     for (int i = 0; i < times; ++i)
-      caf::anon_send(worker, messages::sync_register{
-                               {messages::file_written{file_ref{1, rel, segno}, bytes, 0, bytes}},
-                               0});
+      caf::anon_send(worker,
+                     messages::sync_register{
+                       {messages::file_written{file_ref{1, rel, segno}, bytes, 0, bytes}}, 0});
   }
 
   // Makes rel's first segment `blocks` pages long (one page written at its end).
   void grow_file(std::uint32_t rel, std::uint32_t blocks) {
     std::vector<unsigned char> page(engine.config.page_size, 0);
     storage::finalize_page_for_write(page.data(), page.size(), {rel, blocks - 1}, true);
-    engine.files->write_page({rel, blocks - 1}, page.data());
+    engine.store.files->write_page({rel, blocks - 1}, page.data());
   }
 
   // Asks for a sync phase; the answer lands in `done` or `error`.
@@ -70,8 +70,8 @@ TEST_CASE("sync worker: many registrations of one segment cost one fsync") {
   REQUIRE(done);
   CHECK_FALSE(error);
   CHECK(done->files == 2);
-  CHECK(f.engine.syncs.requests.load() == 110);
-  CHECK(f.engine.syncs.absorbed.load() == 108);
+  CHECK(f.engine.counters.syncs.requests.load() == 110);
+  CHECK(f.engine.counters.syncs.absorbed.load() == 108);
   CHECK(f.events(trace_type::fsync).size() == 2);
 }
 
@@ -83,7 +83,7 @@ TEST_CASE("sync worker: a sync phase covers what was registered before it, later
   std::optional<messages::sync_phase_done> first;
   bool error = false;
   f.sync_phase(first, error);
-  f.run(); // the spawned client's request is now queued behind the first registration
+  f.run();               // the spawned client's request is now queued behind the first registration
   f.register_file(4, 0); // after the phase began
   f.run();
   REQUIRE(first);
@@ -114,7 +114,7 @@ TEST_CASE("sync worker: a sync phase writes a file back a megabyte at a time, th
   REQUIRE(done);
   std::vector<std::uint64_t> offsets;
   bool fsynced_after_pieces = false;
-  for (const auto& e : f.engine.trace->events()) {
+  for (const auto& e : f.engine.store.trace->events()) {
     if (e.type == trace_type::write_back && e.a == 3)
       offsets.push_back(e.c);
     if (e.type == trace_type::fsync && e.a == 3)
@@ -124,7 +124,8 @@ TEST_CASE("sync worker: a sync phase writes a file back a megabyte at a time, th
   CHECK(fsynced_after_pieces);
 }
 
-TEST_CASE("sync worker: a paced sync phase fsyncs small files at once and spreads a large one by its bytes") {
+TEST_CASE("sync worker: a paced sync phase fsyncs small files at once and spreads a large one by "
+          "its bytes") {
   sync_fixture f;
   for (std::uint32_t rel : {3u, 4u, 5u})
     f.create_file(rel);
@@ -163,7 +164,8 @@ TEST_CASE("sync worker: a paced sync phase fsyncs small files at once and spread
   CHECK_FALSE(error);
 }
 
-TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase, a later one changes nothing") {
+TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase, a later one changes "
+          "nothing") {
   sync_fixture f;
   f.create_file(3);
   f.register_file(3, 0, 1, 64u << 20); // 8 s at the slowest rate
@@ -190,7 +192,8 @@ TEST_CASE("sync worker: a sooner deadline re-plans the rest of a sync phase, a l
   CHECK_FALSE(error);
 }
 
-TEST_CASE("sync worker: the write-back sweep passes over pending files until an fsync covers them") {
+TEST_CASE("sync worker: the write-back sweep passes over pending files until an fsync covers "
+          "them") {
   sync_fixture f("1s");
   std::uint32_t blocks = static_cast<std::uint32_t>((2u << 20) / f.engine.config.page_size);
   f.grow_file(3, blocks); // two pieces
@@ -254,7 +257,7 @@ TEST_CASE("sync worker: a failed fsync fails the checkpoint's sync phase and is 
   bool again = false;
   f.sync_phase(done, again);
   f.run();
-  CHECK(again); // refused: the engine failed
+  CHECK(again);                                          // refused: the engine failed
   CHECK(f.events(trace_type::fsync_failed).size() == 1); // no second attempt at the file
 }
 

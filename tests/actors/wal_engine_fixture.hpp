@@ -23,13 +23,15 @@ struct wal_engine_fixture : deterministic_fixture {
   explicit wal_engine_fixture(std::uint32_t sync_concurrency) {
     char pattern[] = "/tmp/tidemark-walwriter-XXXXXX";
     dir = mkdtemp(pattern);
-    auto io = std::make_unique<storage::fault_engine>(storage::make_io_engine(storage::io_method::sync),
-                                                      storage::fault_config{});
+    auto io =
+      std::make_unique<storage::fault_engine>(storage::make_io_engine(storage::io_method::sync),
+                                              storage::fault_config{});
     engine.faults = io.get();
-    engine.io = std::move(io);
+    engine.store.io = std::move(io);
     engine.config.wal_sync_concurrency = sync_concurrency;
-    engine.wal = std::make_unique<storage::wal_log>(*engine.io, storage::wal_options{dir, 1 << 20, 1 << 20},
-                                                    0, 0);
+    engine.store.wal =
+      std::make_unique<storage::wal_log>(*engine.store.io,
+                                         storage::wal_options{dir, 1 << 20, 1 << 20}, 0, 0);
   }
   ~wal_engine_fixture() { std::filesystem::remove_all(dir); }
 
@@ -37,7 +39,7 @@ struct wal_engine_fixture : deterministic_fixture {
     storage::record_builder record;
     record.reset(storage::record_type::transaction, xid);
     record.finish();
-    return engine.wal->insert(record, engine.wal->redo_lsn())->end;
+    return engine.store.wal->insert(record, engine.store.wal->redo_lsn())->end;
   }
 };
 

@@ -8,9 +8,9 @@
 // although a concurrent fdatasync of its WAL failed.
 #include "actors/wal_writer.hpp"
 
-#include "wal_engine_fixture.hpp"
 #include "tests/storage/delegating_engine.hpp"
 #include "tests/storage/gated_sync_engine.hpp"
+#include "wal_engine_fixture.hpp"
 
 #include <caf/all.hpp>
 #include <doctest/doctest.h>
@@ -44,13 +44,14 @@ struct writer_fixture : test::wal_engine_fixture {
   // A client that asks for a flush through `lsn` and records the answer (or the error).
   void ask(const messages::wal_writer_actor& writer, storage::lsn_t lsn,
            std::vector<flush_answer>& answers, int& errors) {
-    storage::wal_log* wal = engine.wal.get();
+    storage::wal_log* wal = engine.store.wal.get();
     clients.push_back(system.spawn([=, &answers, &errors](caf::event_based_actor* self) {
       self->request(writer, caf::infinite, messages::flush_request{lsn})
-        .then([=, &answers](const messages::flush_done& done) {
-                answers.push_back({lsn, done.flushed_lsn, wal->flushed_lsn()});
-              },
-              [&errors](const caf::error&) { ++errors; });
+        .then(
+          [=, &answers](const messages::flush_done& done) {
+            answers.push_back({lsn, done.flushed_lsn, wal->flushed_lsn()});
+          },
+          [&errors](const caf::error&) { ++errors; });
     }));
   }
 
@@ -90,7 +91,7 @@ TEST_CASE("wal_writer: a sync starts beside those in flight only for more waiter
     std::vector<flush_answer> answers;
     int errors = 0;
     f.run_without_syncers(writer);
-    std::uint64_t fsyncs_before = f.engine.wal->counters().fsyncs.load();
+    std::uint64_t fsyncs_before = f.engine.store.wal->counters().fsyncs.load();
     // Waiters arrive in batches while no sync completes. Waits not covered so far, and the
     // group the last started sync covered: 1 (start, group 1) | 1 (1 <= 1: wait) | 3 (3 > 1:
     // start, group 3) | 3 (3 <= 3: wait) | 4 (4 > 3: start, group 4) | 5 (no syncer left).
@@ -100,19 +101,19 @@ TEST_CASE("wal_writer: a sync starts beside those in flight only for more waiter
     storage::xid_t xid = 1;
     for (std::size_t b = 0; b < batches.size(); ++b) {
       CAPTURE(b);
-      std::uint64_t writes_before = f.engine.wal->counters().writes.load();
+      std::uint64_t writes_before = f.engine.store.wal->counters().writes.load();
       for (std::size_t i = 0; i < batches[b]; ++i, ++asked)
         f.ask(writer, f.insert_record(xid++), answers, errors);
       f.run_without_syncers(writer);
       // A sync is handed out right after its write_out(): writes moved.
-      bool started = f.engine.wal->counters().writes.load() != writes_before;
+      bool started = f.engine.store.wal->counters().writes.load() != writes_before;
       CHECK(started == (starts[b] && (b == 0 || concurrency > 1)));
     }
-    CHECK(f.engine.wal->counters().fsyncs.load() == fsyncs_before); // no syncer ran yet
+    CHECK(f.engine.store.wal->counters().fsyncs.load() == fsyncs_before); // no syncer ran yet
     CHECK(answers.empty());
     f.run(); // the syncs complete; each completion starts the next for those left waiting
     check_answers(answers, asked, errors);
-    CHECK(f.engine.wal->flushed_lsn() == f.engine.wal->inserted_lsn());
+    CHECK(f.engine.store.wal->flushed_lsn() == f.engine.store.wal->inserted_lsn());
     caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
     f.run();
   }
@@ -143,8 +144,8 @@ TEST_CASE("wal_writer: every flush request is answered at or past its LSN, in an
       }
       f.run();
       check_answers(answers, asks, errors);
-      CHECK(f.engine.wal->flushed_lsn() == f.engine.wal->inserted_lsn());
-      CHECK(f.engine.wal->counters().fsyncs.load() <= asks);
+      CHECK(f.engine.store.wal->flushed_lsn() == f.engine.store.wal->inserted_lsn());
+      CHECK(f.engine.store.wal->counters().fsyncs.load() <= asks);
       caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
       f.run();
     }
@@ -167,7 +168,7 @@ TEST_CASE("wal_writer: a failed fsync with three syncs in flight fails every wai
   CHECK(answers.empty());
   CHECK(errors == 5);
   CHECK(f.engine.failed());
-  CHECK(f.engine.wal->flushed_lsn() == 0);
+  CHECK(f.engine.store.wal->flushed_lsn() == 0);
   f.ask(writer, 1, answers, errors); // and every later request
   f.run();
   CHECK(errors == 6);
@@ -239,10 +240,11 @@ threaded_run run_threaded(std::uint32_t concurrency) {
     auto io = std::make_unique<counting_engine>(storage::make_io_engine(storage::io_method::sync),
                                                 std::chrono::microseconds(1500));
     counting_engine& counting = *io;
-    engine.io = std::move(io);
+    engine.store.io = std::move(io);
     engine.config.wal_sync_concurrency = concurrency;
-    engine.wal = std::make_unique<storage::wal_log>(*engine.io, storage::wal_options{dir, 1 << 20, 1 << 20},
-                                                    0, 0);
+    engine.store.wal =
+      std::make_unique<storage::wal_log>(*engine.store.io,
+                                         storage::wal_options{dir, 1 << 20, 1 << 20}, 0, 0);
     threaded_config config;
     caf::actor_system system{config};
     auto writer = actors::spawn_wal_writer(system, engine, true);
@@ -256,12 +258,12 @@ threaded_run run_threaded(std::uint32_t concurrency) {
           storage::record_builder record;
           record.reset(storage::record_type::transaction, c * 1000 + i + 1);
           record.finish();
-          storage::lsn_t lsn = engine.wal->insert(record, engine.wal->redo_lsn())->end;
+          storage::lsn_t lsn = engine.store.wal->insert(record, engine.store.wal->redo_lsn())->end;
           // A bounded wait: a writer that stops answering fails the test instead of hanging it.
           self->request(writer, std::chrono::seconds(30), messages::flush_request{lsn})
             .receive(
               [&](const messages::flush_done& done) {
-                storage::lsn_t durable = engine.wal->flushed_lsn();
+                storage::lsn_t durable = engine.store.wal->flushed_lsn();
                 std::lock_guard lock(result_mutex);
                 ++result.answered;
                 result.below += done.flushed_lsn < lsn;
@@ -277,7 +279,7 @@ threaded_run run_threaded(std::uint32_t concurrency) {
       });
     for (std::thread& t : threads)
       t.join();
-    result.all_flushed = engine.wal->flushed_lsn() == engine.wal->inserted_lsn();
+    result.all_flushed = engine.store.wal->flushed_lsn() == engine.store.wal->inserted_lsn();
     result.max_in_flight = counting.max_in_flight();
     caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
     system.await_all_actors_done();
@@ -286,7 +288,8 @@ threaded_run run_threaded(std::uint32_t concurrency) {
   return result;
 }
 
-TEST_CASE("wal_writer: detached, on real threads, at most wal_sync_concurrency fdatasyncs overlap") {
+TEST_CASE("wal_writer: detached, on real threads, at most wal_sync_concurrency fdatasyncs "
+          "overlap") {
   for (std::uint32_t concurrency : {1u, 3u}) {
     CAPTURE(concurrency);
     threaded_run run = run_threaded(concurrency);
@@ -319,10 +322,11 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
       storage::make_io_engine(storage::io_method::sync));
     storage::test::gated_sync_engine& gate = *io;
     gate.script({true, false}, true); // A fails, holding its throw back; B "succeeds"
-    engine.io = std::move(io);
+    engine.store.io = std::move(io);
     engine.config.wal_sync_concurrency = 2;
-    engine.wal = std::make_unique<storage::wal_log>(*engine.io, storage::wal_options{dir, 1 << 20, 1 << 20},
-                                                    0, 0);
+    engine.store.wal =
+      std::make_unique<storage::wal_log>(*engine.store.io,
+                                         storage::wal_options{dir, 1 << 20, 1 << 20}, 0, 0);
     threaded_config config;
     caf::actor_system system{config};
     auto writer = actors::spawn_wal_writer(system, engine, true);
@@ -333,12 +337,15 @@ TEST_CASE("wal_writer: no commit is acknowledged when a concurrent fdatasync of 
       storage::record_builder record;
       record.reset(storage::record_type::transaction, client + 1);
       record.finish();
-      storage::lsn_t lsn = engine.wal->insert(record, engine.wal->redo_lsn())->end;
+      storage::lsn_t lsn = engine.store.wal->insert(record, engine.store.wal->redo_lsn())->end;
       caf::scoped_actor self{system};
       std::string outcome;
       self->request(writer, std::chrono::seconds(30), messages::flush_request{lsn})
-        .receive([&](const messages::flush_done& done) { outcome = "ok " + std::to_string(done.flushed_lsn); },
-                 [&](const caf::error&) { outcome = "error"; });
+        .receive(
+          [&](const messages::flush_done& done) {
+            outcome = "ok " + std::to_string(done.flushed_lsn);
+          },
+          [&](const caf::error&) { outcome = "error"; });
       std::lock_guard lock(outcome_mutex);
       outcomes[client] = outcome;
       ++answers;

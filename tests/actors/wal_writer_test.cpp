@@ -36,7 +36,7 @@ TEST_CASE("wal_writer: concurrent commits share one fdatasync") {
   std::vector<storage::lsn_t> ends;
   for (storage::xid_t xid = 1; xid <= 5; ++xid)
     ends.push_back(f.insert_record(xid));
-  std::uint64_t fsyncs_before = f.engine.wal->counters().fsyncs.load();
+  std::uint64_t fsyncs_before = f.engine.store.wal->counters().fsyncs.load();
   for (storage::lsn_t end : ends)
     f.ask(writer, end, answers, errors);
   f.run();
@@ -44,12 +44,12 @@ TEST_CASE("wal_writer: concurrent commits share one fdatasync") {
   REQUIRE(answers.size() == 5);
   for (std::uint64_t flushed : answers)
     CHECK(flushed >= ends.back());
-  CHECK(f.engine.wal->counters().fsyncs.load() - fsyncs_before == 1);
+  CHECK(f.engine.store.wal->counters().fsyncs.load() - fsyncs_before == 1);
   // Already durable: answered without another fsync.
   f.ask(writer, ends.front(), answers, errors);
   f.run();
   CHECK(answers.size() == 6);
-  CHECK(f.engine.wal->counters().fsyncs.load() - fsyncs_before == 1);
+  CHECK(f.engine.store.wal->counters().fsyncs.load() - fsyncs_before == 1);
   caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
   f.run();
 }
@@ -65,7 +65,7 @@ TEST_CASE("wal_writer: each commit waiting for a sync is reported to commit_acti
   caf::anon_send(writer, messages::flush_wanted{b});
   f.run();
   CHECK(reported == 2);
-  CHECK(f.engine.wal->flushed_lsn() >= b);
+  CHECK(f.engine.store.wal->flushed_lsn() >= b);
   caf::anon_send(writer, messages::flush_wanted{a}); // durable already: nothing to wait for
   f.run();
   CHECK(reported == 2);
@@ -88,7 +88,7 @@ TEST_CASE("wal_writer: a failed fsync fails every waiter and all later requests 
   CHECK(errors == 2);
   CHECK(f.engine.failed());
   CHECK_THROWS_AS(f.insert_record(3), storage::io_error); // the WAL accepts nothing more
-  f.ask(writer, b, answers, errors);                       // and nothing is retried
+  f.ask(writer, b, answers, errors);                      // and nothing is retried
   f.run();
   CHECK(errors == 3);
   CHECK(answers.empty());

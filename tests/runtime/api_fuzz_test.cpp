@@ -71,22 +71,29 @@ public:
     session s = db_.open_session();
     while (out_.calls < calls_per_thread) {
       switch (random_() % 20) {
-        case 0: case 1: case 2: case 3: case 4:
+        case 0:
+        case 1:
+        case 2:
+        case 3:
+        case 4:
           transfer(s);
           break;
-        case 5: case 6:
+        case 5:
+        case 6:
           snapshot(s);
           break;
         case 7:
           scan(s);
           break;
-        case 8: case 9:
+        case 8:
+        case 9:
           single_read(s);
           break;
         case 10:
           shared_read();
           break;
-        case 11: case 12:
+        case 11:
+        case 12:
           misuse(s);
           break;
         default:
@@ -155,7 +162,9 @@ private:
       out_.calls += 4;
       if (random_() % 8 == 0) { // a mistake inside the transaction changes nothing
         expect_usage_error("begin inside a transaction", [&] { s.begin(); });
-        expect_usage_error("write past the page", [&] { s.write_bytes({counts, 0}, 8190, &row, 8); });
+        expect_usage_error("write past the page", [&] {
+          s.write_bytes({counts, 0}, 8190, &row, 8);
+        });
       }
       s.commit();
       ++out_.calls;
@@ -180,7 +189,8 @@ private:
            first += static_cast<std::uint32_t>(per_page(page_size_))) {
         std::uint32_t n = std::min<std::uint32_t>(static_cast<std::uint32_t>(per_page(page_size_)),
                                                   account_count - first);
-        s.read_bytes(page_of(first, page_size_), offset_of(first, page_size_), balances.data(), 8 * n);
+        s.read_bytes(page_of(first, page_size_), offset_of(first, page_size_), balances.data(),
+                     8 * n);
         ++out_.calls;
         for (std::uint32_t i = 0; i < n; ++i)
           total += balances[i];
@@ -281,7 +291,8 @@ private:
       case 5:
         expect_usage_error("length past the page", [&] {
           std::vector<unsigned char> out(16);
-          s.read_bytes({accounts, 0}, 64, out.data(), static_cast<std::uint32_t>(page_size_ + r % 1000));
+          s.read_bytes({accounts, 0}, 64, out.data(),
+                       static_cast<std::uint32_t>(page_size_ + r % 1000));
         });
         break;
       case 6:
@@ -300,8 +311,9 @@ private:
         break;
       }
       default:
-        refused_change(s, "write into the header",
-                       [&] { s.write_bytes({accounts, 0}, 20, &value, 8); });
+        refused_change(s, "write into the header", [&] {
+          s.write_bytes({accounts, 0}, 20, &value, 8);
+        });
         break;
     }
   }

@@ -43,7 +43,8 @@ struct scratch_directory : test::scratch_directory {
 
 } // namespace
 
-TEST_CASE("commit status: a commit whose status cannot be recorded stops the engine with commit_outcome_unknown") {
+TEST_CASE("commit status: a commit whose status cannot be recorded stops the engine with "
+          "commit_outcome_unknown") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 10);
   open_options options;
@@ -64,7 +65,7 @@ TEST_CASE("commit status: a commit whose status cannot be recorded stops the eng
     // A commit-status page holds 4 ids per byte; the log buffers 8 pages. Reading ids on
     // 16 other pages pushes the one the next commit records its status on out (the public
     // status_of answers ids not assigned yet without reading the log).
-    storage::commit_log& log = *internal_access::of(*db).internals().commit_log;
+    storage::commit_log& log = *internal_access::of(*db).internals().store.commit_log;
     const transaction_id ids_per_page = 4 * db->page_size();
     for (transaction_id page = 1; page <= 16; ++page)
       CHECK(log.get(page * ids_per_page) == storage::xact_status::unknown);
@@ -94,4 +95,3 @@ TEST_CASE("commit status: a commit whose status cannot be recorded stops the eng
     CHECK(value == 1);
   db->close();
 }
-

@@ -7,8 +7,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <utility>
 #include <unistd.h>
+#include <utility>
 
 namespace tidemark::runtime {
 namespace {
@@ -97,8 +97,9 @@ TEST_CASE("config: wal_sync_concurrency takes a whole number from 1 to 16") {
     CHECK(error.find("wal_sync_concurrency") != std::string::npos);
     CHECK(error.find("1 .. 16") != std::string::npos);
   }
-  for (std::string bad : {"wal_sync_concurrency=two", "wal_sync_concurrency=", "wal_sync_concurrency=4x",
-                          "wal_sync_concurrency=2.5", "wal_sync_concurrency=nan"}) {
+  for (std::string bad :
+       {"wal_sync_concurrency=two", "wal_sync_concurrency=", "wal_sync_concurrency=4x",
+        "wal_sync_concurrency=2.5", "wal_sync_concurrency=nan"}) {
     CAPTURE(bad);
     std::string error = error_of(bad);
     CHECK(error.find("wal_sync_concurrency") != std::string::npos);
@@ -225,7 +226,9 @@ TEST_CASE("config: standby.conf takes whole numbers only, naming the file, line 
   CHECK(read->generation == 2);
   CHECK(read->backup_end_lsn == 4096);
   for (auto [generation, end] : {std::pair<const char*, const char*>{"12abc", "4096"},
-                                 {"-1", "4096"}, {"4294967296", "4096"}, {"2", "0x10"},
+                                 {"-1", "4096"},
+                                 {"4294967296", "4096"},
+                                 {"2", "0x10"},
                                  {"2", "18446744073709551616"}}) {
     CAPTURE(generation);
     CAPTURE(end);

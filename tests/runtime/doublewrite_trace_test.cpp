@@ -34,13 +34,13 @@ traced_result run_doublewrite(double seconds) {
                          "max_wal_size=1GB", "segment_size=1MB", "log_checkpoints=off"},
                         4, seconds, [&](runtime::instance& db) {
                           // Read after close: the shutdown checkpoint writes through the ring too.
-                          auto& counters = db.internals().ring->counters();
+                          auto& counters = db.internals().store.ring->counters();
                           result.batches = counters.batches.load();
                           result.ring_fsyncs = counters.fsyncs.load();
                           result.horizon_fsyncs = counters.horizon_fsyncs.load();
                           result.ring_full = counters.ring_full.load();
                           result.slot_waits = counters.slot_waits.load();
-                          result.events = db.internals().trace->events();
+                          result.events = db.internals().store.trace->events();
                         });
   return result;
 }
@@ -49,24 +49,29 @@ using test::is;
 
 // The chunk a doublewrite event is about, or -1 for other events.
 std::int64_t chunk_of(const messages::trace_event& e) {
-  for (trace_type type : {trace_type::dw_acquire, trace_type::dw_give_back, trace_type::dw_batch_ready, trace_type::dw_written,
-                           trace_type::dw_fsynced, trace_type::dw_inplace_write, trace_type::dw_data_written,
-                           trace_type::sync_notify, trace_type::files_synced, trace_type::dw_data_fsynced, trace_type::dw_free})
+  for (trace_type type :
+       {trace_type::dw_acquire, trace_type::dw_give_back, trace_type::dw_batch_ready,
+        trace_type::dw_written, trace_type::dw_fsynced, trace_type::dw_inplace_write,
+        trace_type::dw_data_written, trace_type::sync_notify, trace_type::files_synced,
+        trace_type::dw_data_fsynced, trace_type::dw_free})
     if (is(e, type))
       return static_cast<std::int64_t>(e.a);
   return -1;
 }
 
-TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load with a two-batch ring") {
+TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load with a two-batch "
+          "ring") {
   traced_result run = run_doublewrite(2.0);
   const auto& events = run.events;
-  const std::vector<trace_type> cycle = {trace_type::dw_acquire,      trace_type::dw_batch_ready,      trace_type::dw_written,
-                                          trace_type::dw_fsynced,      trace_type::dw_inplace_write,    trace_type::dw_data_written,
-                                          trace_type::sync_notify, trace_type::files_synced, trace_type::dw_data_fsynced,
-                                          trace_type::dw_free};
-  std::map<std::int64_t, std::size_t> position;       // chunk -> index in `cycle` of its last event
-  std::map<std::int64_t, std::size_t> notified_at;    // chunk -> event index of its notify request
-  std::map<std::int64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>> files; // chunk -> files
+  const std::vector<trace_type> cycle = {trace_type::dw_acquire,       trace_type::dw_batch_ready,
+                                         trace_type::dw_written,       trace_type::dw_fsynced,
+                                         trace_type::dw_inplace_write, trace_type::dw_data_written,
+                                         trace_type::sync_notify,      trace_type::files_synced,
+                                         trace_type::dw_data_fsynced,  trace_type::dw_free};
+  std::map<std::int64_t, std::size_t> position;    // chunk -> index in `cycle` of its last event
+  std::map<std::int64_t, std::size_t> notified_at; // chunk -> event index of its notify request
+  std::map<std::int64_t, std::vector<std::pair<std::uint64_t, std::uint64_t>>>
+    files; // chunk -> files
   std::size_t completed_cycles = 0, checked_files = 0;
   for (std::size_t i = 0; i < events.size(); ++i) {
     std::int64_t chunk = chunk_of(events[i]);
@@ -81,9 +86,12 @@ TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load
       continue;
     }
     std::size_t expected = position.count(chunk) ? position[chunk] + 1 : 0;
-    REQUIRE_MESSAGE(expected < cycle.size(), "chunk " << chunk << " event after FREE: " << messages::to_string(events[i].type));
-    CHECK_MESSAGE(cycle[expected] == events[i].type, "chunk " << chunk << " at event " << i << ": "
-                                                     << messages::to_string(events[i].type) << ", expected " << messages::to_string(cycle[expected]));
+    REQUIRE_MESSAGE(expected < cycle.size(), "chunk " << chunk << " event after FREE: "
+                                                      << messages::to_string(events[i].type));
+    CHECK_MESSAGE(cycle[expected] == events[i].type,
+                  "chunk " << chunk << " at event " << i << ": "
+                           << messages::to_string(events[i].type) << ", expected "
+                           << messages::to_string(cycle[expected]));
     position[chunk] = expected;
     if (is(events[i], trace_type::sync_notify))
       notified_at[chunk] = i;
@@ -93,7 +101,8 @@ TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load
         bool covered = false;
         for (std::size_t j = notified_at[chunk]; j < i && !covered; ++j)
           covered = is(events[j], trace_type::fsync) && events[j].a == rel && events[j].b == segno;
-        CHECK_MESSAGE(covered, "chunk " << chunk << " freed without an fsync of " << rel << "." << segno);
+        CHECK_MESSAGE(covered,
+                      "chunk " << chunk << " freed without an fsync of " << rel << "." << segno);
         ++checked_files;
       }
       files[chunk].clear();
@@ -108,7 +117,7 @@ TEST_CASE("doublewrite trace: chunk lifecycle, D1, D2, D3 and D4 hold under load
   CHECK(run.ring_fsyncs > 0); // D3: one ring fsync per group of batches, never per page,
   CHECK(run.ring_fsyncs - run.horizon_fsyncs <= run.batches);
   CHECK(run.horizon_fsyncs <= run.ring_full); // and one of a header alone per batch kept waiting
-  CHECK(run.slot_waits > 0);             // D4 happened, and the run went on
+  CHECK(run.slot_waits > 0);                  // D4 happened, and the run went on
   std::size_t waits = 0;
   for (const auto& e : events)
     waits += is(e, trace_type::dw_slot_wait);

@@ -71,9 +71,9 @@ std::vector<task_info> tasks() {
       continue;
     task_info t;
     t.tid = std::stoi(entry->d_name);
-    t.state = f[0][0];             // field 3
-    t.nice = std::stoi(f[16]);     // field 19
-    t.policy = std::stoi(f[38]);   // field 41
+    t.state = f[0][0];           // field 3
+    t.nice = std::stoi(f[16]);   // field 19
+    t.policy = std::stoi(f[38]); // field 41
     result.push_back(t);
   }
   ::closedir(dir);
@@ -193,7 +193,8 @@ TEST_CASE("idle_poller: pollers park after the linger and note_activity() wakes 
     bool woke = eventually(
       [&] {
         std::vector<task_info> added = pollers();
-        return std::any_of(added.begin(), added.end(), [](const task_info& t) { return t.state == 'R'; });
+        return std::any_of(added.begin(), added.end(),
+                           [](const task_info& t) { return t.state == 'R'; });
       },
       100ms);
     CHECK(woke);
@@ -203,7 +204,8 @@ TEST_CASE("idle_poller: pollers park after the linger and note_activity() wakes 
   CHECK(pollers().empty());
 }
 
-TEST_CASE("idle_poller: note_activity() from many threads while pollers park and wake, then stop() joins") {
+TEST_CASE("idle_poller: note_activity() from many threads while pollers park and wake, then stop() "
+          "joins") {
   for (auto linger : {0us, 20us, 500us}) {
     CAPTURE(linger.count());
     idle_poller poller;
@@ -240,10 +242,12 @@ TEST_CASE("idle_poller: start after stop starts pollers again") {
   CHECK(poller.running() == 0);
   poller.start(1, 1ms);
   CHECK(poller.running() == 1);
-  CHECK(eventually([&] {
-    std::vector<task_info> added = new_tasks(before);
-    return added.size() == 1 && lowered(added[0]);
-  }, 5000ms));
+  CHECK(eventually(
+    [&] {
+      std::vector<task_info> added = new_tasks(before);
+      return added.size() == 1 && lowered(added[0]);
+    },
+    5000ms));
   poller.note_activity();
   REQUIRE(stops_within(poller, 10s));
   poller.start(2, 1ms); // and once more
@@ -320,8 +324,8 @@ TEST_CASE("idle_poller: when the kernel refuses SCHED_IDLE and nice 19, no polle
   }
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE_MESSAGE(WIFEXITED(status), "child ended by signal " << WTERMSIG(status)
-                                                              << " (SIGALRM: stop() hung)");
+  REQUIRE_MESSAGE(WIFEXITED(status),
+                  "child ended by signal " << WTERMSIG(status) << " (SIGALRM: stop() hung)");
   int code = WEXITSTATUS(status);
   if (code == child_unsupported) {
     MESSAGE("seccomp filters are not available here: refusal not tested");

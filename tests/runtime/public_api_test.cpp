@@ -52,7 +52,8 @@ void create_with_rows(const std::string& dir, std::uint64_t rows) {
     std::vector<row> all(rows);
     for (std::uint64_t i = 0; i < rows; ++i) {
       all[i] = row{i, 0, {}};
-      std::snprintf(all[i].text, sizeof all[i].text, "row %llu", static_cast<unsigned long long>(i));
+      std::snprintf(all[i].text, sizeof all[i].text, "row %llu",
+                    static_cast<unsigned long long>(i));
     }
     loader.append_rows(1, all.data(), sizeof(row), all.size());
     loader.write_file("app.conf", "rows = " + std::to_string(rows) + "\n");
@@ -146,8 +147,8 @@ TEST_CASE("public API: bad input is a usage_error before anything happens") {
   CHECK_THROWS_AS(s.read_i64({64, 0}, 64), usage_error);
   CHECK_THROWS_AS(s.read_i64({1000000, 0}, 64), usage_error);
   CHECK_THROWS_AS(s.append_row(0x7FFFFFFF, "x", 1), usage_error);
-  CHECK_THROWS_AS(s.read_i64({1, 0}, 70000), usage_error);          // beyond the page
-  CHECK_THROWS_AS(s.add_i64({1, 0}, 20, 1), usage_error);           // inside the header
+  CHECK_THROWS_AS(s.read_i64({1, 0}, 70000), usage_error); // beyond the page
+  CHECK_THROWS_AS(s.add_i64({1, 0}, 20, 1), usage_error);  // inside the header
   CHECK_THROWS_AS(s.write_bytes({1, 0}, 8190, "abcd", 4), usage_error);
   CHECK_THROWS_AS(s.append_row(2, "x", 0), usage_error);
   CHECK_THROWS_AS(s.append_row(2, "x", 100000), usage_error);
@@ -228,19 +229,20 @@ TEST_CASE("public API: a directory in use is refused naming who holds it, and so
                        doctest::Contains("exists and is not empty"), config_error);
 }
 
-TEST_CASE("public API: a path through a regular file is refused naming that, not as in use or not empty") {
+TEST_CASE("public API: a path through a regular file is refused naming that, not as in use or not "
+          "empty") {
   scratch_directory scratch;
   const std::string file = scratch.root + "/plain-file";
   std::ofstream(file) << "not a directory\n";
   CHECK_THROWS_WITH_AS(open_quiet(file), doctest::Contains("is not a directory"), config_error);
-  CHECK_THROWS_WITH_AS(database::check_files(file),
-                       doctest::Contains("is not a directory"), config_error);
-  CHECK_THROWS_WITH_AS(open_quiet(file + "/db"),
-                       doctest::Contains("Not a directory"), config_error);
+  CHECK_THROWS_WITH_AS(database::check_files(file), doctest::Contains("is not a directory"),
+                       config_error);
+  CHECK_THROWS_WITH_AS(open_quiet(file + "/db"), doctest::Contains("Not a directory"),
+                       config_error);
   CHECK_THROWS_WITH_AS(database::create(file, {}),
                        doctest::Contains("exists and is not a directory"), config_error);
-  CHECK_THROWS_WITH_AS(database::create(file + "/db", {}),
-                       doctest::Contains("Not a directory"), config_error);
+  CHECK_THROWS_WITH_AS(database::create(file + "/db", {}), doctest::Contains("Not a directory"),
+                       config_error);
   CHECK(std::filesystem::is_regular_file(file)); // nothing made or removed
 }
 
@@ -270,7 +272,8 @@ TEST_CASE("public API: check_files names a page whose bytes were damaged on disk
   scratch_directory scratch;
   create_with_rows(scratch.dir, 1000);
   {
-    std::fstream segment(scratch.dir + "/base/1.0", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream segment(scratch.dir + "/base/1.0",
+                         std::ios::in | std::ios::out | std::ios::binary);
     REQUIRE(segment);
     segment.seekp(8192 + 100); // block 1, inside its rows
     segment.write("garbage", 7);
@@ -370,7 +373,8 @@ std::map<std::string, std::string> directory_contents(const std::string& dir) {
 
 } // namespace
 
-TEST_CASE("public API: a read-only open reads and runs read-only transactions, and writes nothing") {
+TEST_CASE("public API: a read-only open reads and runs read-only transactions, and writes "
+          "nothing") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 1000);
   transaction_id committed = 0;
@@ -555,7 +559,8 @@ TEST_CASE("public API: an append moves past the transaction's own writes, in eit
   CHECK(rows_of(r, 22) == std::vector<std::string>{a, b, c});
 }
 
-TEST_CASE("public API: a change outside a transaction is a usage_error, and so is one after a conflict") {
+TEST_CASE("public API: a change outside a transaction is a usage_error, and so is one after a "
+          "conflict") {
   scratch_directory scratch;
   create_with_rows(scratch.dir, 10);
   auto db = open_quiet(scratch.dir);
@@ -565,7 +570,7 @@ TEST_CASE("public API: a change outside a transaction is a usage_error, and so i
   CHECK_THROWS_AS(s.write_bytes({2, 0}, 72, &nine, 8), usage_error);
   CHECK_THROWS_AS(s.append_row(3, "row", 4), usage_error);
   CHECK(db->relation_blocks(2) == 0); // nothing buffered extends it
-  s.begin(); // nothing carried into the next transaction
+  s.begin();                          // nothing carried into the next transaction
   s.add_i64({2, 0}, 80, 1);
   s.commit();
   CHECK(s.read_i64({2, 0}, 64) == 0);
@@ -595,7 +600,8 @@ TEST_CASE("public API: a change outside a transaction is a usage_error, and so i
   db->close();
 }
 
-TEST_CASE("public API: commit() throws io_error when a page it changes cannot be read, applies nothing, and the engine goes on") {
+TEST_CASE("public API: commit() throws io_error when a page it changes cannot be read, applies "
+          "nothing, and the engine goes on") {
   scratch_directory scratch;
   // Relation 4: one row per page, enough pages to push any page out of the 1 MB pool.
   create_options create;

@@ -82,14 +82,15 @@ std::vector<messages::trace_event> recover_traced(const std::vector<std::string>
   REQUIRE(db->recovery().needed);
   CHECK(db->recovery().records > transactions); // every committed transaction was replayed
   db->close();
-  CHECK(db->internals().trace->dropped() == 0);
-  std::vector<messages::trace_event> events = db->internals().trace->events();
+  CHECK(db->internals().store.trace->dropped() == 0);
+  std::vector<messages::trace_event> events = db->internals().store.trace->events();
   db.reset();
   std::filesystem::remove_all(root);
   return events;
 }
 
-std::size_t find(const std::vector<messages::trace_event>& events, std::size_t from, trace_type type) {
+std::size_t find(const std::vector<messages::trace_event>& events, std::size_t from,
+                 trace_type type) {
   while (from < events.size() && !is(events[from], type))
     ++from;
   return from;
@@ -141,12 +142,13 @@ TEST_CASE("recovery trace: the bgwriter cleans during redo in full_page_writes m
 
 // A two-batch ring of 8-page batches (as in doublewrite_trace_test): redo's victim sweep
 // often finds no free chunk (some 500 waits in one redo) and leaves dirty buffers to the
-// bgwriter, which then writes in most of its rounds during redo. With the default 64-page batches and 512 MB ring the
-// sweep, waiting for its victims' in-place writes, hands every dirty buffer it passes to
-// the batcher, and the bgwriter found a buffer to write in only 0–2 of the 90–270 rounds
+// bgwriter, which then writes in most of its rounds during redo. With the default 64-page batches
+// and 512 MB ring the sweep, waiting for its victims' in-place writes, hands every dirty buffer it
+// passes to the batcher, and the bgwriter found a buffer to write in only 0–2 of the 90–270 rounds
 // of a redo (none in some runs): too few to assert on.
-const std::vector<std::string> doublewrite_settings = {
-  "torn_page_protection=doublewrite", "doublewrite_batch_pages=8", "doublewrite_ring_pages=16"};
+const std::vector<std::string> doublewrite_settings = {"torn_page_protection=doublewrite",
+                                                       "doublewrite_batch_pages=8",
+                                                       "doublewrite_ring_pages=16"};
 
 // One batch's life in the trace: a chunk from its dw_acquire to the next (chunks are reused
 // once freed). Event indices; npos when absent.
@@ -209,8 +211,8 @@ TEST_CASE("recovery trace: in doublewrite mode every page recovery writes goes t
       window = batch::npos;
     } else if (is(e, trace_type::notify_file)) {
       of(e.a).notified.insert({e.b, e.c});
-    } else if (is(e, trace_type::sync_register) && e.c == std::uint64_t(storage::file_kind::relation) &&
-               i < r.checkpoint_record) {
+    } else if (is(e, trace_type::sync_register) &&
+               e.c == std::uint64_t(storage::file_kind::relation) && i < r.checkpoint_record) {
       if (window != batch::npos)
         batches[window].registered.insert({e.a, e.b});
       else
@@ -222,8 +224,8 @@ TEST_CASE("recovery trace: in doublewrite mode every page recovery writes goes t
   breaches not_in_place, no_ring_write, no_ring_fsync, foreign_registrations;
   std::size_t in_place = 0, victims_in_redo = 0, bgwriter_in_redo = 0, from_checkpoint = 0;
   for (const batch& b : batches) {
-    const std::string name = "chunk " + std::to_string(b.chunk) + " handed over at event " +
-                             std::to_string(b.ready);
+    const std::string name =
+      "chunk " + std::to_string(b.chunk) + " handed over at event " + std::to_string(b.ready);
     // Handed over during recovery: before the end-of-recovery checkpoint began, or by it.
     bool by_checkpoint = b.source == messages::actor_role::checkpointer &&
                          b.ready > r.checkpoint_begin && b.ready < r.checkpoint_record;
@@ -246,25 +248,32 @@ TEST_CASE("recovery trace: in doublewrite mode every page recovery writes goes t
     // Its window registered exactly its own files: no direct write slipped in unseen.
     if (b.registered != b.notified)
       foreign_registrations.add(name + ": " + std::to_string(b.registered.size()) +
-                                " registrations for " + std::to_string(b.notified.size()) + " files");
+                                " registrations for " + std::to_string(b.notified.size()) +
+                                " files");
   }
   MESSAGE("recovery: " << in_place << " batches written in place; handed over during redo: "
                        << victims_in_redo << " of redo's victims, " << bgwriter_in_redo
-                       << " of the bgwriter; by the end-of-recovery checkpoint: " << from_checkpoint);
+                       << " of the bgwriter; by the end-of-recovery checkpoint: "
+                       << from_checkpoint);
   CHECK_MESSAGE(direct.count == 0, direct.count << " data-file writes during recovery did not go "
-                                                   "through the batcher; the first: " << direct.first);
+                                                   "through the batcher; the first: "
+                                                << direct.first);
   CHECK_MESSAGE(no_ring_write.count == 0, no_ring_write.count << " batches had a ring fsync but no "
                                                                  "ring write before it; the first: "
                                                               << no_ring_write.first);
-  CHECK_MESSAGE(no_ring_fsync.count == 0, no_ring_fsync.count << " batches were written in place "
-                                                                 "before their ring fsync (D1); the first: "
-                                                              << no_ring_fsync.first);
+  CHECK_MESSAGE(no_ring_fsync.count == 0, no_ring_fsync.count
+                                            << " batches were written in place "
+                                               "before their ring fsync (D1); the first: "
+                                            << no_ring_fsync.first);
   CHECK_MESSAGE(foreign_registrations.count == 0,
-                foreign_registrations.count << " in-place windows registered other files than their "
-                                               "batch's; the first: " << foreign_registrations.first);
-  CHECK_MESSAGE(not_in_place.count == 0,
-                not_in_place.count << " batches of recovery were not in place before the "
-                                      "end-of-recovery checkpoint record; the first: " << not_in_place.first);
+                foreign_registrations.count
+                  << " in-place windows registered other files than their "
+                     "batch's; the first: "
+                  << foreign_registrations.first);
+  CHECK_MESSAGE(not_in_place.count == 0, not_in_place.count
+                                           << " batches of recovery were not in place before the "
+                                              "end-of-recovery checkpoint record; the first: "
+                                           << not_in_place.first);
   // Every kind of recovery writer handed over batches, so the checks above covered each.
   CHECK(victims_in_redo >= 1);
   CHECK(bgwriter_in_redo >= 1);

@@ -10,8 +10,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstddef>
+#include <cstdio>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -31,7 +31,8 @@ struct field_filler {
   const unsigned char* base;
   std::vector<extent>* extents;
   std::vector<std::string>* names;
-  template <class T> void operator()(const char* name, T& field) {
+  template <class T>
+  void operator()(const char* name, T& field) {
     const std::size_t n = names->size() + 1;
     if constexpr (std::is_same_v<T, bool>)
       field = true;
@@ -49,16 +50,19 @@ struct field_filler {
 // padding does not explain, and none listed twice. A member missing from the list leaves
 // a gap as wide as itself (a bool between two bools could hide in padding; every report
 // member that could is listed beside members of its own size).
-template <class Report> std::vector<std::string> check_list_covers(Report& report) {
+template <class Report>
+std::vector<std::string> check_list_covers(Report& report) {
   std::vector<extent> extents;
   std::vector<std::string> names;
-  report.visit_fields(field_filler{reinterpret_cast<const unsigned char*>(&report), &extents, &names});
+  report.visit_fields(
+    field_filler{reinterpret_cast<const unsigned char*>(&report), &extents, &names});
   REQUIRE(!extents.empty());
-  std::sort(extents.begin(), extents.end(), [](const extent& a, const extent& b) { return a.begin < b.begin; });
+  std::sort(extents.begin(), extents.end(),
+            [](const extent& a, const extent& b) { return a.begin < b.begin; });
   std::size_t covered = 0;
   for (const extent& e : extents) {
     CAPTURE(e.begin);
-    CHECK(e.begin >= covered); // listed once
+    CHECK(e.begin >= covered);          // listed once
     CHECK(e.begin - covered < e.align); // nothing unlisted before it
     covered = e.end;
   }
@@ -68,7 +72,8 @@ template <class Report> std::vector<std::string> check_list_covers(Report& repor
 }
 
 // The JSON text of a field's value, as json_object writes it.
-template <class T> std::string value_text(const T& field) {
+template <class T>
+std::string value_text(const T& field) {
   if constexpr (std::is_same_v<T, bool>) {
     return field ? "true" : "false";
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -95,7 +100,8 @@ bool has_entry(const std::string& rendered, const std::string& name, const std::
   return false;
 }
 
-template <class Report> void check_json_has_every_field() {
+template <class Report>
+void check_json_has_every_field() {
   Report report;
   const std::vector<std::string> names = check_list_covers(report);
   workload::json_object json;
@@ -115,7 +121,8 @@ struct incomplete_report {
   std::uint64_t listed = 0;
   std::uint64_t forgotten = 0;
   double also_listed = 0;
-  template <class Visit> void visit_fields(Visit&& visit) {
+  template <class Visit>
+  void visit_fields(Visit&& visit) {
     visit("listed", listed);
     visit("also_listed", also_listed);
   }
@@ -139,7 +146,8 @@ TEST_CASE("reports: a member missing from a field list is found") {
   incomplete_report report;
   std::vector<extent> extents;
   std::vector<std::string> names;
-  report.visit_fields(field_filler{reinterpret_cast<const unsigned char*>(&report), &extents, &names});
+  report.visit_fields(
+    field_filler{reinterpret_cast<const unsigned char*>(&report), &extents, &names});
   REQUIRE(extents.size() == 2);
   CHECK(extents[1].begin - extents[0].end >= extents[1].align); // the gap the check fails on
 }

@@ -14,7 +14,8 @@
 
 using namespace tidemark;
 
-TEST_CASE("session: a second thread's calls are refused while the first is inside commit(), and change nothing") {
+TEST_CASE("session: a second thread's calls are refused while the first is inside commit(), and "
+          "change nothing") {
   test::scratch_directory scratch("tidemark-session-threads");
   const std::vector<std::string> settings = {"log_checkpoints=off", "shared_buffers=1MB"};
   create_options create;
@@ -32,7 +33,7 @@ TEST_CASE("session: a second thread's calls are refused while the first is insid
   s.add_i64({2, 0}, 64, 1);
   const transaction_id id = s.id();
 
-  storage::buffer_pool& pool = *internal_access::of(*db).internals().pool;
+  storage::buffer_pool& pool = *internal_access::of(*db).internals().store.pool;
   storage::buffer_id latched = pool.pin({2, 0});
   pool.lock_exclusive(latched); // thread a's commit waits here for the page's latch
   std::string outcome;

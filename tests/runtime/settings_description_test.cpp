@@ -49,7 +49,8 @@ std::string shown_after(const std::string& key, const std::string& value) {
 std::vector<std::string> split(const std::string& text, const std::string& separator) {
   std::vector<std::string> parts;
   std::size_t at = 0;
-  for (std::size_t next; (next = text.find(separator, at)) != std::string::npos; at = next + separator.size())
+  for (std::size_t next; (next = text.find(separator, at)) != std::string::npos;
+       at = next + separator.size())
     parts.push_back(text.substr(at, next - at));
   parts.push_back(text.substr(at));
   return parts;
@@ -58,8 +59,8 @@ std::vector<std::string> split(const std::string& text, const std::string& separ
 // "64kB" -> 65536; "16 pages" -> 16 pages of the default page size.
 std::uint64_t bytes_of(const std::string& text) {
   static const std::map<std::string, std::uint64_t> units = {
-    {"B", 1}, {"kB", 1ull << 10}, {"MB", 1ull << 20}, {"GB", 1ull << 30}, {"TB", 1ull << 40},
-    {" pages", settings{}.page_size}};
+    {"B", 1},           {"kB", 1ull << 10}, {"MB", 1ull << 20},
+    {"GB", 1ull << 30}, {"TB", 1ull << 40}, {" pages", settings{}.page_size}};
   std::size_t used = 0;
   std::uint64_t number = std::stoull(text, &used);
   auto unit = units.find(text.substr(used));
@@ -103,7 +104,8 @@ TEST_CASE("describe_settings: the keys and defaults of the tidemark.conf a new d
     REQUIRE(eq != std::string::npos);
     REQUIRE(comment != std::string::npos);
     written.emplace_back(line.substr(0, eq), line.substr(eq + 3, comment - eq - 3));
-    CHECK((line.find("(init)", comment) != std::string::npos) == is_init_setting(written.back().first));
+    CHECK((line.find("(init)", comment) != std::string::npos) ==
+          is_init_setting(written.back().first));
   }
   REQUIRE(listed.size() == written.size());
   for (std::size_t i = 0; i < listed.size(); ++i) {
@@ -117,7 +119,8 @@ TEST_CASE("describe_settings: the keys and defaults of the tidemark.conf a new d
 }
 
 TEST_CASE("describe_settings: every listed value and range is what the parser keeps") {
-  const std::regex range(R"(^(0 \(off\) or )?(\S+(?: pages)?) \.\. (\S+?)(, a multiple of (\S+))?$)");
+  const std::regex range(
+    R"(^(0 \(off\) or )?(\S+(?: pages)?) \.\. (\S+?)(, a multiple of (\S+))?$)");
   for (const setting_description& d : describe_settings()) {
     CAPTURE(d.name);
     CAPTURE(d.allowed);

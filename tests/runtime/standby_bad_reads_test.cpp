@@ -212,8 +212,7 @@ std::string describe(const fault_plan& plan) {
                      : plan.kind == read_fault::short_read ? "a short read"
                                                            : "EIO";
   return std::string(kind) + " from the " + std::to_string(plan.after) + "th read of fresh WAL, " +
-         (plan.stays_bad() ? std::string("for good")
-                           : std::to_string(plan.repeats) + " time(s)") +
+         (plan.stays_bad() ? std::string("for good") : std::to_string(plan.repeats) + " time(s)") +
          (plan.prefetch ? ", with recovery_prefetch" : ", without recovery_prefetch");
 }
 
@@ -251,7 +250,8 @@ bool bad_read_cycle(const std::string& mode, const fault_plan& plan) {
   open_options standby_options;
   standby_options.settings = settings;
   standby_options.settings.push_back("replication_listen=''");
-  standby_options.settings.push_back(plan.prefetch ? "recovery_prefetch=on" : "recovery_prefetch=off");
+  standby_options.settings.push_back(plan.prefetch ? "recovery_prefetch=on"
+                                                   : "recovery_prefetch=off");
   standby_options.standby = true;
   standby_options.log = standby_log.sink();
   open_options faulty = standby_options;
@@ -269,10 +269,11 @@ bool bad_read_cycle(const std::string& mode, const fault_plan& plan) {
   });
   if (!reached) {
     standby_status s = standby->standby();
-    FAIL("the bad read did not show within " << deadline_after.count() << " s: standby replayed "
-         << s.replayed << ", flushed " << s.flushed << ", re-reads " << s.wal_rereads
-         << ", error \"" << s.error << "\"; primary acknowledged " << load.total()
-         << "; the standby's log:\n" << standby_log.text());
+    FAIL("the bad read did not show within "
+         << deadline_after.count() << " s: standby replayed " << s.replayed << ", flushed "
+         << s.flushed << ", re-reads " << s.wal_rereads << ", error \"" << s.error
+         << "\"; primary acknowledged " << load.total() << "; the standby's log:\n"
+         << standby_log.text());
   }
 
   bool stopped = false;
@@ -310,8 +311,8 @@ bool bad_read_cycle(const std::string& mode, const fault_plan& plan) {
     if (failed())
       handle_stop();
     const std::int64_t before = load.total();
-    CHECK(poll_until(
-      [&] { return load.total() >= before + 60 || !load.error().empty() || failed(); }));
+    CHECK(
+      poll_until([&] { return load.total() >= before + 60 || !load.error().empty() || failed(); }));
   }
   // The writers end; one may wait for a standby that stops only now: it is handled, and
   // the standby opened again confirms that commit.
@@ -363,7 +364,7 @@ void bad_read_cycles(const std::string& mode, std::uint64_t seed) {
     stopped += bad_read_cycle(mode, random_plan(random));
   }
   MESSAGE(mode << ": " << TIDEMARK_BAD_READ_CYCLES << " cycles, " << stopped
-                << " standbys stopped on WAL that stayed unreadable, the others re-read it");
+               << " standbys stopped on WAL that stayed unreadable, the others re-read it");
 }
 
 } // namespace

@@ -11,7 +11,6 @@
 
 #include <doctest/doctest.h>
 
-
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -76,7 +75,8 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   std::uint64_t consistent = 0, conflicts = 0, inconsistent = 0;
   std::int64_t newest = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while ((consistent < 300 || transfers.load() < 2000) && std::chrono::steady_clock::now() < deadline) {
+  while ((consistent < 300 || transfers.load() < 2000) &&
+         std::chrono::steady_clock::now() < deadline) {
     if (standby->relation_blocks(pages) < 2)
       continue; // the setup has not been replayed yet
     reader.begin();
@@ -100,7 +100,7 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   CHECK(consistent >= 300);
   CHECK(newest > 0); // the reads followed the primary's changes
   MESSAGE("standby reads: " << consistent << " consistent, " << conflicts << " conflicts, "
-          << transfers.load() << " transfers on the primary");
+                            << transfers.load() << " transfers on the primary");
 
   CHECK_THROWS_AS(standby->checkpoint(), usage_error); // it makes restartpoints itself
   open_options both = standby_options;

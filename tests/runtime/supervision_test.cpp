@@ -125,7 +125,8 @@ void end_actor_under_load(const std::string& actor, std::vector<std::string> set
   {
     std::lock_guard<std::mutex> guard(log_mutex);
     CHECK(std::any_of(log.begin(), log.end(), [&](const std::string& line) {
-      return line.rfind("ERROR:", 0) == 0 && line.find("the " + actor + " actor") != std::string::npos;
+      return line.rfind("ERROR:", 0) == 0 &&
+             line.find("the " + actor + " actor") != std::string::npos;
     }));
   }
   // Every acknowledged commit is there after recovery; one of unknown outcome is wholly

@@ -16,7 +16,8 @@
 namespace tidemark::test {
 
 /// Creates a scale-1 directory with `settings` through the public API.
-inline void create_tpcb_directory(const std::string& dir, const std::vector<std::string>& settings) {
+inline void create_tpcb_directory(const std::string& dir,
+                                  const std::vector<std::string>& settings) {
   create_options create;
   create.settings = settings;
   create.initial_data = [](initial_loader& loader) {
@@ -27,7 +28,8 @@ inline void create_tpcb_directory(const std::string& dir, const std::vector<std:
 }
 
 inline void traced_tpcb_run(const std::vector<std::string>& settings, std::uint32_t clients,
-                            double seconds, const std::function<void(runtime::instance&)>& inspect) {
+                            double seconds,
+                            const std::function<void(runtime::instance&)>& inspect) {
   char pattern[] = "/tmp/tidemark-traced-run-XXXXXX";
   std::string root = mkdtemp(pattern);
   std::string dir = root + "/data";

@@ -28,7 +28,7 @@ struct scratch_directory : test::scratch_directory {
 
 const std::vector<std::string> quiet = {"log_checkpoints=off", "shared_buffers=1MB"};
 
-constexpr relation_id ledger = 1;   // one page of i64 balances
+constexpr relation_id ledger = 1; // one page of i64 balances
 constexpr std::uint32_t account_offset(std::uint32_t account) {
   return static_cast<std::uint32_t>(page_header_bytes + 8 * account);
 }
@@ -62,7 +62,8 @@ void write_i64(session& s, page_id page, std::uint32_t offset, std::int64_t valu
 
 } // namespace
 
-TEST_CASE("transactions: read-modify-write increments from two threads through write_bytes lose none") {
+TEST_CASE("transactions: read-modify-write increments from two threads through write_bytes lose "
+          "none") {
   scratch_directory scratch;
   create_ledger(scratch.dir, 4, 0);
   auto db = open_quiet(scratch.dir);
@@ -94,7 +95,8 @@ TEST_CASE("transactions: read-modify-write increments from two threads through w
   MESSAGE("conflicts retried: " << conflicts.load());
 }
 
-TEST_CASE("transactions: of two check-then-withdraw transactions on one balance, the second conflicts") {
+TEST_CASE("transactions: of two check-then-withdraw transactions on one balance, the second "
+          "conflicts") {
   scratch_directory scratch;
   create_ledger(scratch.dir, 2, 100);
   auto db = open_quiet(scratch.dir);
@@ -156,7 +158,7 @@ TEST_CASE("transactions: a read-only transaction whose page changed before its c
   writer.add_i64({ledger, 0}, account_offset(1), -10);
   writer.add_i64({ledger, 0}, account_offset(2), +10);
   writer.commit();
-  CHECK(balance_of(reader, 2) == 20); // sees the transfer's second half ...
+  CHECK(balance_of(reader, 2) == 20);               // sees the transfer's second half ...
   CHECK_THROWS_AS(reader.commit(), conflict_error); // ... so it cannot commit
   reader.begin();
   CHECK(balance_of(reader, 1) + balance_of(reader, 2) == 20);
@@ -184,11 +186,11 @@ TEST_CASE("transactions: a transaction reads its own pending changes of every ki
   session s = db->open_session();
   s.begin();
   write_i64(s, {ledger, 0}, account_offset(0), 40);
-  CHECK(balance_of(s, 0) == 40);           // its own write_bytes
+  CHECK(balance_of(s, 0) == 40); // its own write_bytes
   s.add_i64({ledger, 0}, account_offset(0), 2);
-  CHECK(balance_of(s, 0) == 42);           // an add on top of its write
+  CHECK(balance_of(s, 0) == 42); // an add on top of its write
   s.add_i64({ledger, 0}, account_offset(1), 9);
-  unsigned char bytes[12];                 // straddles account 0's last half and account 1
+  unsigned char bytes[12]; // straddles account 0's last half and account 1
   s.read_bytes({ledger, 0}, account_offset(0) + 4, bytes, sizeof bytes);
   std::int64_t one;
   std::memcpy(&one, bytes + 4, 8);
@@ -207,7 +209,8 @@ TEST_CASE("transactions: a transaction reads its own pending changes of every ki
   CHECK(balance_of(other, 1) == 10);
 }
 
-TEST_CASE("transactions: more than a page's change limit is refused at the call, and nothing is applied") {
+TEST_CASE("transactions: more than a page's change limit is refused at the call, and nothing is "
+          "applied") {
   scratch_directory scratch;
   create_ledger(scratch.dir, 8, 0);
   std::vector<unsigned char> big(8000, 0xab);
@@ -221,7 +224,8 @@ TEST_CASE("transactions: more than a page's change limit is refused at the call,
     int accepted = 0;
     try {
       for (; accepted < 20; ++accepted)
-        s.write_bytes({3, 0}, page_header_bytes, big.data(), static_cast<std::uint32_t>(big.size()));
+        s.write_bytes({3, 0}, page_header_bytes, big.data(),
+                      static_cast<std::uint32_t>(big.size()));
     } catch (const usage_error& error) {
       CHECK(std::string(error.what()).find("65535 bytes") != std::string::npos);
     }
@@ -237,7 +241,8 @@ TEST_CASE("transactions: more than a page's change limit is refused at the call,
   CHECK(db->status_of(refused) != transaction_status::committed);
 }
 
-TEST_CASE("transactions: a change limit found only at commit applies nothing, after a close or a crash") {
+TEST_CASE("transactions: a change limit found only at commit applies nothing, after a close or a "
+          "crash") {
   // Changes of a relation's tail page past its next free slot, then a row appended to that
   // relation: the row lands in that slot, on the same page, and together they exceed what
   // one page's changes may be. Only the commit knows where the row goes.
@@ -258,7 +263,8 @@ TEST_CASE("transactions: a change limit found only at commit applies nothing, af
       s.begin();
       s.add_i64({ledger, 0}, account_offset(6), 5);
       for (int i = 0; i < 10; ++i) // 10 × 6 165 + 3 345 bytes of changes: within the limit
-        s.write_bytes({4, 0}, past_slot_1, filler.data(), static_cast<std::uint32_t>(filler.size()));
+        s.write_bytes({4, 0}, past_slot_1, filler.data(),
+                      static_cast<std::uint32_t>(filler.size()));
       s.write_bytes({4, 0}, past_slot_1, filler.data(), 3340);
       s.append_row(4, row.data(), static_cast<std::uint32_t>(row.size())); // 1 014 more there
       CHECK_THROWS_AS(s.commit(), usage_error);
@@ -281,7 +287,8 @@ TEST_CASE("transactions: a change limit found only at commit applies nothing, af
   }
 }
 
-TEST_CASE("transactions: a read returns only what is durable, so a crash cannot take back what it saw") {
+TEST_CASE("transactions: a read returns only what is durable, so a crash cannot take back what it "
+          "saw") {
   scratch_directory scratch;
   create_ledger(scratch.dir, 2, 0);
   auto db = open_quiet(scratch.dir, fault_injection{});
@@ -333,7 +340,8 @@ TEST_CASE("transactions: a read returns only what is durable, so a crash cannot 
   MESSAGE("last value read " << seen.load() << ", after the crash " << balance_of(s, 0));
 }
 
-TEST_CASE("transactions: a failed WAL fsync makes the commit's outcome unknown, and the engine stops") {
+TEST_CASE("transactions: a failed WAL fsync makes the commit's outcome unknown, and the engine "
+          "stops") {
   scratch_directory scratch;
   create_ledger(scratch.dir, 2, 0);
   transaction_id unknown = 0;
@@ -436,9 +444,9 @@ TEST_CASE("transactions: blocks past a relation's end: reads refused, a change e
   CHECK_THROWS_AS(s.read_i64({ledger, 1}, 32), usage_error);
   s.begin();
   CHECK_THROWS_AS(s.add_i64({ledger, 2}, 32, 1), usage_error); // past the next block
-  s.add_i64({ledger, 1}, 32, 1);                              // the next block: extends
-  s.add_i64({ledger, 2}, 32, 1);                              // and the one after it
-  CHECK(s.read_i64({ledger, 2}, 32) == 1);                    // its own extension
+  s.add_i64({ledger, 1}, 32, 1);                               // the next block: extends
+  s.add_i64({ledger, 2}, 32, 1);                               // and the one after it
+  CHECK(s.read_i64({ledger, 2}, 32) == 1);                     // its own extension
   s.commit();
   CHECK(db->relation_blocks(ledger) == 3);
   CHECK(s.read_i64({ledger, 2}, 32) == 1);

@@ -13,12 +13,15 @@ using messages::trace_type;
 
 using test::is;
 
-TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its write phase, and C1 holds") {
+TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its write phase, and C1 "
+          "holds") {
   std::vector<messages::trace_event> events;
   test::traced_tpcb_run({"shared_buffers=64", "checkpoint_timeout=1s", "segment_size=1MB",
                          "wal_segment_size=256kB", "max_wal_size=64MB", "log_checkpoints=off",
                          "bgwriter_delay=10ms"},
-                        4, 2.5, [&](runtime::instance& db) { events = db.internals().trace->events(); });
+                        4, 2.5, [&](runtime::instance& db) {
+                          events = db.internals().store.trace->events();
+                        });
   std::size_t checkpoints = 0, cleaned_during_write = 0;
   for (std::size_t begin = 0; begin < events.size(); ++begin) {
     if (!is(events[begin], trace_type::checkpoint_begin) ||
@@ -45,7 +48,8 @@ TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its wr
       for (std::size_t j = i + 1; j < record && !synced; ++j)
         synced = is(events[j], trace_type::fsync) && events[j].a == events[i].a &&
                  events[j].b == events[i].b && events[j].c == events[i].c;
-      CHECK_MESSAGE(synced, "registration at event " << i << " not fsynced before record " << record);
+      CHECK_MESSAGE(synced,
+                    "registration at event " << i << " not fsynced before record " << record);
     }
   }
   CHECK(checkpoints >= 1);

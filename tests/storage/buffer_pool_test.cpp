@@ -111,7 +111,7 @@ TEST_CASE("buffer pool: allocations take offered victims first, and skip ones us
   std::vector<buffer_id> buffers = fill(pool);
   // Only a clean, unpinned buffer nobody used since its last sweep may be offered.
   CHECK_FALSE(pool.offer_victim(buffers[3])); // used once (its usage count is 1)
-  for (int lap = 0; lap < 6; ++lap) { // sweeps age every buffer to usage 0
+  for (int lap = 0; lap < 6; ++lap) {         // sweeps age every buffer to usage 0
     buffer_id b = pool.pin({9, static_cast<block_id>(lap)});
     pool.unpin(b);
   }

@@ -5,10 +5,10 @@
 // record; these tests hold commits at the exact point between record and status with
 // events (a commit-status read parked in the I/O engine, the log's own counters), never
 // with timing.
+#include "delegating_engine.hpp"
 #include "storage/commit_log.hpp"
 #include "storage/page_transaction.hpp"
 #include "storage/wal_log.hpp"
-#include "delegating_engine.hpp"
 #include "test_support.hpp"
 #include "wal_test_support.hpp"
 

@@ -164,7 +164,8 @@ TEST_CASE("commit log: statuses across pages and segments survive their pages' r
   CHECK(segments.count(1) == 1);
 }
 
-TEST_CASE("commit log: what write_dirty() wrote is there after a reopen, and read_recorded_status() reads it") {
+TEST_CASE("commit log: what write_dirty() wrote is there after a reopen, and "
+          "read_recorded_status() reads it") {
   log_fixture f;
   const auto statuses = spread_statuses();
   {
@@ -187,7 +188,8 @@ TEST_CASE("commit log: what write_dirty() wrote is there after a reopen, and rea
   }
 }
 
-TEST_CASE("commit log: a page is written only after WAL is durable up to its newest commit record (W1)") {
+TEST_CASE("commit log: a page is written only after WAL is durable up to its newest commit record "
+          "(W1)") {
   log_fixture f;
   std::vector<lsn_t> flushed_at_write;
   f.io.on_xact_write = [&](const std::string&) { flushed_at_write.push_back(f.wal.flushed_lsn()); };
@@ -198,7 +200,7 @@ TEST_CASE("commit log: a page is written only after WAL is durable up to its new
     const lsn_t newer = f.insert_record(8);
     log->set(8, xact_status::committed, newer); // the newest first: the page's highest counts,
     log->set(7, xact_status::committed, older); // not the last one set
-    CHECK(f.wal.flushed_lsn() < newer); // setting a status flushes nothing
+    CHECK(f.wal.flushed_lsn() < newer);         // setting a status flushes nothing
     log->write_dirty(write_source::checkpointer);
     REQUIRE(flushed_at_write.size() == 1);
     CHECK(flushed_at_write[0] >= newer);
@@ -213,10 +215,11 @@ TEST_CASE("commit log: a page is written only after WAL is durable up to its new
   }
 }
 
-TEST_CASE("commit log: page writes register their segment for the sync worker and never fsync (W2)") {
+TEST_CASE("commit log: page writes register their segment for the sync worker and never fsync "
+          "(W2)") {
   log_fixture f;
   auto log = f.open();
-  log->set(3, xact_status::committed, 0);                                    // segment 0, page 0
+  log->set(3, xact_status::committed, 0);                                      // segment 0, page 0
   log->set(2 * xids_per_segment + 4 * xids_per_page, xact_status::aborted, 0); // segment 2, page 4
   CHECK(f.registry.registered.empty()); // nothing written yet
   log->write_dirty(write_source::checkpointer);
@@ -234,7 +237,8 @@ TEST_CASE("commit log: page writes register their segment for the sync worker an
     written.emplace_back(write.tag.segment.segno, write.begin);
   }
   std::sort(written.begin(), written.end());
-  CHECK(written == std::vector<std::pair<std::uint32_t, std::uint64_t>>{{0, 0}, {2, 4 * page_size}});
+  CHECK(written ==
+        std::vector<std::pair<std::uint32_t, std::uint64_t>>{{0, 0}, {2, 4 * page_size}});
   log->write_dirty(write_source::checkpointer); // nothing dirty: nothing written or registered
   CHECK(log->page_writes() == 2);
   CHECK(f.registry.registered.size() == 2);
@@ -265,7 +269,8 @@ TEST_CASE("commit log: a failed fsync of a segment reaches sync_segment()'s call
   CHECK(fsync_failed);
 }
 
-TEST_CASE("commit log: a power loss that tears a page write keeps every status the page had at its last fsync") {
+TEST_CASE("commit log: a power loss that tears a page write keeps every status the page had at its "
+          "last fsync") {
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     CAPTURE(seed);
     test::temp_dir dir;
@@ -316,7 +321,8 @@ TEST_CASE("commit log: a power loss that tears a page write keeps every status t
   }
 }
 
-TEST_CASE("commit log: where no file holds a status, read_recorded_status() reads unknown and creates nothing") {
+TEST_CASE("commit log: where no file holds a status, read_recorded_status() reads unknown and "
+          "creates nothing") {
   log_fixture f;
   auto read_only = make_read_only_engine(); // opens O_RDONLY and creates nothing
   // No directory at all (the log's constructor makes it: not opened yet).

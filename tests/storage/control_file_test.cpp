@@ -81,10 +81,10 @@ TEST_CASE("control_file: a corrupt byte is a checksum data_error") {
 TEST_CASE("control_file: a missing file names the path") {
   test::temp_dir dir;
   auto io = make_io_engine(io_method::sync);
-  CHECK_THROWS_WITH_AS(read_control_file(*io, dir.path()),
-                       (control_file_path(dir.path()) +
-                        ": no control file (not a Tidemark data directory?)").c_str(),
-                       data_error);
+  CHECK_THROWS_WITH_AS(
+    read_control_file(*io, dir.path()),
+    (control_file_path(dir.path()) + ": no control file (not a Tidemark data directory?)").c_str(),
+    data_error);
 }
 
 TEST_CASE("control_file: foreign, truncated and future-version files are refused") {

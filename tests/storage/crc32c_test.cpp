@@ -62,7 +62,8 @@ TEST_CASE("crc32c: extending composes at every split point") {
 TEST_CASE("crc32c: hardware and software agree on random buffers of many lengths and alignments") {
   const auto bytes = test::random_bytes(70000, 42);
   std::vector<std::size_t> lengths;
-  for (std::size_t length = 0; length <= 300; ++length) lengths.push_back(length);
+  for (std::size_t length = 0; length <= 300; ++length)
+    lengths.push_back(length);
   for (std::size_t length : {511u, 512u, 513u, 4095u, 4096u, 4097u, 8192u, 32768u, 65536u})
     lengths.push_back(length);
   for (std::size_t alignment = 0; alignment < 16; ++alignment)

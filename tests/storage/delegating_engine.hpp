@@ -17,7 +17,9 @@ public:
   explicit delegating_engine(std::unique_ptr<io_engine> inner) : inner_(std::move(inner)) {}
 
   std::string name() const override { return inner_->name(); }
-  int open_file(const std::string& path, bool create) override { return inner_->open_file(path, create); }
+  int open_file(const std::string& path, bool create) override {
+    return inner_->open_file(path, create);
+  }
   void close_file(int fd) override { inner_->close_file(fd); }
   std::size_t read(int fd, void* data, std::size_t length, std::uint64_t offset) override {
     return inner_->read(fd, data, length, offset);
@@ -25,7 +27,9 @@ public:
   void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override {
     inner_->write(fd, data, length, offset);
   }
-  void write_batch(const io_write* writes, std::size_t count) override { inner_->write_batch(writes, count); }
+  void write_batch(const io_write* writes, std::size_t count) override {
+    inner_->write_batch(writes, count);
+  }
   void sync(int fd, sync_kind kind) override { inner_->sync(fd, kind); }
   void write_back(int fd, std::uint64_t offset, std::uint64_t length, bool wait) override {
     inner_->write_back(fd, offset, length, wait);

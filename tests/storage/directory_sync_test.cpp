@@ -27,7 +27,8 @@ void write_tree(io_engine& io, const test::temp_dir& dir) {
 } // namespace
 
 TEST_CASE("directory_sync: both methods leave nothing unsynced in the tree") {
-  for (directory_sync_method method : {directory_sync_method::fsync, directory_sync_method::syncfs}) {
+  for (directory_sync_method method :
+       {directory_sync_method::fsync, directory_sync_method::syncfs}) {
     test::temp_dir dir;
     fault_engine io(make_io_engine(io_method::sync), {});
     write_tree(io, dir);

@@ -19,21 +19,22 @@ constexpr std::size_t page_size = test::dw_page_size;
 
 std::vector<std::vector<unsigned char>> ring_images(const std::vector<unsigned char>& ring) {
   std::vector<std::vector<unsigned char>> images;
-  for_each_ring_image(ring.data(), ring.size(), ring.size(), page_size, [&](const ring_image& image) {
-    const unsigned char* page = image.page();
-    REQUIRE(page != nullptr);
-    images.emplace_back(page, page + page_size);
-  });
+  for_each_ring_image(ring.data(), ring.size(), ring.size(), page_size,
+                      [&](const ring_image& image) {
+                        const unsigned char* page = image.page();
+                        REQUIRE(page != nullptr);
+                        images.emplace_back(page, page + page_size);
+                      });
   return images;
 }
 
 TEST_CASE("doublewrite record: compressible and incompressible pages round-trip") {
   test::page_images f;
-  auto text = f.page({1, 0}, 10, 'a');                       // mostly zeros: compresses
-  auto noise = test::random_bytes(page_size, 9);             // does not
+  auto text = f.page({1, 0}, 10, 'a');           // mostly zeros: compresses
+  auto noise = test::random_bytes(page_size, 9); // does not
   auto record = f.encoded({text, noise, text});
   CHECK(record.size() % ring_record_alignment == 0);
-  CHECK(record.size() < 2 * page_size + 4096);                // the text pages were compressed
+  CHECK(record.size() < 2 * page_size + 4096); // the text pages were compressed
   CHECK(record.size() <= max_record_bytes(3, page_size));
   auto images = ring_images(record);
   REQUIRE(images.size() == 3);
@@ -42,12 +43,13 @@ TEST_CASE("doublewrite record: compressible and incompressible pages round-trip"
   CHECK(images[2] == text);
 }
 
-TEST_CASE("doublewrite record: a torn record, or one partly overwritten by a later one, yields nothing") {
+TEST_CASE("doublewrite record: a torn record, or one partly overwritten by a later one, yields "
+          "nothing") {
   test::page_images f;
   std::vector<std::vector<unsigned char>> noise;
   for (unsigned i = 0; i < 4; ++i)
     noise.push_back(test::random_bytes(page_size, 20 + i));
-  auto older = f.encoded(noise);                    // about 32 kB
+  auto older = f.encoded(noise);                     // about 32 kB
   auto newer = f.encoded({f.page({1, 1}, 20, 'b')}); // one 4 kB block
   std::vector<unsigned char> ring = older;
   CHECK(ring_images(ring).size() == 4);

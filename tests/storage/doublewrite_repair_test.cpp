@@ -47,8 +47,8 @@ TEST_CASE("doublewrite repair: the decision table covers every input exactly onc
         else if (order < 0)
           expected = repair_action::restore; // in-place write lost, or torn yet verifying
         else if (order == 0)
-          expected = same ? repair_action::keep      // the write made it
-                          : repair_action::restore;  // torn in a way the checksum missed
+          expected = same ? repair_action::keep     // the write made it
+                          : repair_action::restore; // torn in a way the checksum missed
         else
           expected = repair_action::keep; // a later write made it: the slot is stale
         table.push_back({v, order, same, expected});
@@ -60,8 +60,9 @@ TEST_CASE("doublewrite repair: the decision table covers every input exactly onc
     in.slot_lsn = 1000;
     in.disk_lsn = r.disk == page_verdict::ok ? 1000 + r.lsn_order * 10 : 0;
     in.same_bytes = r.same_bytes;
-    CHECK_MESSAGE(decide_repair(in) == r.expected,
-                  "verdict " << to_string(r.disk) << " order " << r.lsn_order << " same " << r.same_bytes);
+    CHECK_MESSAGE(decide_repair(in) == r.expected, "verdict " << to_string(r.disk) << " order "
+                                                              << r.lsn_order << " same "
+                                                              << r.same_bytes);
   }
 }
 
@@ -90,8 +91,8 @@ struct repair_fixture : test::page_images {
 TEST_CASE("doublewrite repair: pages are restored whether or not a checksum noticed anything") {
   repair_fixture f;
   page_id lost{1, 0}, equal_lsn{1, 1}, newer_on_disk{1, 2}, torn{1, 3};
-  f.files.write_page(lost, f.page(lost, 100, 'a').data());                 // valid, older
-  f.files.write_page(equal_lsn, f.page(equal_lsn, 200, 'b').data());       // valid, same LSN
+  f.files.write_page(lost, f.page(lost, 100, 'a').data());           // valid, older
+  f.files.write_page(equal_lsn, f.page(equal_lsn, 200, 'b').data()); // valid, same LSN
   f.files.write_page(newer_on_disk, f.page(newer_on_disk, 900, 'c').data());
   auto torn_page = f.page(torn, 300, 'd');
   std::memset(torn_page.data() + 4096, 'x', 4096); // second half from another version
@@ -157,7 +158,8 @@ private:
   std::mutex mutex_;
 };
 
-TEST_CASE("doublewrite repair: with an intact header only the chain is read, and stale records before the horizon are neither used nor read") {
+TEST_CASE("doublewrite repair: with an intact header only the chain is read, and stale records "
+          "before the horizon are neither used nor read") {
   driven_ring f(64); // room for nine records: no wrap
   for (block_id first : {0, 3, 6, 9})
     f.retire(f.synced(first)); // stale: FREE, still intact in the file
@@ -194,14 +196,15 @@ TEST_CASE("doublewrite repair: with an intact header only the chain is read, and
     ring_bytes += length;
     bool outside = at + length <= ring_records_start || at >= stale_end;
     bool first_look = at == ring_records_start && length <= ring_record_alignment;
-    CHECK_MESSAGE((outside || first_look), "read [" << at << ", " << at + length
-                                                    << ") of a stale record");
+    CHECK_MESSAGE((outside || first_look),
+                  "read [" << at << ", " << at + length << ") of a stale record");
   }
   CHECK(ring_bytes == report.ring_bytes_read);
   CHECK(report.seconds >= 0);
 }
 
-TEST_CASE("doublewrite repair: a live part that wraps around the end of the ring is followed to its newest record") {
+TEST_CASE("doublewrite repair: a live part that wraps around the end of the ring is followed to "
+          "its newest record") {
   driven_ring f(24); // the record area holds six records; the seventh goes to its start
   std::vector<std::uint32_t> stale;
   for (block_id first : {0, 3, 6})
@@ -220,7 +223,8 @@ TEST_CASE("doublewrite repair: a live part that wraps around the end of the ring
   CHECK_FALSE(f.restored(6)); // stale, between the newest record and the horizon
 }
 
-TEST_CASE("doublewrite repair: a torn or lost newest header leaves the previous one, whose chain is intact") {
+TEST_CASE("doublewrite repair: a torn or lost newest header leaves the previous one, whose chain "
+          "is intact") {
   for (int damage : {0, 1, 2}) { // 0: the newest header torn, 1: its write lost, 2: both torn
     CAPTURE(damage);
     driven_ring f(8); // two records fit: every record after the second reuses FREE space
@@ -248,7 +252,8 @@ TEST_CASE("doublewrite repair: a torn or lost newest header leaves the previous 
     REQUIRE(f.newest_header(&slot).header_sequence == previous + 1);
     const std::uint64_t at = std::uint64_t{slot} * ring_record_alignment;
     std::vector<unsigned char> damaged(before.begin() + static_cast<long>(at),
-                                       before.begin() + static_cast<long>(at + ring_record_alignment));
+                                       before.begin() +
+                                         static_cast<long>(at + ring_record_alignment));
     if (damage != 1) { // torn: its first sector new, the rest as before
       std::vector<unsigned char> now = f.file();
       std::copy(now.begin() + static_cast<long>(at), now.begin() + static_cast<long>(at + 512),
@@ -268,10 +273,12 @@ TEST_CASE("doublewrite repair: a torn or lost newest header leaves the previous 
   }
 }
 
-TEST_CASE("doublewrite repair: a ring file from before the header slots is read whole, and the ring starts over empty on it") {
+TEST_CASE("doublewrite repair: a ring file from before the header slots is read whole, and the "
+          "ring starts over empty on it") {
   repair_fixture f;
   page_id p{1, 0}, q{1, 1};
-  f.write_records({f.encoded({f.page(p, 100, 'p')}), f.encoded({f.page(q, 100, 'q')})}); // from offset 0
+  f.write_records(
+    {f.encoded({f.page(p, 100, 'p')}), f.encoded({f.page(q, 100, 'q')})}); // from offset 0
   repair_report report = repair_from_ring(*f.io, f.ring_path, f.files);
   CHECK_FALSE(report.bounded);
   CHECK(report.records_read == 2);

@@ -36,7 +36,8 @@ using test::driven_ring;
 using test::stage_blocks;
 using test::staged_image;
 
-TEST_CASE("doublewrite ring: the file is written with zeros a step ahead of its newest record, up to the ring's end") {
+TEST_CASE("doublewrite ring: the file is written with zeros a step ahead of its newest record, up "
+          "to the ring's end") {
   constexpr std::uint64_t step = std::uint64_t{1} << 20;
   const std::uint64_t ring_end = ring_records_start + 512 * page_size;
   driven_ring f(512);
@@ -62,7 +63,8 @@ TEST_CASE("doublewrite ring: the file is written with zeros a step ahead of its 
   CHECK(report.bounded);
 }
 
-TEST_CASE("doublewrite ring: a power loss during the first pass, its zeros and newest records unsynced, torn or cut off with the file's growth, loses no durable record") {
+TEST_CASE("doublewrite ring: a power loss during the first pass, its zeros and newest records "
+          "unsynced, torn or cut off with the file's growth, loses no durable record") {
   // Records of three incompressible pages take 28 kB: the 37th crosses the first megabyte,
   // so of run 0's records 34 are durable and the five after them, with the zeros written
   // for the next step, are not. Run 1 reopens the ring on what the power loss left, writes
@@ -140,7 +142,8 @@ TEST_CASE("doublewrite ring: a power loss during the first pass, its zeros and n
   }
 }
 
-TEST_CASE("doublewrite ring: space of FREE chunks behind a horizon not yet durable is not reused until a header past it is") {
+TEST_CASE("doublewrite ring: space of FREE chunks behind a horizon not yet durable is not reused "
+          "until a header past it is") {
   SUBCASE("no batch to carry the header: an fdatasync of the header alone") {
     driven_ring f(8); // two records fit, a third goes to the start
     std::uint32_t a = f.synced(0);
@@ -181,7 +184,8 @@ TEST_CASE("doublewrite ring: space of FREE chunks behind a horizon not yet durab
   }
 }
 
-TEST_CASE("doublewrite ring: sequences never repeat across runs, so a stale record right behind the chain is never taken for its next") {
+TEST_CASE("doublewrite ring: sequences never repeat across runs, so a stale record right behind "
+          "the chain is never taken for its next") {
   driven_ring f(8);
   f.retire(f.synced(12)); // an earlier run, whose headers stay on disk
   CHECK(f.ring->sync_horizon());
@@ -312,7 +316,8 @@ TEST_CASE("doublewrite ring: a record is never placed over one whose chunk is no
   CHECK(images == 16);
 }
 
-TEST_CASE("doublewrite ring: however small the batches, chunks do not run out before ring space does") {
+TEST_CASE("doublewrite ring: however small the batches, chunks do not run out before ring space "
+          "does") {
   test::temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   // 64-page batches, but each batch one page: every record takes one alignment unit.
@@ -322,13 +327,15 @@ TEST_CASE("doublewrite ring: however small the batches, chunks do not run out be
   while (ring.used_bytes() < ring.capacity_bytes() / 2) {
     std::uint32_t c;
     REQUIRE_MESSAGE(ring.try_acquire(&c), "no chunk left with " << ring.used_bytes() << " of "
-                                                                 << ring.capacity_bytes() << " ring bytes used");
+                                                                << ring.capacity_bytes()
+                                                                << " ring bytes used");
     std::memset(ring.slot_memory(c, 0), 0, page_size);
     ring.entries(c).push_back({{1, static_cast<block_id>(waiting.size())}, 1, 0});
     REQUIRE(ring.write(c));
     ring.sync(c);
     ring.advance(c, dw_state::data_written);
-    CHECK(test::aborts_on_invariant([&] { ring.entries(c); }, "staged pages live")); // only until here
+    CHECK(
+      test::aborts_on_invariant([&] { ring.entries(c); }, "staged pages live")); // only until here
     waiting.push_back(c);
   }
   CHECK(waiting.size() * ring_record_alignment >= ring.capacity_bytes() / 2);
@@ -362,7 +369,8 @@ TEST_CASE("doublewrite ring: staging memory comes back at DATA_WRITTEN, ring spa
   CHECK(ring.used_bytes() == 0);
 }
 
-TEST_CASE("doublewrite ring: with no free staging a writer waits until a chunk gives it back (D4)") {
+TEST_CASE("doublewrite ring: with no free staging a writer waits until a chunk gives it back "
+          "(D4)") {
   test::temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   doublewrite_ring ring(*io, dir.path(), page_size, 16, 8, 2);
@@ -370,9 +378,7 @@ TEST_CASE("doublewrite ring: with no free staging a writer waits until a chunk g
   std::uint32_t b = ring.acquire({});
   std::atomic<bool> waiting{false};
   std::atomic<int> got{-1};
-  std::thread writer([&] {
-    got = static_cast<int>(ring.acquire([&] { waiting = true; }));
-  });
+  std::thread writer([&] { got = static_cast<int>(ring.acquire([&] { waiting = true; })); });
   while (!waiting.load())
     std::this_thread::yield();
   CHECK(got.load() == -1); // still waiting: nothing was overwritten

@@ -42,7 +42,8 @@ struct page_images {
     std::vector<const unsigned char*> images;
     for (const auto& p : pages)
       images.push_back(p.data());
-    std::vector<unsigned char> out(max_record_bytes(static_cast<std::uint32_t>(pages.size()), page_size));
+    std::vector<unsigned char> out(
+      max_record_bytes(static_cast<std::uint32_t>(pages.size()), page_size));
     out.resize(encode_batch(images.data(), static_cast<std::uint32_t>(images.size()), page_size, 7,
                             out.data()));
     return out;
@@ -61,7 +62,8 @@ inline std::vector<unsigned char> staged_image(page_id id, lsn_t lsn) {
 }
 
 // Stages the images of `pages` blocks from `first` of relation 1 at `lsn` in a new chunk.
-inline std::uint32_t stage_blocks(doublewrite_ring& ring, block_id first, lsn_t lsn, std::uint32_t pages = 3) {
+inline std::uint32_t stage_blocks(doublewrite_ring& ring, block_id first, lsn_t lsn,
+                                  std::uint32_t pages = 3) {
   constexpr std::size_t page_size = dw_page_size;
   std::uint32_t c = ring.acquire({});
   for (std::uint32_t i = 0; i < pages; ++i) {

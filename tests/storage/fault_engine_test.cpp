@@ -7,8 +7,8 @@
 
 #include <doctest/doctest.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -53,8 +53,10 @@ enum class page_state { old_version, new_version, mixed };
 page_state classify(const byte_vector& disk, const byte_vector& old_bytes,
                     const byte_vector& new_bytes, std::size_t index) {
   const std::size_t begin = index * page;
-  if (same_range(disk, old_bytes, begin, begin + page)) return page_state::old_version;
-  if (same_range(disk, new_bytes, begin, begin + page)) return page_state::new_version;
+  if (same_range(disk, old_bytes, begin, begin + page))
+    return page_state::old_version;
+  if (same_range(disk, new_bytes, begin, begin + page))
+    return page_state::new_version;
   return page_state::mixed;
 }
 
@@ -170,7 +172,8 @@ TEST_CASE("fault_engine: with torn every page is old, new, or split at a 512-byt
     torn_reported += run.report.torn;
     for (std::size_t i = 0; i < pages; ++i) {
       CAPTURE(i);
-      if (classify(run.disk, old_bytes, new_bytes, i) != page_state::mixed) continue;
+      if (classify(run.disk, old_bytes, new_bytes, i) != page_state::mixed)
+        continue;
       ++mixed_pages;
       CHECK(sector_split(run.disk, old_bytes, new_bytes, i).has_value());
     }
@@ -207,7 +210,8 @@ TEST_CASE("fault_engine: reverting an earlier lost write never clobbers a later 
     const int fd = io->open_file(dir.file("overlap"), true);
     io->write(fd, base.data(), base.size(), 0);
     io->sync(fd, sync_kind::data);
-    for (const auto& w : writes) io->write(fd, w.bytes.data(), w.bytes.size(), w.offset);
+    for (const auto& w : writes)
+      io->write(fd, w.bytes.data(), w.bytes.size(), w.offset);
     io->close_file(fd);
     io->simulate_power_loss();
     const auto disk = disk_contents(dir.file("overlap"));
@@ -235,7 +239,8 @@ TEST_CASE("fault_engine: crash_after_writes runs the crash handler at exactly th
   const auto bytes = test::random_bytes(page, 40);
   for (std::uint64_t i = 1; i <= 6; ++i) {
     io->write(fd, bytes.data(), bytes.size(), i * page);
-    if (i == 3) io->sync(fd, sync_kind::data);
+    if (i == 3)
+      io->sync(fd, sync_kind::data);
     CHECK(crashes.empty());
   }
   io->write(fd, bytes.data(), bytes.size(), 0);
@@ -268,7 +273,8 @@ TEST_CASE("fault_engine: crash_after_writes counts each write of a batch") {
   io->close_file(fd);
 }
 
-TEST_CASE("fault_engine: fail_sync_after fails the N-th and every later sync and drops the file's unsynced writes") {
+TEST_CASE("fault_engine: fail_sync_after fails the N-th and every later sync and drops the file's "
+          "unsynced writes") {
   test::temp_dir dir;
   fault_config config = config_for(crash_mode::lose_unsynced, 1);
   config.fail_sync_after = 2;
@@ -414,7 +420,8 @@ fault_config restart_with(const std::string& journal, std::uint64_t seed) {
   return config;
 }
 
-TEST_CASE("fault_engine: a process crash keeps every write, and the journal lets a later power loss lose them") {
+TEST_CASE("fault_engine: a process crash keeps every write, and the journal lets a later power "
+          "loss lose them") {
   test::temp_dir dir;
   const std::string journal = dir.file("journal");
   const auto old_bytes = test::random_bytes(2 * page, 50);
@@ -476,8 +483,8 @@ TEST_CASE("fault_engine: a malformed journal is refused, naming it") {
     io->write(fd, "not a journal", 13, 0);
     io->close_file(fd);
   }
-  CHECK_THROWS_WITH_AS(make_fault_engine(restart_with(journal, 1)),
-                       doctest::Contains("journal"), io_error);
+  CHECK_THROWS_WITH_AS(make_fault_engine(restart_with(journal, 1)), doctest::Contains("journal"),
+                       io_error);
 }
 
 // ---- bad reads of freshly synced bytes (read_fault_plan.hpp) ------------------------------
@@ -490,9 +497,8 @@ struct synced_file {
   byte_vector bytes; // what the file holds: two synced pages, then one unsynced
 };
 
-synced_file file_with_fresh_bytes(const test::temp_dir& dir, read_fault kind,
-                                  std::uint64_t after, std::uint32_t repeats,
-                                  std::string match = "") {
+synced_file file_with_fresh_bytes(const test::temp_dir& dir, read_fault kind, std::uint64_t after,
+                                  std::uint32_t repeats, std::string match = "") {
   fault_config config = config_for(crash_mode::lose_unsynced, 1);
   config.bad_reads = {kind, after, std::move(match), repeats};
   synced_file f{make_fault_engine(config), -1, test::random_bytes(3 * page, 70)};

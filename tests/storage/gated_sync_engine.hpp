@@ -23,7 +23,8 @@ namespace tidemark::storage::test {
 
 class gated_sync_engine final : public delegating_engine {
 public:
-  explicit gated_sync_engine(std::unique_ptr<io_engine> inner) : delegating_engine(std::move(inner)) {}
+  explicit gated_sync_engine(std::unique_ptr<io_engine> inner)
+    : delegating_engine(std::move(inner)) {}
 
   void sync(int fd, sync_kind kind) override {
     if (kind != sync_kind::data) {

@@ -109,8 +109,10 @@ TEST_CASE_TEMPLATE("io_engine: read_batch reads each like read(), zero-filling p
   io->write(a, bytes_a.data(), bytes_a.size(), 0);
   io->write(b, bytes_b.data(), bytes_b.size(), 0);
   std::vector<std::vector<unsigned char>> out(5, std::vector<unsigned char>(4096, 0xAA));
-  const io_read reads[] = {{a, out[0].data(), 4096, 2 * 4096}, {b, out[1].data(), 4096, 0},
-                           {a, out[2].data(), 4096, 0},        {b, out[3].data(), 4096, 4096},
+  const io_read reads[] = {{a, out[0].data(), 4096, 2 * 4096},
+                           {b, out[1].data(), 4096, 0},
+                           {a, out[2].data(), 4096, 0},
+                           {b, out[3].data(), 4096, 4096},
                            {b, out[4].data(), 4096, 1 << 20}};
   io->read_batch(reads, 5);
   CHECK(std::equal(out[0].begin(), out[0].end(), bytes_a.begin() + 2 * 4096));
@@ -128,14 +130,15 @@ TEST_CASE_TEMPLATE("io_engine: write_batch of 200 writes across 3 files", M, syn
   test::temp_dir dir;
   auto io = make_io_engine(M::method);
   int fds[3];
-  for (int i = 0; i < 3; ++i) fds[i] = io->open_file(dir.file("batch" + std::to_string(i)), true);
+  for (int i = 0; i < 3; ++i)
+    fds[i] = io->open_file(dir.file("batch" + std::to_string(i)), true);
   constexpr std::size_t count = 200;
   std::vector<std::vector<unsigned char>> contents;
   std::vector<io_write> writes;
   for (std::size_t i = 0; i < count; ++i) {
     contents.push_back(test::random_bytes(512 + (i % 7) * 1000, 100 + i));
-    writes.push_back(io_write{fds[i % 3], contents.back().data(), contents.back().size(),
-                              (i / 3) * 8192});
+    writes.push_back(
+      io_write{fds[i % 3], contents.back().data(), contents.back().size(), (i / 3) * 8192});
   }
   io->write_batch(writes.data(), writes.size());
   for (std::size_t i = 0; i < count; ++i) {
@@ -168,8 +171,7 @@ TEST_CASE_TEMPLATE("io_engine: sync, file_size and truncate", M, sync_method, ur
   io->close_file(fd);
 }
 
-TEST_CASE_TEMPLATE("io_engine: rename, unlink and sync_directory", M, sync_method,
-                   uring_method) {
+TEST_CASE_TEMPLATE("io_engine: rename, unlink and sync_directory", M, sync_method, uring_method) {
   test::temp_dir dir;
   auto io = make_io_engine(M::method);
   const int fd = io->open_file(dir.file("tmp"), true);
@@ -206,7 +208,8 @@ TEST_CASE_TEMPLATE("io_engine: errors name the path", M, sync_method, uring_meth
 
 TEST_CASE_TEMPLATE("io_engine: a failed write names path, offset and length", M, sync_method,
                    uring_method) {
-  if (!has_dev_full()) return; // the failure is provoked with /dev/full
+  if (!has_dev_full())
+    return; // the failure is provoked with /dev/full
   auto io = make_io_engine(M::method);
   const int fd = io->open_file("/dev/full", false);
   const auto bytes = test::random_bytes(4096, 7);
@@ -222,7 +225,8 @@ TEST_CASE_TEMPLATE("io_engine: a failed write names path, offset and length", M,
 
 TEST_CASE_TEMPLATE("io_engine: a failed write in a batch throws after the batch drained", M,
                    sync_method, uring_method) {
-  if (!has_dev_full()) return;
+  if (!has_dev_full())
+    return;
   test::temp_dir dir;
   auto io = make_io_engine(M::method);
   const int good = io->open_file(dir.file("good"), true);
@@ -240,9 +244,9 @@ TEST_CASE_TEMPLATE("io_engine: a failed write in a batch throws after the batch 
   io->close_file(good);
 }
 
-TEST_CASE_TEMPLATE("io_engine: a failed sync reports fsync_failed", M, sync_method,
-                   uring_method) {
-  if (!has_dev_full()) return; // fsync of a character device fails with EINVAL
+TEST_CASE_TEMPLATE("io_engine: a failed sync reports fsync_failed", M, sync_method, uring_method) {
+  if (!has_dev_full())
+    return; // fsync of a character device fails with EINVAL
   auto io = make_io_engine(M::method);
   const int fd = io->open_file("/dev/full", false);
   const io_error error = caught_io_error([&] { io->sync(fd, sync_kind::data); });
@@ -253,7 +257,8 @@ TEST_CASE_TEMPLATE("io_engine: a failed sync reports fsync_failed", M, sync_meth
 
 TEST_CASE_TEMPLATE("io_engine: after a failed sync every read is refused, naming the failure", M,
                    sync_method, uring_method) {
-  if (!has_dev_full()) return; // fsync of a character device fails with EINVAL
+  if (!has_dev_full())
+    return; // fsync of a character device fails with EINVAL
   test::temp_dir dir;
   auto io = make_io_engine(M::method);
   const int fd = io->open_file(dir.file("data"), true);
@@ -286,7 +291,8 @@ TEST_CASE_TEMPLATE("io_engine: write_back keeps the data and fails like a sync",
   io->write_back(fd, 0, bytes.size(), true);
   CHECK(read_back(*io, fd, bytes.size(), 0) == bytes);
   io->close_file(fd);
-  if (!has_dev_full()) return; // sync_file_range of a character device fails with ESPIPE
+  if (!has_dev_full())
+    return; // sync_file_range of a character device fails with ESPIPE
   const int device = io->open_file("/dev/full", false);
   const io_error error = caught_io_error([&] { io->write_back(device, 0, 4096, true); });
   CHECK(error.fsync_failed());
@@ -313,6 +319,8 @@ TEST_CASE_TEMPLATE("io_engine: threads share one engine", M, sync_method, uring_
       io->sync(fd, sync_kind::data);
       io->close_file(fd);
     });
-  for (auto& thread : threads) thread.join();
-  for (int t = 0; t < thread_count; ++t) CHECK(mismatches[t] == 0);
+  for (auto& thread : threads)
+    thread.join();
+  for (int t = 0; t < thread_count; ++t)
+    CHECK(mismatches[t] == 0);
 }

@@ -46,8 +46,8 @@ TEST_CASE("page: an all-zero page is valid and any non-zero byte makes it not al
   CHECK(page_is_all_zero(page.data(), page.size()));
   CHECK(verify_page(page.data(), page.size(), home, true) == page_verdict::all_zero);
   CHECK(verify_page(page.data(), page.size(), home, false) == page_verdict::all_zero);
-  for (std::size_t byte : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{4095},
-                           page.size() - 1}) {
+  for (std::size_t byte :
+       {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{4095}, page.size() - 1}) {
     page[byte] = 1;
     CHECK_FALSE(page_is_all_zero(page.data(), page.size()));
     page[byte] = 0;
@@ -61,7 +61,8 @@ TEST_CASE("page: an all-zero page is valid and any non-zero byte makes it not al
 TEST_CASE("page: a flipped bit is detected") {
   const auto original = finalized_page(page_size_default, 2);
   for (std::size_t bit = 0; bit < original.size() * 8; bit += 61) {
-    if (inside_identity(bit / 8)) continue;
+    if (inside_identity(bit / 8))
+      continue;
     CAPTURE(bit);
     auto page = original;
     page[bit / 8] ^= static_cast<unsigned char>(1u << (bit % 8));

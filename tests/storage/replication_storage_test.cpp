@@ -77,8 +77,7 @@ primary_records write_primary(wal_log& wal, std::size_t count) {
   return out;
 }
 
-std::vector<unsigned char> read_bytes(io_engine& io, const std::string& dir, lsn_t from,
-                                      lsn_t to) {
+std::vector<unsigned char> read_bytes(io_engine& io, const std::string& dir, lsn_t from, lsn_t to) {
   wal_segment_reader segments(io, dir, small_segment);
   std::vector<unsigned char> bytes(to - from);
   REQUIRE(segments.read(from, bytes.data(), bytes.size()) == bytes.size());
@@ -265,7 +264,8 @@ TEST_CASE("replication storage: received_wal wait_beyond returns at once when fl
   CHECK(arrival.wait_beyond(999) == 1000);
 }
 
-TEST_CASE("replication storage: received_wal wait_beyond blocks until flushed_to from another thread") {
+TEST_CASE("replication storage: received_wal wait_beyond blocks until flushed_to from another "
+          "thread") {
   received_wal arrival(1000);
   std::atomic<lsn_t> seen{0};
   sleeper waiter = start_asleep([&] { seen = arrival.wait_beyond(1500); }); // must wait
@@ -293,7 +293,8 @@ TEST_CASE("replication storage: received_wal wait_beyond blocks until flushed_to
   CHECK(results[2] == 4500);
 }
 
-TEST_CASE("replication storage: received_wal end releases waiters without growth and ignores later flushes") {
+TEST_CASE("replication storage: received_wal end releases waiters without growth and ignores later "
+          "flushes") {
   received_wal arrival(1000);
   std::atomic<lsn_t> seen{0};
   sleeper waiter = start_asleep([&] { seen = arrival.wait_beyond(1000); });
@@ -322,7 +323,8 @@ TEST_CASE("replication storage: received_wal flushed never decreases") {
 
 // ---- wal_reader::follow -------------------------------------------------------------------
 
-TEST_CASE("replication storage: a following reader returns what arrived, waits, then ends with the stream") {
+TEST_CASE("replication storage: a following reader returns what arrived, waits, then ends with the "
+          "stream") {
   temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   wal_log wal(*io, small_options(dir.path()), primary_start, 0);
@@ -353,7 +355,8 @@ TEST_CASE("replication storage: a following reader returns what arrived, waits, 
   CHECK(reader.ended_at_stream_end());
 }
 
-TEST_CASE("replication storage: a following reader does not return a record that arrived only in part") {
+TEST_CASE("replication storage: a following reader does not return a record that arrived only in "
+          "part") {
   temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   wal_log wal(*io, small_options(dir.path()), primary_start, 0);
@@ -446,7 +449,8 @@ bad_read_run follow_through_bad_reads(read_fault kind, std::uint32_t repeats) {
   return run;
 }
 
-TEST_CASE("replication storage: a following reader reads again WAL that arrived and read back wrong") {
+TEST_CASE("replication storage: a following reader reads again WAL that arrived and read back "
+          "wrong") {
   for (read_fault kind : {read_fault::zeros, read_fault::short_read, read_fault::error}) {
     CAPTURE(static_cast<int>(kind));
     bad_read_run run = follow_through_bad_reads(kind, wal_reader::max_rereads);
@@ -559,19 +563,25 @@ TEST_CASE("replication storage: append_received at a wrong lsn breaks an invaria
 
   wal_log copy(*io, small_options(copy_dir.path()), primary_start, 0);
   const char* gap = "continues the log";
-  CHECK(test::aborts_on_invariant([&] { copy.append_received(primary_start + 8, bytes.data() + 8, 8); }, gap));
+  CHECK(
+    test::aborts_on_invariant([&] { copy.append_received(primary_start + 8, bytes.data() + 8, 8); },
+                              gap));
   copy.append_received(primary_start, bytes.data(), 101);
   lsn_t at = primary_start + 101;
   // A gap, an overlap, a repeat.
-  CHECK(test::aborts_on_invariant([&] { copy.append_received(at + 1, bytes.data() + 102, 10); }, gap));
-  CHECK(test::aborts_on_invariant([&] { copy.append_received(at - 1, bytes.data() + 100, 10); }, gap));
-  CHECK(test::aborts_on_invariant([&] { copy.append_received(primary_start, bytes.data(), 10); }, gap));
+  CHECK(
+    test::aborts_on_invariant([&] { copy.append_received(at + 1, bytes.data() + 102, 10); }, gap));
+  CHECK(
+    test::aborts_on_invariant([&] { copy.append_received(at - 1, bytes.data() + 100, 10); }, gap));
+  CHECK(
+    test::aborts_on_invariant([&] { copy.append_received(primary_start, bytes.data(), 10); }, gap));
   copy.append_received(at, bytes.data() + 101, bytes.size() - 101);
   copy.flush(records.end());
   CHECK(read_all(*io, copy_dir.path(), small_segment, primary_start).lsns == records.starts);
 }
 
-TEST_CASE("replication storage: restart_at continues after the last complete record without stale bytes") {
+TEST_CASE("replication storage: restart_at continues after the last complete record without stale "
+          "bytes") {
   temp_dir primary_dir, copy_dir;
   auto io = make_io_engine(io_method::sync);
   wal_log primary(*io, small_options(primary_dir.path()), primary_start, 0);
@@ -739,7 +749,8 @@ TEST_CASE("replication storage: position_waiters wait_for returns false when alr
   CHECK(waiters.published() == 100);
 }
 
-TEST_CASE("replication storage: position_waiters wait_for blocks until published from another thread") {
+TEST_CASE("replication storage: position_waiters wait_for blocks until published from another "
+          "thread") {
   position_waiters waiters;
   waiters.publish(100);
   std::atomic<bool> waited{false};
@@ -756,7 +767,8 @@ TEST_CASE("replication storage: position_waiters wait_for blocks until published
   CHECK(published_when_returned == 200);
 }
 
-TEST_CASE("replication storage: position_waiters stop makes pending and later unsatisfied waits throw") {
+TEST_CASE("replication storage: position_waiters stop makes pending and later unsatisfied waits "
+          "throw") {
   position_waiters waiters;
   waiters.publish(100);
   std::string caught;
@@ -822,10 +834,10 @@ std::string version_1_file(bool bad_crc) {
   put<std::uint64_t>(bytes, 32, 1u << 24);           // wal_segment_size
   put<std::uint32_t>(bytes, 40, static_cast<std::uint32_t>(cluster_state::in_production));
   put<std::uint32_t>(bytes, 44, static_cast<std::uint32_t>(recorded_protection::full_page_writes));
-  put<std::uint64_t>(bytes, 48, 0xABC0408);          // checkpoint_lsn
-  put<std::uint64_t>(bytes, 56, 0xABC0000);          // redo_lsn
-  put<std::uint64_t>(bytes, 64, 987654);             // next_xid
-  put<std::uint64_t>(bytes, 72, 1600000000123);      // checkpoint_time_unix_ms
+  put<std::uint64_t>(bytes, 48, 0xABC0408);     // checkpoint_lsn
+  put<std::uint64_t>(bytes, 56, 0xABC0000);     // redo_lsn
+  put<std::uint64_t>(bytes, 64, 987654);        // next_xid
+  put<std::uint64_t>(bytes, 72, 1600000000123); // checkpoint_time_unix_ms
   std::uint32_t crc = crc32c(bytes.data(), 80);
   put<std::uint32_t>(bytes, 80, bad_crc ? crc ^ 0x10 : crc);
   put<std::uint32_t>(bytes, 84, 0); // padding
@@ -866,7 +878,8 @@ TEST_CASE("replication storage: control file version 2 keeps the generation") {
                        data_error);
 }
 
-TEST_CASE("replication storage: a version 1 control file is read with every field and generation 0") {
+TEST_CASE("replication storage: a version 1 control file is read with every field and generation "
+          "0") {
   test::temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   write_raw_control_file(dir.path(), version_1_file(false));

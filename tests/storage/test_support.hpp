@@ -20,7 +20,8 @@ class temp_dir {
 public:
   temp_dir() {
     std::string pattern = "/tmp/tidemark-storage-test-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("mkdtemp failed");
     path_ = pattern;
   }
   ~temp_dir() {
@@ -41,7 +42,8 @@ private:
 inline std::vector<unsigned char> random_bytes(std::size_t length, std::uint64_t seed) {
   std::mt19937_64 random(seed);
   std::vector<unsigned char> bytes(length);
-  for (auto& byte : bytes) byte = static_cast<unsigned char>(random());
+  for (auto& byte : bytes)
+    byte = static_cast<unsigned char>(random());
   return bytes;
 }
 

@@ -68,8 +68,9 @@ public:
       std::lock_guard lock(mutex_);
       // Mostly short, now and then long: a long one is overtaken by several later syncs
       // while the WAL moves on by more than a segment.
-      delay = random_() % 8 == 0 ? 6 * max_sync_delay_
-                                 : std::chrono::microseconds(random_() % (max_sync_delay_.count() + 1));
+      delay = random_() % 8 == 0
+                ? 6 * max_sync_delay_
+                : std::chrono::microseconds(random_() % (max_sync_delay_.count() + 1));
       auto it = generation_.find(fd);
       if (it == generation_.end())
         ++closed_under_sync_; // handed a closed fd
@@ -130,7 +131,7 @@ struct thread_log {
   std::uint64_t syncs = 0;
   lsn_t max_returned = 0; // largest flushed LSN a sync_through()/flush() returned
   std::vector<std::pair<lsn_t, xid_t>> records; // (start lsn, xid) of every insert
-  std::vector<lsn_t> ends;                        // record ends, same order
+  std::vector<lsn_t> ends;                      // record ends, same order
 
   void expect(bool ok, const std::string& what) {
     if (ok)
@@ -177,9 +178,11 @@ void commit_loop(wal_log& wal, std::size_t thread, std::size_t iterations, std::
       case 0:
       case 1: {
         lsn_t target = wal.write_out();
-        log.expect(target >= mine, text("write_out() stopped before this thread's record", target, mine));
+        log.expect(target >= mine,
+                   text("write_out() stopped before this thread's record", target, mine));
         returned = wal.sync_through(target);
-        log.expect(returned >= target, text("sync_through() returned less than its target", returned, target));
+        log.expect(returned >= target,
+                   text("sync_through() returned less than its target", returned, target));
         stale_target = target;
         break;
       }
@@ -193,12 +196,14 @@ void commit_loop(wal_log& wal, std::size_t thread, std::size_t iterations, std::
         log.expect(returned >= std::max(stale_target, before),
                    text("sync_through() of a covered target returned less", returned, before));
         returned = std::max(returned, wal.sync_through(target));
-        log.expect(returned >= target, text("sync_through() returned less than its target", returned, target));
+        log.expect(returned >= target,
+                   text("sync_through() returned less than its target", returned, target));
         break;
       }
     }
     ++log.syncs;
-    log.expect(returned <= wal.inserted_lsn(), text("flushed past the inserted WAL", returned, wal.inserted_lsn()));
+    log.expect(returned <= wal.inserted_lsn(),
+               text("flushed past the inserted WAL", returned, wal.inserted_lsn()));
     lsn_t after = wal.flushed_lsn();
     log.expect(after >= returned, text("flushed_lsn below a value sync returned", after, returned));
     log.expect(after >= before, text("flushed_lsn moved back during a sync", after, before));
@@ -343,7 +348,8 @@ TEST_CASE_TEMPLATE("wal_log: concurrent syncs across 64 KiB segments never have 
 
 TEST_CASE_TEMPLATE("wal_log: concurrent syncs while old segments are recycled and removed", M,
                    sync_method, uring_method) {
-  run_concurrent_syncs<M>({"64 KiB segments, recycling", small_segment, 128u << 10, 6000, 120, true});
+  run_concurrent_syncs<M>(
+    {"64 KiB segments, recycling", small_segment, 128u << 10, 6000, 120, true});
 }
 
 // ---- durability under the fault engine ------------------------------------------------------
@@ -400,12 +406,14 @@ power_loss_report run_power_loss_round(const durability_round& round) {
             switch (random() % 3) {
               case 0:
                 returned = wal.flush(mine);
-                log.expect(returned >= mine, text("flush() returned less than asked", returned, mine));
+                log.expect(returned >= mine,
+                           text("flush() returned less than asked", returned, mine));
                 break;
               default: {
                 lsn_t target = wal.write_out();
                 returned = wal.sync_through(target);
-                log.expect(returned >= target, text("sync_through() below target", returned, target));
+                log.expect(returned >= target,
+                           text("sync_through() below target", returned, target));
               }
             }
             log.max_returned = std::max(log.max_returned, returned);
@@ -451,18 +459,17 @@ power_loss_report run_power_loss_round(const durability_round& round) {
   CHECK(missing == 0);
   // No valid record past the end claims that WAL past the end had been durable.
   std::optional<wal_corruption> corruption = reader.find_corruption();
-  CHECK_MESSAGE(!corruption.has_value(),
-                (corruption ? corruption->reason : std::string()));
+  CHECK_MESSAGE(!corruption.has_value(), (corruption ? corruption->reason : std::string()));
   return report;
 }
 
 } // namespace
 
-TEST_CASE_TEMPLATE("wal_log: what concurrent sync_through calls returned survives a power loss",
-                   M, sync_method, uring_method) {
+TEST_CASE_TEMPLATE("wal_log: what concurrent sync_through calls returned survives a power loss", M,
+                   sync_method, uring_method) {
   const durability_round rounds[] = {
-    {1, 1u << 20, 400},     {2, small_segment, 500},  {3, small_segment, 1500},
-    {4, 1u << 20, 2000},    {5, small_segment, 900},  {6, small_segment, 3000},
+    {1, 1u << 20, 400},  {2, small_segment, 500}, {3, small_segment, 1500},
+    {4, 1u << 20, 2000}, {5, small_segment, 900}, {6, small_segment, 3000},
   };
   for (const durability_round& round : rounds) {
     power_loss_report report = run_power_loss_round<M>(round);

@@ -6,13 +6,13 @@
 #include "tests/storage/delegating_engine.hpp"
 
 #include <cerrno>
-#include <filesystem>
-#include <memory>
-#include <thread>
-#include <future>
-#include <condition_variable>
-#include <mutex>
 #include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 using namespace tidemark::storage;
 using namespace tidemark::storage::wal_test;
@@ -144,7 +144,8 @@ TEST_CASE("wal_log: segments are created full-size and named by their start lsn"
   std::vector<lsn_t> segments = wal_log::list_segments(dir.path());
   CHECK(segments == std::vector<lsn_t>{0, small_segment, 2 * small_segment, 3 * small_segment});
   for (lsn_t start : segments)
-    CHECK(std::filesystem::file_size(segment_file(dir.path(), small_segment, start)) == small_segment);
+    CHECK(std::filesystem::file_size(segment_file(dir.path(), small_segment, start)) ==
+          small_segment);
   CHECK(wal.counters().fsyncs == 4); // one flush: one fdatasync per segment it wrote to
 }
 
@@ -165,7 +166,7 @@ TEST_CASE("wal_log: remove_segments_before recycles up to four future segments, 
   CHECK(wal_log::list_segments(dir.path()) == expected);
 
   wal.remove_segments_before(6 * small_segment);
-  expected = {6 * small_segment, 7 * small_segment, 8 * small_segment, 9 * small_segment,
+  expected = {6 * small_segment,  7 * small_segment, 8 * small_segment, 9 * small_segment,
               10 * small_segment, 11 * small_segment}; // 3 recycled as 11; 4 and 5 unlinked
   CHECK(wal_log::list_segments(dir.path()) == expected);
 

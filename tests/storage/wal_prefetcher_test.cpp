@@ -4,9 +4,9 @@
 // sampled one block in eight after a long run of cached ones (lookup_sampler).
 #include "storage/wal_prefetcher.hpp"
 
+#include "delegating_engine.hpp"
 #include "storage/redo.hpp"
 #include "storage/wal_reader.hpp"
-#include "delegating_engine.hpp"
 #include "test_support.hpp"
 #include "transfer_workload.hpp"
 

@@ -23,7 +23,8 @@ std::vector<unsigned char> sealed_copy(const record_builder& builder, lsn_t lsn 
 
 // Re-seals bytes changed after finish(), so only the structure checks can reject them.
 void reseal(std::vector<unsigned char>& bytes) {
-  std::uint32_t payload_crc = crc32c(bytes.data() + sizeof(record_header), bytes.size() - sizeof(record_header));
+  std::uint32_t payload_crc =
+    crc32c(bytes.data() + sizeof(record_header), bytes.size() - sizeof(record_header));
   seal_record(bytes.data(), 4096, 0, 0, payload_crc);
 }
 

@@ -34,19 +34,19 @@
 #include <cstdlib>
 #include <utility>
 
-#define TM_SCHEDULED_ENQUEUE                                                                  \
+#define TM_SCHEDULED_ENQUEUE \
   "_ZN3caf15scheduled_actor7enqueueESt10unique_ptrINS_15mailbox_elementENS_6detail8disposerEE" \
   "PNS_14execution_unitE"
 #define TM_SCHEDULED_LAUNCH "_ZN3caf15scheduled_actor6launchEPNS_14execution_unitEbb"
 #define TM_SCHEDULED_ACTIVATE "_ZN3caf15scheduled_actor8activateEPNS_14execution_unitE"
-#define TM_SCHEDULED_ACTIVATE_WITH                                                            \
+#define TM_SCHEDULED_ACTIVATE_WITH \
   "_ZN3caf15scheduled_actor8activateEPNS_14execution_unitERNS_15mailbox_elementE"
 #define TM_SCHEDULED_REACTIVATE "_ZN3caf15scheduled_actor10reactivateERNS_15mailbox_elementE"
 #define TM_BOUNCE "_ZNK3caf6detail20sync_request_bouncerclERKNS_15mailbox_elementE"
-#define TM_BLOCKING_ENQUEUE                                                                   \
+#define TM_BLOCKING_ENQUEUE \
   "_ZN3caf14blocking_actor7enqueueESt10unique_ptrINS_15mailbox_elementENS_6detail8disposerEEP" \
   "NS_14execution_unitE"
-#define TM_BLOCKING_FETCH_MORE                                                                \
+#define TM_BLOCKING_FETCH_MORE \
   "_ZN3caf9intrusive10fifo_inboxINS_14blocking_actor14mailbox_policyEE10fetch_moreEv"
 
 namespace {
@@ -72,10 +72,12 @@ void tm_scheduled_launch(caf::scheduled_actor* self, caf::execution_unit* unit, 
                          bool hide) __asm__(TM_SCHEDULED_LAUNCH);
 bool tm_scheduled_activate(caf::scheduled_actor* self,
                            caf::execution_unit* unit) __asm__(TM_SCHEDULED_ACTIVATE);
-activation_result tm_scheduled_activate_with(caf::scheduled_actor* self, caf::execution_unit* unit,
-                                             caf::mailbox_element& element) __asm__(TM_SCHEDULED_ACTIVATE_WITH);
-activation_result tm_scheduled_reactivate(caf::scheduled_actor* self,
-                                          caf::mailbox_element& element) __asm__(TM_SCHEDULED_REACTIVATE);
+activation_result
+tm_scheduled_activate_with(caf::scheduled_actor* self, caf::execution_unit* unit,
+                           caf::mailbox_element& element) __asm__(TM_SCHEDULED_ACTIVATE_WITH);
+activation_result
+tm_scheduled_reactivate(caf::scheduled_actor* self,
+                        caf::mailbox_element& element) __asm__(TM_SCHEDULED_REACTIVATE);
 void tm_bounce(const caf::detail::sync_request_bouncer* self,
                const caf::mailbox_element& element) __asm__(TM_BOUNCE);
 void tm_blocking_enqueue(caf::blocking_actor* self, caf::mailbox_element_ptr element,
@@ -109,8 +111,8 @@ bool tm_scheduled_activate(caf::scheduled_actor* self, caf::execution_unit* unit
 
 activation_result tm_scheduled_activate_with(caf::scheduled_actor* self, caf::execution_unit* unit,
                                              caf::mailbox_element& element) {
-  using function = activation_result (*)(caf::scheduled_actor*, caf::execution_unit*,
-                                         caf::mailbox_element&);
+  using function =
+    activation_result (*)(caf::scheduled_actor*, caf::execution_unit*, caf::mailbox_element&);
   static const function next = next_definition<function>(TM_SCHEDULED_ACTIVATE_WITH);
   __tsan_acquire(&element);
   __tsan_acquire(self);
@@ -130,8 +132,7 @@ activation_result tm_scheduled_reactivate(caf::scheduled_actor* self,
   return result;
 }
 
-void tm_bounce(const caf::detail::sync_request_bouncer* self,
-               const caf::mailbox_element& element) {
+void tm_bounce(const caf::detail::sync_request_bouncer* self, const caf::mailbox_element& element) {
   using function = void (*)(const caf::detail::sync_request_bouncer*, const caf::mailbox_element&);
   static const function next = next_definition<function>(TM_BOUNCE);
   __tsan_acquire(const_cast<caf::mailbox_element*>(&element));

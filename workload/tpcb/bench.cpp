@@ -67,8 +67,7 @@ struct cpu_times {
 void print_progress(std::FILE* out, const statistics& stats, double elapsed, double interval,
                     const latency_distribution& window) {
   double tps = double(window.count()) / interval;
-  std::fprintf(out,
-               "progress: %.1f s, %.1f tps, lat %.3f ms avg, p99 %.3f ms, checkpoint %s%s\n",
+  std::fprintf(out, "progress: %.1f s, %.1f tps, lat %.3f ms avg, p99 %.3f ms, checkpoint %s%s\n",
                elapsed, tps, window.average_ms(), window.quantile_ms(0.99),
                to_string(stats.checkpoints.phase), stats.failed ? ", ENGINE FAILED" : "");
   std::fflush(out);
@@ -112,7 +111,8 @@ private:
   // The phase the second is shown in: sync over write over finish; a checkpoint that began
   // and ended between two samples (an unpaced one) shows as finish.
   int phase_of_second(const statistics& c) const {
-    for (checkpoint_phase p : {checkpoint_phase::sync, checkpoint_phase::write, checkpoint_phase::finish})
+    for (checkpoint_phase p :
+         {checkpoint_phase::sync, checkpoint_phase::write, checkpoint_phase::finish})
       if (seen_ & (1u << static_cast<unsigned>(p)))
         return static_cast<int>(p);
     bool completed = c.checkpoints.timed + c.checkpoints.requested !=
@@ -135,10 +135,12 @@ struct periodic {
 };
 
 void wait_and_report(database& db, const commit_tally& tally,
-                     const std::atomic<std::uint32_t>& clients_running, const bench_options& options,
-                     std::FILE* progress, steady_clock::time_point started) {
+                     const std::atomic<std::uint32_t>& clients_running,
+                     const bench_options& options, std::FILE* progress,
+                     steady_clock::time_point started) {
   auto at = [&](double s) {
-    return started + std::chrono::duration_cast<steady_clock::duration>(std::chrono::duration<double>(s));
+    return started +
+           std::chrono::duration_cast<steady_clock::duration>(std::chrono::duration<double>(s));
   };
   auto deadline = at(options.duration_s);
   latency_distribution initial = tally.snapshot();
@@ -158,7 +160,8 @@ void wait_and_report(database& db, const commit_tally& tally,
     // Waking every 100 ms: the timeline samples the checkpoint phase, and a run whose
     // clients all stopped (a failed engine) ends early. The engine's statistics are read
     // only when something uses them.
-    std::this_thread::sleep_until(std::min(wake, steady_clock::now() + std::chrono::milliseconds(100)));
+    std::this_thread::sleep_until(
+      std::min(wake, steady_clock::now() + std::chrono::milliseconds(100)));
     auto now_time = steady_clock::now();
     double elapsed = std::chrono::duration<double>(now_time - started).count();
     if (timeline)
@@ -209,7 +212,8 @@ void fill_report(json_object& r, database& db, const bench_options& options, dou
   double txns = transactions ? double(transactions) : 1.0;
   r.set("wal.bytes_per_transaction", double(b.wal.bytes - a.wal.bytes) / txns);
   r.set("wal.fsyncs_per_commit", double(fsyncs) / txns);
-  r.set("wal.fsync_avg_us", fsyncs ? double(b.wal.fsync_micros - a.wal.fsync_micros) / double(fsyncs) : 0.0);
+  r.set("wal.fsync_avg_us",
+        fsyncs ? double(b.wal.fsync_micros - a.wal.fsync_micros) / double(fsyncs) : 0.0);
   set_spread(r, "wal.fsync", b.wal.fsync_latency.since(a.wal.fsync_latency));
   const auto& ab = a.buffers;
   const auto& bb = b.buffers;

@@ -16,11 +16,11 @@ namespace tidemark::workload {
 
 struct bench_options {
   std::uint32_t clients = 1;
-  double duration_s = 10;               // used when transactions_per_client == 0
+  double duration_s = 10; // used when transactions_per_client == 0
   std::uint64_t transactions_per_client = 0;
-  double progress_interval_s = 0;       // 0: no progress lines
-  std::string ack_log_path;             // empty: none
-  std::string timeline_path;            // empty: none; else one CSV row per second
+  double progress_interval_s = 0; // 0: no progress lines
+  std::string ack_log_path;       // empty: none
+  std::string timeline_path;      // empty: none; else one CSV row per second
   std::uint64_t seed = 1;
 };
 

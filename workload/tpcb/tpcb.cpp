@@ -8,7 +8,8 @@
 namespace tidemark::workload::tpcb {
 
 layout::layout(std::size_t page_size, std::uint32_t scale)
-  : page_size_(page_size), scale_(scale), rows_per_page_(tidemark::rows_per_page(page_size, row_size)) {}
+  : page_size_(page_size), scale_(scale),
+    rows_per_page_(tidemark::rows_per_page(page_size, row_size)) {}
 
 std::uint64_t layout::rows(relation_id rel) const {
   switch (rel) {
@@ -162,7 +163,8 @@ std::vector<transaction_id> scan_history(database& db, session& s, verify_report
 
 } // namespace
 
-verify_report verify(database& db, const layout& shape, const std::vector<transaction_id>& acknowledged) {
+verify_report verify(database& db, const layout& shape,
+                     const std::vector<transaction_id>& acknowledged) {
   verify_report report;
   session s = db.open_session();
   report.sum_branches = sum_fixed_relation(s, shape, branches, report);

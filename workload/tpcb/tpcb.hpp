@@ -74,13 +74,13 @@ transaction_id run_transaction(session& s, const layout& shape, const transactio
 
 struct verify_report {
   std::uint64_t pages_read = 0;
-  std::vector<std::string> unreadable;   // pages the database could not read (corrupt)
+  std::vector<std::string> unreadable; // pages the database could not read (corrupt)
   std::int64_t sum_accounts = 0, sum_tellers = 0, sum_branches = 0, sum_history = 0;
   std::uint64_t history_rows = 0;
   std::uint64_t duplicate_history_xids = 0;
   std::uint64_t misplaced_rows = 0;
   std::uint64_t acknowledged = 0;
-  std::vector<transaction_id> lost;       // acknowledged ids missing from history
+  std::vector<transaction_id> lost;          // acknowledged ids missing from history
   std::vector<transaction_id> not_committed; // acknowledged, not committed in the status log
   bool balances_consistent() const {
     return sum_accounts == sum_tellers && sum_tellers == sum_branches &&
@@ -90,6 +90,7 @@ struct verify_report {
 
 /// Reads the four relations through a session of the open database `db` and checks row
 /// placement, the balance invariant and the acknowledged ids (sorted or not).
-verify_report verify(database& db, const layout& shape, const std::vector<transaction_id>& acknowledged);
+verify_report verify(database& db, const layout& shape,
+                     const std::vector<transaction_id>& acknowledged);
 
 } // namespace tidemark::workload::tpcb
