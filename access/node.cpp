@@ -60,7 +60,9 @@ int compare_keys(key_view a, key_view b) {
 // ---- node_view -----------------------------------------------------------------------------
 
 bool node_view::is_node() const { return load<std::uint32_t>(page_, magic_at) == node_magic; }
-node_kind node_view::kind() const { return static_cast<node_kind>(load<std::uint16_t>(page_, kind_at)); }
+node_kind node_view::kind() const {
+  return static_cast<node_kind>(load<std::uint16_t>(page_, kind_at));
+}
 std::uint16_t node_view::level() const { return load<std::uint16_t>(page_, level_at); }
 std::size_t node_view::slot_count() const { return load<std::uint16_t>(page_, slot_count_at); }
 std::uint32_t node_view::right() const { return load<std::uint32_t>(page_, right_at); }
@@ -271,7 +273,8 @@ std::size_t choose_split(const std::vector<node_item>& items, std::size_t page_s
   std::size_t total = 0;
   for (const node_item& item : items)
     total += item.footprint();
-  std::size_t right_high = right_high_key_length == 0 ? 0 : item_header_size + right_high_key_length;
+  std::size_t right_high = right_high_key_length == 0 ? 0
+                                                      : item_header_size + right_high_key_length;
   std::size_t target = rightmost_append ? total - items.back().footprint() : total / 2;
   // The split point nearest the target at which both sides fit, the left with a high key
   // as long as the separator (at most the right's first key).
@@ -308,8 +311,8 @@ std::string check_node(const node_view& node) {
   // Every item inside [upper, page_size), none overlapping another.
   std::vector<std::pair<std::size_t, std::size_t>> extents;
   auto add_extent = [&](std::size_t offset, const item_view& item) -> std::string {
-    std::size_t end = offset + item_header_size + item.key.size() +
-                      (node.is_leaf() ? item.payload_length : 0);
+    std::size_t end =
+      offset + item_header_size + item.key.size() + (node.is_leaf() ? item.payload_length : 0);
     if (offset < upper || end > page_size)
       return "an item at " + std::to_string(offset) + " lies outside the item area";
     if (item.key.size() > max_key_size)
@@ -325,7 +328,8 @@ std::string check_node(const node_view& node) {
     std::size_t payload = node.is_leaf() ? aux : 0;
     if (at + item_header_size + key_length + payload > page_size)
       return "an item at " + std::to_string(at) + " runs past the page";
-    out->key = key_view(reinterpret_cast<const char*>(node.bytes() + at + item_header_size), key_length);
+    out->key =
+      key_view(reinterpret_cast<const char*>(node.bytes() + at + item_header_size), key_length);
     out->payload_length = payload;
     return add_extent(at, *out);
   };

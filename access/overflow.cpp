@@ -119,11 +119,14 @@ std::string check_free_list(page_store& store, rel_id rel, block_id head, std::u
 page_allocator::page_allocator(page_store& store, rel_id rel, page_guard& meta,
                                page_changes& meta_changes, std::vector<logged_page>& logged)
   : store_(store), rel_(rel), meta_(meta), meta_changes_(meta_changes), logged_(logged) {
-  TIDEMARK_CHECK(meta.held() && meta.mode() == latch_mode::exclusive && meta.id().block == meta_block,
+  TIDEMARK_CHECK(meta.held() && meta.mode() == latch_mode::exclusive &&
+                   meta.id().block == meta_block,
                  "pages are given out under the meta page's exclusive latch");
 }
 
-block_id page_allocator::free_head() const { return load<block_id>(meta_.bytes(), meta_free_head_at); }
+block_id page_allocator::free_head() const {
+  return load<block_id>(meta_.bytes(), meta_free_head_at);
+}
 
 void page_allocator::set_free_list(block_id head, std::int64_t count_change) {
   page_edit edit(meta_.mutable_bytes(), store_.page_size(), &meta_changes_);
@@ -156,7 +159,8 @@ std::pair<page_guard*, page_changes*> page_allocator::take_page() {
   if (page.first == nullptr)
     page = hold(store_.latch({rel_, head}, latch_mode::exclusive));
   if (load<std::uint32_t>(page.first->bytes(), magic_at) != free_magic)
-    throw tidemark::data_error(describe(rel_, head) + " is on the free list but is not a free page");
+    throw tidemark::data_error(describe(rel_, head) +
+                               " is on the free list but is not a free page");
   set_free_list(load<block_id>(page.first->bytes(), next_at), -1);
   return page;
 }

@@ -145,8 +145,8 @@ std::optional<table_entry> table_transaction::committed_step(rel_id table, const
   tree t(store_, table);
   lsn_t newest = 0;
   std::optional<std::pair<std::string, std::string>> found =
-    forward ? t.first_from(key != nullptr ? key_view(*key) : key_view(), key == nullptr || inclusive,
-                           &newest)
+    forward ? t.first_from(key != nullptr ? key_view(*key) : key_view(),
+                           key == nullptr || inclusive, &newest)
             : t.last_before(key, inclusive, &newest);
   newest_seen_ = active_ ? std::max(newest_seen_, newest) : newest;
   std::optional<table_entry> entry;
@@ -197,10 +197,9 @@ void table_transaction::record_step(rel_id table, const std::string* from, bool 
 
 // The nearest pending change of `table` from `key` on in the direction (key null: from the
 // table's start or end), with its key.
-const std::optional<std::string>* table_transaction::pending_step(rel_id table,
-                                                                  const std::string* key,
-                                                                  bool inclusive, bool forward,
-                                                                  const std::string** pending_key) const {
+const std::optional<std::string>*
+table_transaction::pending_step(rel_id table, const std::string* key, bool inclusive, bool forward,
+                                const std::string** pending_key) const {
   if (!active_)
     return nullptr;
   auto it = writes_.end();
@@ -220,12 +219,14 @@ const std::optional<std::string>* table_transaction::pending_step(rel_id table,
   return &it->second;
 }
 
-std::optional<table_entry> table_transaction::next_entry(rel_id table, key_view key, bool inclusive) {
+std::optional<table_entry> table_transaction::next_entry(rel_id table, key_view key,
+                                                         bool inclusive) {
   std::string at(key);
   for (;;) {
     std::optional<table_entry> committed = committed_step(table, &at, inclusive, true);
     const std::string* pending_key = nullptr;
-    const std::optional<std::string>* pending = pending_step(table, &at, inclusive, true, &pending_key);
+    const std::optional<std::string>* pending =
+      pending_step(table, &at, inclusive, true, &pending_key);
     if (pending == nullptr || (committed && compare_keys(*pending_key, committed->key) > 0))
       return committed;
     if (*pending)
@@ -244,7 +245,8 @@ std::optional<table_entry> table_transaction::previous_entry(rel_id table, const
     const std::string* from = at ? &*at : nullptr;
     std::optional<table_entry> committed = committed_step(table, from, inclusive, false);
     const std::string* pending_key = nullptr;
-    const std::optional<std::string>* pending = pending_step(table, from, inclusive, false, &pending_key);
+    const std::optional<std::string>* pending =
+      pending_step(table, from, inclusive, false, &pending_key);
     if (pending == nullptr || (committed && compare_keys(*pending_key, committed->key) < 0))
       return committed;
     if (*pending)
@@ -285,9 +287,10 @@ table_transaction::attempt table_transaction::try_commit(lsn_t* end) {
 }
 
 // Steps 1 and 2 of the header: every key's leaf, latched in page order, still covering it.
-table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_leaf>& leaves,
-                                                           std::map<table_key, std::size_t>& leaf_of,
-                                                           std::map<page_id, std::size_t>& index) {
+table_transaction::attempt
+table_transaction::latch_leaves(std::vector<latched_leaf>& leaves,
+                                std::map<table_key, std::size_t>& leaf_of,
+                                std::map<page_id, std::size_t>& index) {
   std::map<table_key, page_id> located;
   std::map<page_id, latch_mode> wanted;
   auto locate = [&](const table_key& k, latch_mode mode) {
@@ -349,9 +352,9 @@ bool table_transaction::needs_meta(const std::vector<latched_leaf>& leaves,
 
 void table_transaction::locate_ranges(std::map<page_id, latch_mode>& wanted) {
   for (recorded_range& range : ranges_) {
-    range.leaves = tree(store_, range.table)
-                     .leaves_between(range.low ? &*range.low : nullptr,
-                                     range.high ? &*range.high : nullptr);
+    range.leaves =
+      tree(store_, range.table)
+        .leaves_between(range.low ? &*range.low : nullptr, range.high ? &*range.high : nullptr);
     for (block_id block : range.leaves)
       wanted.emplace(page_id{range.table, block}, latch_mode::shared); // exclusive stays
   }
@@ -363,7 +366,8 @@ bool table_transaction::ranges_latched(const std::vector<latched_leaf>& leaves,
                                        const std::map<page_id, std::size_t>& index) const {
   for (const recorded_range& range : ranges_)
     for (std::size_t i = 0; i < range.leaves.size(); ++i) {
-      node_view node(leaves[index.at({range.table, range.leaves[i]})].guard.bytes(), store_.page_size());
+      node_view node(leaves[index.at({range.table, range.leaves[i]})].guard.bytes(),
+                     store_.page_size());
       if (!node.is_node() || !node.is_leaf())
         return false;
       if (i == 0 && (range.low ? !node.below_high_key(*range.low) : node.left() != 0))
@@ -481,10 +485,12 @@ void table_transaction::check_before_applying(std::vector<latched_leaf>& leaves,
   std::size_t bound = sizeof(storage::record_header) + pages * (page_size + 24);
   if (bound > store_.max_record_bytes()) {
     leaves.clear();
-    throw tidemark::usage_error(
-      "the transaction changes " + std::to_string(pages) + " pages of tables, more than one "
-      "WAL record holds (" + std::to_string(store_.max_record_bytes()) + " bytes: raise "
-      "wal_buffers, or split the transaction); nothing was applied");
+    throw tidemark::usage_error("the transaction changes " + std::to_string(pages) +
+                                " pages of tables, more than one "
+                                "WAL record holds (" +
+                                std::to_string(store_.max_record_bytes()) +
+                                " bytes: raise "
+                                "wal_buffers, or split the transaction); nothing was applied");
   }
 }
 
@@ -504,7 +510,8 @@ void table_transaction::apply_to_leaf(std::size_t leaf, latched_leaf& latched,
     bool found;
     std::size_t slot = node.lower_bound(write.first.key, &found);
     const std::optional<std::string>& value = write.second;
-    bool inline_value = value && inline_value_fits(page_size, write.first.key.size(), value->size());
+    bool inline_value = value &&
+                        inline_value_fits(page_size, write.first.key.size(), value->size());
     if (found && inline_value && (node.item(slot).flags & item_overflow) == 0 &&
         node.item(slot).payload_length == value->size()) {
       replace_item(edit, slot, 0, static_cast<std::uint32_t>(value->size()), *value);

@@ -39,7 +39,6 @@
 
 namespace tidemark::access {
 
-
 struct table_entry {
   std::string key;
   std::string value;
@@ -126,14 +125,18 @@ private:
   void locate_ranges(std::map<page_id, latch_mode>& wanted);
   bool ranges_latched(const std::vector<latched_leaf>& leaves,
                       const std::map<page_id, std::size_t>& index) const;
-  void validate_ranges(std::vector<latched_leaf>& leaves, const std::map<page_id, std::size_t>& index);
+  void validate_ranges(std::vector<latched_leaf>& leaves,
+                       const std::map<page_id, std::size_t>& index);
   attempt try_commit(lsn_t* end);
   attempt latch_leaves(std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
                        std::map<page_id, std::size_t>& index);
-  bool make_room(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
-  void validate_reads(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
+  bool make_room(std::vector<latched_leaf>& leaves,
+                 const std::map<table_key, std::size_t>& leaf_of);
+  void validate_reads(std::vector<latched_leaf>& leaves,
+                      const std::map<table_key, std::size_t>& leaf_of);
   [[noreturn]] void conflict(std::vector<latched_leaf>& leaves, const std::string& what);
-  lsn_t apply_and_log(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of);
+  lsn_t apply_and_log(std::vector<latched_leaf>& leaves,
+                      const std::map<table_key, std::size_t>& leaf_of);
   void check_before_applying(std::vector<latched_leaf>& leaves,
                              const std::map<table_key, std::size_t>& leaf_of);
   void apply_to_leaf(std::size_t leaf, latched_leaf& latched,

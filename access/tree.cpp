@@ -13,7 +13,6 @@ namespace tidemark::access {
 
 namespace {
 
-
 template <class T>
 T load(const unsigned char* page, std::size_t at) {
   T value;
@@ -35,20 +34,19 @@ struct split_step {
   page_guard node;
   page_guard old_right; // the right sibling whose left link moves to the new block
   std::vector<node_item> items;
-  std::size_t split = 0;      // items[split..] go right (leaves: see existing_split)
+  std::size_t split = 0; // items[split..] go right (leaves: see existing_split)
   std::size_t child_slot = ~std::size_t{0};
-  std::string separator;      // the left part's high key, and the key the parent gets
+  std::string separator; // the left part's high key, and the key the parent gets
   block_id new_block = 0;
 };
 
 // Where a leaf with items `existing` (their footprints after the pending replacements)
-// splits to make room for `pending` (new keys, in order). Both parts of the existing items must fit their node
-// with its high key; among the split points that do, the one nearest the target by bytes
+// splits to make room for `pending` (new keys, in order). Both parts of the existing items must fit
+// their node with its high key; among the split points that do, the one nearest the target by bytes
 // of existing and pending items together. Returns the separator.
 std::string choose_leaf_separator(const std::vector<pending_item>& existing,
-                                  const std::vector<pending_item>& pending,
-                                  std::size_t page_size, std::size_t right_high_bytes,
-                                  bool rightmost) {
+                                  const std::vector<pending_item>& pending, std::size_t page_size,
+                                  std::size_t right_high_bytes, bool rightmost) {
   struct entry {
     key_view key;
     std::size_t footprint;
@@ -78,8 +76,8 @@ std::string choose_leaf_separator(const std::vector<pending_item>& existing,
   // leaf with nothing but new items keeps nine tenths of a page of them.
   bool ascending = rightmost && !merged.back().existing && !pending.empty() &&
                    (existing.empty() || compare_keys(pending.front().key, existing.back().key) > 0);
-  std::size_t packed = std::max(existing_total,
-                                std::min(total - merged.back().footprint, capacity * 9 / 10));
+  std::size_t packed =
+    std::max(existing_total, std::min(total - merged.back().footprint, capacity * 9 / 10));
   std::size_t target = ascending ? packed : total / 2;
   std::size_t best = 0, best_distance = ~std::size_t{0};
   std::size_t left_total = 0, left_existing = 0;
@@ -140,9 +138,10 @@ bool plan_leaf_split(split_step& step, const std::vector<pending_item>& items, s
   std::size_t right_high = leaf.has_high_key() ? item_header_size + leaf.high_key().size() : 0;
   step.separator = choose_leaf_separator(sized, added, page_size, right_high, leaf.right() == 0);
   step.items = std::move(existing);
-  auto right_part = std::lower_bound(
-    step.items.begin(), step.items.end(), step.separator,
-    [](const node_item& a, const std::string& key) { return compare_keys(a.key, key) < 0; });
+  auto right_part = std::lower_bound(step.items.begin(), step.items.end(), step.separator,
+                                     [](const node_item& a, const std::string& key) {
+                                       return compare_keys(a.key, key) < 0;
+                                     });
   step.split = static_cast<std::size_t>(right_part - step.items.begin());
   return true;
 }
@@ -222,8 +221,7 @@ std::optional<page_id> plan_upward(split_plan& plan, page_store& store, rel_id r
 // Builds one split node's two parts: the left stays in its block, the right goes to the
 // new block, and the old right sibling's left link moves to it.
 void build_split_step(split_step& step, page_guard& fresh,
-                      const std::function<page_edit(page_guard&)>& edit_of,
-                      std::size_t page_size) {
+                      const std::function<page_edit(page_guard&)>& edit_of, std::size_t page_size) {
   node_view node(step.node.bytes(), page_size);
   node_kind kind = node.kind();
   std::uint16_t level = node.level();
@@ -291,7 +289,8 @@ void apply_split(split_plan& plan, page_store& store, rel_id rel) {
 } // namespace
 
 bool inline_value_fits(std::size_t page_size, std::size_t key_size, std::size_t value_size) {
-  return key_size <= max_key_size && item_footprint(key_size, value_size) <= max_item_size(page_size);
+  return key_size <= max_key_size &&
+         item_footprint(key_size, value_size) <= max_item_size(page_size);
 }
 
 // ---- creation and descent ------------------------------------------------------------------
@@ -351,7 +350,8 @@ page_guard tree::latch_leaf(key_view key, latch_mode mode, descent* path) {
   for (std::uint16_t level = root.level; level > 0; --level) {
     page_guard node = move_right(latch_node(block, latch_mode::shared), key, latch_mode::shared);
     node_view view(node.bytes(), store_.page_size());
-    TIDEMARK_CHECK(view.is_node() && view.level() == level, "a descent meets one level after another");
+    TIDEMARK_CHECK(view.is_node() && view.level() == level,
+                   "a descent meets one level after another");
     if (path != nullptr)
       path->inner[level - 1] = node.id().block;
     block = view.item(view.child_slot(key)).child();
@@ -448,7 +448,7 @@ tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std:
 // ---- ordered reads -------------------------------------------------------------------------
 
 std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key, bool inclusive,
-                                                                   lsn_t* newest) {
+                                                                    lsn_t* newest) {
   page_guard leaf = latch_leaf(key, latch_mode::shared);
   for (;;) {
     node_view view(leaf.bytes(), store_.page_size());
@@ -468,9 +468,8 @@ std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key
   }
 }
 
-std::optional<std::pair<std::string, std::string>> tree::last_before(const std::string* key,
-                                                                     bool inclusive,
-                                                                     lsn_t* newest) {
+std::optional<std::pair<std::string, std::string>>
+tree::last_before(const std::string* key, bool inclusive, lsn_t* newest) {
   page_guard leaf;
   std::size_t slot;
   if (key != nullptr) {
@@ -597,8 +596,8 @@ std::string check_level(page_store& store, rel_id rel, block_id leftmost, std::u
 // Past the nodes: every overflow chain the leaves refer to, the free list, and blocks in
 // none of them, which may only be never-written (a split's block whose record a crash
 // took).
-std::string check_pages_accounted(page_store& store, rel_id rel, const std::vector<block_id>& leaves,
-                                  std::vector<bool>& seen) {
+std::string check_pages_accounted(page_store& store, rel_id rel,
+                                  const std::vector<block_id>& leaves, std::vector<bool>& seen) {
   for (block_id block : leaves) {
     page_guard page = store.latch({rel, block}, latch_mode::shared);
     node_view leaf(page.bytes(), store.page_size());
@@ -654,8 +653,8 @@ std::string check_tree(page_store& store, rel_id rel) {
     std::vector<block_id> order, children;
     std::vector<std::optional<std::string>> bounds;
     if (std::string problem = check_level(store, rel, expected.front(),
-                                          static_cast<std::uint16_t>(level), seen, order,
-                                          children, bounds);
+                                          static_cast<std::uint16_t>(level), seen, order, children,
+                                          bounds);
         !problem.empty())
       return problem;
     if (order != expected)

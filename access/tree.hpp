@@ -84,9 +84,8 @@ public:
   std::optional<std::pair<std::string, std::string>> first_from(key_view key, bool inclusive,
                                                                 lsn_t* newest = nullptr);
   /// The last key < `key` (<= with `inclusive`), with its value; `key` null: the last key.
-  std::optional<std::pair<std::string, std::string>> last_before(const std::string* key,
-                                                                 bool inclusive,
-                                                                 lsn_t* newest = nullptr);
+  std::optional<std::pair<std::string, std::string>>
+  last_before(const std::string* key, bool inclusive, lsn_t* newest = nullptr);
   /// The leaves from the one covering `low` (null: the leftmost) to the one covering `high`
   /// (null: the rightmost), left to right, as the right links had them a moment ago.
   std::vector<block_id> leaves_between(const std::string* low, const std::string* high);

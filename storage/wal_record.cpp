@@ -165,8 +165,7 @@ void record_builder::write_bytes(std::uint16_t offset, const void* data, std::ui
   write_op(op_kind::write_bytes, offset, data, length);
 }
 
-void record_builder::add_ops(const unsigned char* ops, std::size_t length,
-                             std::size_t page_size) {
+void record_builder::add_ops(const unsigned char* ops, std::size_t length, std::size_t page_size) {
   TIDEMARK_CHECK(block_start_ != 0, "record_builder: ops belong to an open block");
   TIDEMARK_CHECK(valid_ops(ops, length, page_size), "record_builder: encoded ops are well formed");
   bytes_.insert(bytes_.end(), ops, ops + length);

@@ -20,7 +20,7 @@ class memory_page_store final : public page_store {
 public:
   struct record {
     lsn_t lsn;
-    tidemark::storage::xid_t xid; // 0: a structure change
+    tidemark::storage::xid_t xid;                                      // 0: a structure change
     std::vector<std::pair<page_id, std::vector<unsigned char>>> pages; // id, ops
   };
 
@@ -60,14 +60,17 @@ public:
     return found == relations_.end() ? 0 : static_cast<block_id>(found->second.size());
   }
 
-  lsn_t log_change(const std::vector<logged_page>& pages, tidemark::storage::xid_t xid = 0) override {
+  lsn_t log_change(const std::vector<logged_page>& pages,
+                   tidemark::storage::xid_t xid = 0) override {
     std::lock_guard<std::mutex> lock(log_mutex_);
     record r{++lsn_, xid, {}};
     for (const logged_page& p : pages) {
-      TIDEMARK_CHECK(p.page->mode() == latch_mode::exclusive, "logged pages are latched exclusively");
+      TIDEMARK_CHECK(p.page->mode() == latch_mode::exclusive,
+                     "logged pages are latched exclusively");
       storage::set_page_lsn(p.page->mutable_bytes(), r.lsn);
-      r.pages.push_back({p.page->id(), std::vector<unsigned char>(p.changes->data(),
-                                                                  p.changes->data() + p.changes->size())});
+      r.pages.push_back(
+        {p.page->id(),
+         std::vector<unsigned char>(p.changes->data(), p.changes->data() + p.changes->size())});
     }
     ++record_count_;
     if (keep_records_)

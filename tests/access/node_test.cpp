@@ -20,8 +20,7 @@ namespace storage = tidemark::storage;
 namespace {
 
 struct test_node {
-  explicit test_node(std::size_t page_size, node_kind kind = node_kind::leaf)
-    : page(page_size, 0) {
+  explicit test_node(std::size_t page_size, node_kind kind = node_kind::leaf) : page(page_size, 0) {
     page_edit edit(page.data(), page.size(), nullptr);
     init_node(edit, kind, kind == node_kind::leaf ? 0 : 1, 0, 0);
   }
@@ -47,19 +46,19 @@ struct test_node {
 // Keys drawn to make comparisons hard: shared prefixes, the empty key, the longest key.
 std::string random_key(std::mt19937_64& random) {
   switch (random() % 8) {
-  case 0:
-    return "";
-  case 1:
-    return std::string(max_key_size, static_cast<char>('a' + random() % 3));
-  case 2:
-  case 3:
-    return "prefix/" + std::string(random() % 40, 'x') + std::to_string(random() % 50);
-  default: {
-    std::string key(random() % 24, '\0');
-    for (char& c : key)
-      c = static_cast<char>(random() % 4); // small alphabet: many ties in the prefix
-    return key;
-  }
+    case 0:
+      return "";
+    case 1:
+      return std::string(max_key_size, static_cast<char>('a' + random() % 3));
+    case 2:
+    case 3:
+      return "prefix/" + std::string(random() % 40, 'x') + std::to_string(random() % 50);
+    default: {
+      std::string key(random() % 24, '\0');
+      for (char& c : key)
+        c = static_cast<char>(random() % 4); // small alphabet: many ties in the prefix
+      return key;
+    }
   }
 }
 

@@ -47,16 +47,16 @@ bool whole(const std::string& value) {
 
 std::size_t random_length(std::mt19937_64& random) {
   switch (random() % 10) {
-  case 0:
-    return random() % 64; // inline
-  case 1:
-    return 1000 + random() % 800; // around the inline limit of a 4 KiB page
-  case 2:
-    return max_value_size - random() % 3;
-  case 3:
-    return std::size_t{1} << 20; // 1 MiB
-  default:
-    return 4000 + random() % 40000; // one to ten pages
+    case 0:
+      return random() % 64; // inline
+    case 1:
+      return 1000 + random() % 800; // around the inline limit of a 4 KiB page
+    case 2:
+      return max_value_size - random() % 3;
+    case 3:
+      return std::size_t{1} << 20; // 1 MiB
+    default:
+      return 4000 + random() % 40000; // one to ten pages
   }
 }
 

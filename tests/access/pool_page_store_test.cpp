@@ -135,7 +135,8 @@ TEST_CASE("a WAL cut anywhere recovers exactly the tree changes before the cut")
   std::mt19937_64 random(11);
   for (int cut_round = 0; cut_round < 12; ++cut_round) {
     storage::test::temp_dir copy;
-    fs::copy(dir.path(), copy.path(), fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    fs::copy(dir.path(), copy.path(),
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
     // Zero everything from the cut on: the segment holding it from there, later ones whole.
     lsn_t cut = 1 + random() % log.back().end;
     CAPTURE(cut);

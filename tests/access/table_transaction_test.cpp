@@ -31,7 +31,9 @@ std::map<std::string, std::string> contents(page_store& store, rel_id table) {
   return all;
 }
 
-std::string account_key(int id) { return "account/" + std::string(id % 7 * 10, '-') + std::to_string(id); }
+std::string account_key(int id) {
+  return "account/" + std::string(id % 7 * 10, '-') + std::to_string(id);
+}
 
 // A balance, padded to a length that changes with it, so replacements resize items.
 std::string balance_value(long long balance) {

@@ -25,15 +25,15 @@ constexpr rel_id table_rel = 100;
 
 std::string random_key(std::mt19937_64& random, std::size_t space) {
   switch (random() % 10) {
-  case 0:
-    return "";
-  case 1:
-    return std::string(max_key_size - random() % 2, static_cast<char>('a' + random() % 3));
-  case 2:
-  case 3:
-    return "user/" + std::string(random() % 200, '0') + std::to_string(random() % space);
-  default:
-    return "k" + std::to_string(random() % space);
+    case 0:
+      return "";
+    case 1:
+      return std::string(max_key_size - random() % 2, static_cast<char>('a' + random() % 3));
+    case 2:
+    case 3:
+      return "user/" + std::string(random() % 200, '0') + std::to_string(random() % space);
+    default:
+      return "k" + std::to_string(random() % space);
   }
 }
 
@@ -72,22 +72,22 @@ TEST_CASE("a tree under a million random puts, erases and gets matches a std::ma
     std::size_t space = step < 500000 ? 20000 : 2000; // grow, then churn a smaller set
     std::string key = random_key(random, space);
     switch (random() % 4) {
-    case 0: {
-      auto got = t.get(key);
-      auto expected = model.find(key);
-      REQUIRE(got.has_value() == (expected != model.end()));
-      if (got)
-        REQUIRE(*got == expected->second);
-      break;
-    }
-    case 1:
-      REQUIRE(t.erase(key) == (model.erase(key) == 1));
-      break;
-    default: {
-      std::string value = random_value(random, store.page_size(), key.size());
-      REQUIRE(t.put(key, value) == (model.count(key) == 0));
-      model[key] = value;
-    }
+      case 0: {
+        auto got = t.get(key);
+        auto expected = model.find(key);
+        REQUIRE(got.has_value() == (expected != model.end()));
+        if (got)
+          REQUIRE(*got == expected->second);
+        break;
+      }
+      case 1:
+        REQUIRE(t.erase(key) == (model.erase(key) == 1));
+        break;
+      default: {
+        std::string value = random_value(random, store.page_size(), key.size());
+        REQUIRE(t.put(key, value) == (model.count(key) == 0));
+        model[key] = value;
+      }
     }
     if (step % 250000 == 0) {
       CAPTURE(step);
@@ -171,36 +171,36 @@ TEST_CASE("four threads of puts, erases, gets and scans leave the tree their mod
         std::string key =
           random_key(random, 5000).substr(0, max_key_size - 2) + "#" + std::to_string(id);
         switch (random() % 6) {
-        case 0: {
-          auto got = t.get(key);
-          auto expected = model.find(key);
-          if (got.has_value() != (expected != model.end()) || (got && *got != expected->second))
-            failed = true;
-          break;
-        }
-        case 1: {
-          // A short scan: keys strictly rising.
-          std::string at = key;
-          for (int n = 0; n < 20; ++n) {
-            auto next = t.first_from(at, false);
-            if (!next)
-              break;
-            if (compare_keys(next->first, at) <= 0)
+          case 0: {
+            auto got = t.get(key);
+            auto expected = model.find(key);
+            if (got.has_value() != (expected != model.end()) || (got && *got != expected->second))
               failed = true;
-            at = next->first;
+            break;
           }
-          break;
-        }
-        case 2:
-          if (t.erase(key) != (model.erase(key) == 1))
-            failed = true;
-          break;
-        default: {
-          std::string value = random_value(random, store.page_size(), key.size());
-          if (t.put(key, value) != (model.count(key) == 0))
-            failed = true;
-          model[key] = value;
-        }
+          case 1: {
+            // A short scan: keys strictly rising.
+            std::string at = key;
+            for (int n = 0; n < 20; ++n) {
+              auto next = t.first_from(at, false);
+              if (!next)
+                break;
+              if (compare_keys(next->first, at) <= 0)
+                failed = true;
+              at = next->first;
+            }
+            break;
+          }
+          case 2:
+            if (t.erase(key) != (model.erase(key) == 1))
+              failed = true;
+            break;
+          default: {
+            std::string value = random_value(random, store.page_size(), key.size());
+            if (t.put(key, value) != (model.count(key) == 0))
+              failed = true;
+            model[key] = value;
+          }
         }
       }
     });
