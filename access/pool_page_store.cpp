@@ -75,8 +75,8 @@ block_id pool_page_store::blocks(rel_id rel) { return pool_.files().nblocks(rel)
 
 std::size_t pool_page_store::max_record_bytes() const {
   if (wal_ == nullptr)
-    return storage::max_record_bytes;
-  return std::min(storage::max_record_bytes, wal_->options().buffer_size);
+    return storage::max_wal_record_bytes;
+  return std::min(storage::max_wal_record_bytes, wal_->options().buffer_size);
 }
 
 void pool_page_store::half_applied(const std::string& why) {

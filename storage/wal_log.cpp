@@ -129,11 +129,11 @@ std::optional<lsn_range> wal_log::insert(record_builder& record, lsn_t expected_
   TIDEMARK_CHECK(hold == nullptr || !hold->held(), "a commit inserts one record with its hold");
   std::size_t length = record.size();
   std::size_t aligned = aligned_record_size(length);
-  if (aligned > buffer_.size() || length > max_record_bytes)
+  if (aligned > buffer_.size() || length > max_wal_record_bytes)
     throw std::length_error(
       "a WAL record of " + std::to_string(length) + " bytes is longer than " +
-      (length > max_record_bytes
-         ? "any record may be (" + std::to_string(max_record_bytes) + ")"
+      (length > max_wal_record_bytes
+         ? "any record may be (" + std::to_string(max_wal_record_bytes) + ")"
          : "the WAL insert buffer (wal_buffers, " + std::to_string(buffer_.size()) + " bytes)"));
   std::unique_lock lock(insert_mutex_);
   check_usable();

@@ -78,7 +78,7 @@ constexpr std::size_t record_alignment = 8;
 constexpr std::size_t max_blocks_per_record = 0xFFFF; // block_count and block_count_high
 /// The longest record: the reader takes a longer length for corruption, and the log refuses
 /// to insert one (wal_log::insert).
-constexpr std::size_t max_record_bytes = std::size_t{256} << 20;
+constexpr std::size_t max_wal_record_bytes = std::size_t{256} << 20;
 constexpr std::size_t max_main_length = 1u << 20;
 constexpr std::size_t op_header_size = 5;            // u8 kind, u16 offset, u16 length
 constexpr std::size_t max_block_ops_length = 0xFFFF; // ops of one block in one record
@@ -101,11 +101,11 @@ inline std::size_t aligned_record_size(std::size_t total_length) {
 
 /// Upper bound of total_length for `page_size`: every block with 64 KiB of ops and an image
 /// (a compressed one is never longer than the page), plus the longest main data, and never
-/// more than max_record_bytes. The reader rejects longer lengths without reading them.
+/// more than max_wal_record_bytes. The reader rejects longer lengths without reading them.
 inline std::size_t max_record_length(std::size_t page_size) {
   std::size_t block_max = sizeof(block_ref_header) + 0xFFFF + page_size;
   std::size_t longest = sizeof(record_header) + max_blocks_per_record * block_max + max_main_length;
-  return longest < max_record_bytes ? longest : max_record_bytes;
+  return longest < max_wal_record_bytes ? longest : max_wal_record_bytes;
 }
 
 /// Assembles one record. Reusable: reset() keeps the buffer's capacity, so steady-state

@@ -131,7 +131,7 @@ private:
 
   std::size_t page_size_;
   bool keep_records_;
-  std::size_t max_record_bytes_ = tidemark::storage::max_record_bytes;
+  std::size_t max_record_bytes_ = tidemark::storage::max_wal_record_bytes;
   std::size_t record_count_ = 0;
   std::shared_mutex pages_mutex_;
   std::map<rel_id, std::vector<std::unique_ptr<page>>> relations_;
