@@ -40,8 +40,10 @@ void write_item(page_edit& edit, std::size_t at, key_view key, std::uint16_t fla
   std::memcpy(&scratch[0], &key_length, 2);
   std::memcpy(&scratch[2], &flags, 2);
   std::memcpy(&scratch[4], &aux, 4);
-  std::memcpy(&scratch[item_header_size], key.data(), key.size());
-  std::memcpy(&scratch[item_header_size + key.size()], payload.data(), payload.size());
+  // std::copy: an empty key or payload may have no data pointer at all.
+  std::copy(key.begin(), key.end(), scratch.begin() + item_header_size);
+  std::copy(payload.begin(), payload.end(),
+            scratch.begin() + static_cast<std::ptrdiff_t>(item_header_size + key.size()));
   edit.write(at, scratch.data(), scratch.size());
 }
 

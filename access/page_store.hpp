@@ -4,9 +4,13 @@
 // engine.
 //
 // Latching protocol (the tree keeps it; see tree.hpp for why it cannot deadlock):
-//  - latch() blocks. It is called holding no latch, or, by a commit, on leaves in block
-//    order; every other latch taken while holding one is a try_latch(), and a failed one
-//    means: release everything, wait_for() the page, start again.
+//  - latch() blocks. It is called holding no latch; or by a commit, on the pages it needs
+//    (leaves, and a table's meta page for its free list) in page order; or on pages nobody
+//    else can be waiting for while holding one: a new block, a free-list page under its
+//    meta page's exclusive latch, an overflow chain's pages under its leaf's latch (only
+//    the holder of that leaf's exclusive latch changes a chain). Every other latch taken
+//    while holding one is a try_latch(), and a failed one means: release everything,
+//    wait_for() the page, start again.
 //  - A guard releases its latch (and pin) when it is destroyed or released.
 //  - log_change() is given pages latched exclusively by the caller, with their changes
 //    already applied through page_edits; it makes them one WAL record (redo applies all of

@@ -15,15 +15,19 @@ pool_page_store::pool_page_store(storage::buffer_pool& pool, storage::wal_log* w
   : pool_(pool), wal_(wal), full_page_writes_(full_page_writes), status_(status),
     on_half_applied_(std::move(on_half_applied)) {}
 
-page_guard pool_page_store::latch(page_id id, latch_mode mode) {
-  pool_.reserve_pins(1);
-  storage::buffer_id buffer;
+// Pins `id` with the pin the caller reserved, which a failed pin gives back.
+storage::buffer_id pool_page_store::pin_reserved(page_id id) {
   try {
-    buffer = pool_.pin(id);
+    return pool_.pin(id);
   } catch (...) {
     pool_.release_pins(1);
     throw;
   }
+}
+
+page_guard pool_page_store::latch(page_id id, latch_mode mode) {
+  pool_.reserve_pins(1);
+  storage::buffer_id buffer = pin_reserved(id);
   if (mode == latch_mode::exclusive)
     pool_.lock_exclusive(buffer);
   else
@@ -34,13 +38,7 @@ page_guard pool_page_store::latch(page_id id, latch_mode mode) {
 page_guard pool_page_store::try_latch(page_id id, latch_mode mode) {
   if (!pool_.try_reserve_pins(1))
     return {};
-  storage::buffer_id buffer;
-  try {
-    buffer = pool_.pin(id);
-  } catch (...) {
-    pool_.release_pins(1);
-    throw;
-  }
+  storage::buffer_id buffer = pin_reserved(id);
   bool granted = mode == latch_mode::exclusive ? pool_.try_lock_exclusive(buffer)
                                                : pool_.try_lock_shared(buffer);
   if (!granted) {

@@ -13,7 +13,8 @@
 //  - A failure to insert leaves changed but unlogged pages in the pool: on_half_applied
 //    is called (the engine stops, W3) before the caller's latches are released.
 //  - new_block() hands each block out once: a per-relation counter that starts at the
-//    relation's size.
+//    relation's size. So there is one store per buffer pool (per open database), shared
+//    by every session.
 #pragma once
 
 #include "access/page_store.hpp"
@@ -49,6 +50,7 @@ protected:
   void unlatch(page_id id, std::uint64_t handle, latch_mode mode) override;
 
 private:
+  storage::buffer_id pin_reserved(page_id id);
   void encode(storage::record_builder& record, const std::vector<logged_page>& pages,
               storage::xid_t xid, lsn_t redo_lsn) const;
   void record_status(storage::xid_t xid, lsn_t end);

@@ -5,6 +5,7 @@
 
 #include "storage/check.hpp"
 #include "storage/page.hpp"
+#include "storage/page_transaction.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -65,13 +66,6 @@ void table_transaction::abort() {
   active_ = false;
 }
 
-void table_transaction::refuse_outside_transaction(const char* operation) const {
-  if (!active_)
-    throw tidemark::usage_error(std::string(operation) +
-                                " outside a transaction (commit(), rollback() and a "
-                                "conflict_error end one): call begin() first; nothing changed");
-}
-
 // ---- reads and buffered changes ------------------------------------------------------------
 
 std::optional<std::string> table_transaction::read_committed(rel_id table, key_view key) {
@@ -101,7 +95,7 @@ std::optional<std::string> table_transaction::get(rel_id table, key_view key) {
 }
 
 void table_transaction::put(rel_id table, key_view key, std::string_view value) {
-  refuse_outside_transaction("put");
+  storage::refuse_outside_transaction(active_, "put");
   TIDEMARK_CHECK(key.size() <= max_key_size && value.size() <= max_value_size,
                  "the caller checks a key and value against the limits");
   if (!inline_value_fits(store_.page_size(), key.size(), value.size()))
@@ -110,7 +104,7 @@ void table_transaction::put(rel_id table, key_view key, std::string_view value) 
 }
 
 bool table_transaction::insert(rel_id table, key_view key, std::string_view value) {
-  refuse_outside_transaction("insert");
+  storage::refuse_outside_transaction(active_, "insert");
   if (get(table, key))
     return false;
   put(table, key, value);
@@ -118,12 +112,12 @@ bool table_transaction::insert(rel_id table, key_view key, std::string_view valu
 }
 
 void table_transaction::create_tree(rel_id table) {
-  refuse_outside_transaction("create_tree");
+  storage::refuse_outside_transaction(active_, "create_tree");
   new_trees_.push_back(table);
 }
 
 bool table_transaction::erase(rel_id table, key_view key) {
-  refuse_outside_transaction("erase");
+  storage::refuse_outside_transaction(active_, "erase");
   if (!get(table, key))
     return false;
   writes_[{table, std::string(key)}] = std::nullopt;
@@ -259,7 +253,7 @@ std::optional<table_entry> table_transaction::previous_entry(rel_id table, const
 // ---- commit --------------------------------------------------------------------------------
 
 lsn_t table_transaction::commit() {
-  refuse_outside_transaction("commit");
+  storage::refuse_outside_transaction(active_, "commit");
   lsn_t end = 0;
   try {
     while (try_commit(&end) == attempt::again) {

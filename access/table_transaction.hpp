@@ -113,7 +113,6 @@ private:
   };
   enum class attempt { done, again };
 
-  void refuse_outside_transaction(const char* operation) const;
   std::optional<std::string> read_committed(rel_id table, key_view key);
   std::optional<table_entry> committed_step(rel_id table, const std::string* key, bool inclusive,
                                             bool forward);

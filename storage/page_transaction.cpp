@@ -171,15 +171,15 @@ std::size_t page_transaction::op_bytes_of(page_id id) const {
   return bytes;
 }
 
-void page_transaction::refuse_outside_transaction(const char* operation) const {
-  if (!active_)
+void refuse_outside_transaction(bool active, const char* operation) {
+  if (!active)
     throw tidemark::usage_error(std::string(operation) +
                                 " outside a transaction (commit(), rollback() and a "
                                 "conflict_error end one): call begin() first; nothing changed");
 }
 
 void page_transaction::add_i64(page_id id, std::uint16_t offset, std::int64_t delta) {
-  refuse_outside_transaction("add_i64");
+  refuse_outside_transaction(active_, "add_i64");
   check_range(pool_.page_size(), offset, 8);
   note_page(id, op_header_size + 8);
   ops_.push_back({id, op_kind::add_i64, offset, 8, store(&delta, 8)});
@@ -187,14 +187,14 @@ void page_transaction::add_i64(page_id id, std::uint16_t offset, std::int64_t de
 
 void page_transaction::write_bytes(page_id id, std::uint16_t offset, const void* data,
                                    std::uint16_t length) {
-  refuse_outside_transaction("write_bytes");
+  refuse_outside_transaction(active_, "write_bytes");
   check_range(pool_.page_size(), offset, length);
   note_page(id, op_header_size + length);
   ops_.push_back({id, op_kind::write_bytes, offset, length, store(data, length)});
 }
 
 void page_transaction::append_row(rel_id rel, const void* row, std::uint16_t row_size) {
-  refuse_outside_transaction("append_row");
+  refuse_outside_transaction(active_, "append_row");
   if (row_size == 0 || rows_per_page(pool_.page_size(), row_size) == 0)
     throw tidemark::usage_error("row of " + std::to_string(row_size) +
                                 " bytes does not fit a page");

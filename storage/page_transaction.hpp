@@ -51,6 +51,11 @@
 
 namespace tidemark::storage {
 
+/// Throws usage_error for a change made outside a transaction (before begin(), or after
+/// commit, rollback or a conflict ended it): nothing would ever apply it. Page and table
+/// transactions refuse alike.
+void refuse_outside_transaction(bool active, const char* operation);
+
 /// Pages one page transaction may change (each relation appended to counts as one).
 constexpr std::size_t max_transaction_pages = 8;
 static_assert(max_transaction_pages <= max_blocks_per_record, "a transaction is one record");
@@ -166,7 +171,6 @@ private:
   lsn_t read_committed(page_id id, std::size_t offset, std::size_t length, void* out);
   void record_read(page_id id, std::size_t offset, std::size_t length, const void* bytes,
                    lsn_t lsn);
-  void refuse_outside_transaction(const char* operation) const;
   std::size_t appended_relations() const;
   void refuse_past_page_limit(std::size_t new_pages) const;
   void note_page(page_id id, std::size_t op_bytes);
