@@ -27,14 +27,18 @@ rel_id decode_u32(const std::string& value, std::size_t at, std::string_view wha
   return relation;
 }
 
-table_info decode_entry(std::string name, const std::string& value) {
+} // namespace
+
+table_info catalog::decode(std::string name, const std::string& value) {
   if (value.empty() || static_cast<unsigned char>(value[0]) != entry_format)
     throw tidemark::data_error("the table catalog's entry for '" + name +
                                "' has an unknown format");
-  return {std::move(name), decode_u32(value, 1, "entry for '" + name + "'")};
+  rel_id relation = decode_u32(value, 1, "entry for '" + name + "'");
+  if (relation < first_table_relation || relation >= storage::max_relations)
+    throw tidemark::data_error("the table catalog's entry for '" + name + "' names relation " +
+                               std::to_string(relation) + ", which no table can have");
+  return {std::move(name), relation};
 }
-
-} // namespace
 
 void catalog::create(page_store& store) { tree::create(store, catalog_relation); }
 
@@ -56,7 +60,7 @@ std::optional<table_info> catalog::find(table_transaction& txn, std::string_view
   std::optional<std::string> value = txn.get(catalog_relation, name);
   if (!value)
     return std::nullopt;
-  return decode_entry(std::string(name), *value);
+  return decode(std::string(name), *value);
 }
 
 table_info catalog::create_table(table_transaction& txn, std::string_view name) {
@@ -88,7 +92,7 @@ std::vector<table_info> catalog::list(table_transaction& txn) {
   std::vector<table_info> tables;
   for (auto entry = txn.next_entry(catalog_relation, next_relation_key, false); entry;
        entry = txn.next_entry(catalog_relation, entry->key, false))
-    tables.push_back(decode_entry(entry->key, entry->value));
+    tables.push_back(decode(entry->key, entry->value));
   return tables;
 }
 

@@ -52,6 +52,8 @@ public:
   /// Removes the table's entry in `txn` and returns it: usage_error when there is none.
   /// Its relation's files are the caller's to remove once the transaction committed.
   static table_info drop_table(table_transaction& txn, std::string_view name);
+  /// The table an entry of the catalog describes (data_error when it cannot be one).
+  static table_info decode(std::string name, const std::string& entry);
   /// Every table, by name.
   static std::vector<table_info> list(table_transaction& txn);
 };

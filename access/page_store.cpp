@@ -32,6 +32,24 @@ unsigned char* page_guard::mutable_bytes() {
   return bytes_;
 }
 
+void latch_reservation::reserve(std::size_t count) {
+  store_.reserve_latches(count);
+  held_ = true;
+}
+
+bool latch_reservation::try_reserve(std::size_t count) {
+  if (!store_.try_reserve_latches(count))
+    return false;
+  held_ = true;
+  return true;
+}
+
+void latch_reservation::release() {
+  if (held_)
+    store_.release_reserved_latches();
+  held_ = false;
+}
+
 page_guard page_store::make_guard(page_id id, std::uint64_t handle, unsigned char* bytes,
                                   latch_mode mode) {
   page_guard guard;

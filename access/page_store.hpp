@@ -12,6 +12,9 @@
 //    while holding one is a try_latch(), and a failed one means: release everything,
 //    wait_for() the page, start again.
 //  - A guard releases its latch (and pin) when it is destroyed or released.
+//  - Room for latches (a buffer pool's pins) is finite: a commit reserves room for every
+//    latch it will hold (reserve_latches) while it holds none, so it never waits for room
+//    while holding latches; one that would need more than max_latched_pages() is refused.
 //  - log_change() is given pages latched exclusively by the caller, with their changes
 //    already applied through page_edits; it makes them one WAL record (redo applies all of
 //    it or none), stamps the record's LSN on every page and marks them dirty. With a
@@ -65,6 +68,23 @@ private:
   latch_mode mode_ = latch_mode::shared;
 };
 
+/// Room set aside for a commit's latches (page_store::reserve_latches), given back when it
+/// is released or destroyed.
+class latch_reservation {
+public:
+  explicit latch_reservation(page_store& store) : store_(store) {}
+  ~latch_reservation() { release(); }
+  latch_reservation(const latch_reservation&) = delete;
+  latch_reservation& operator=(const latch_reservation&) = delete;
+  void reserve(std::size_t count);
+  bool try_reserve(std::size_t count);
+  void release();
+
+private:
+  page_store& store_;
+  bool held_ = false;
+};
+
 /// One page of an atomic change: its guard (exclusive) and the ops that changed it.
 struct logged_page {
   page_guard* page;
@@ -95,6 +115,16 @@ public:
   /// A change failed after changing pages and before logging them: whoever runs the store
   /// must stop before anyone reads or writes them (W3).
   virtual void half_applied(const std::string& why) = 0;
+
+  /// The most latches one commit may hold at once.
+  virtual std::size_t max_latched_pages() const = 0;
+  /// Sets aside room for `count` latches that the calling thread's next latch() and
+  /// try_latch() calls draw on, instead of waiting for room one page at a time. Blocks
+  /// until there is room: call it holding no latch. try_reserve_latches() does not wait
+  /// (false: nothing set aside). release_reserved_latches() gives back what was not drawn.
+  virtual void reserve_latches(std::size_t count) = 0;
+  virtual bool try_reserve_latches(std::size_t count) = 0;
+  virtual void release_reserved_latches() = 0;
 
 protected:
   friend class page_guard;

@@ -9,6 +9,17 @@
 
 namespace tidemark::access {
 
+namespace {
+
+// The pins the calling thread reserved with reserve_latches() and has not drawn yet.
+struct reserved_pins {
+  const pool_page_store* store = nullptr;
+  std::size_t count = 0;
+};
+thread_local reserved_pins reserved;
+
+} // namespace
+
 pool_page_store::pool_page_store(storage::buffer_pool& pool, storage::wal_log* wal,
                                  bool full_page_writes, storage::commit_log* status,
                                  std::function<void(const std::string&)> on_half_applied)
@@ -20,13 +31,52 @@ storage::buffer_id pool_page_store::pin_reserved(page_id id) {
   try {
     return pool_.pin(id);
   } catch (...) {
-    pool_.release_pins(1);
+    give_back_pin();
     throw;
   }
 }
 
+bool pool_page_store::draw_reserved() {
+  if (reserved.store != this || reserved.count == 0)
+    return false;
+  --reserved.count;
+  return true;
+}
+
+// A quarter of the pool, so that several commits hold theirs at once with buffers left to
+// read into; at least 8 pages (a pool has 16 or more), so small pools still take the
+// commits of a few keys. Any limit up to the pool's size is safe: pins are reserved all at
+// once and never beyond the pool, so a pinned buffer never waits for another.
+std::size_t pool_page_store::max_latched_pages() const {
+  return std::max<std::size_t>(pool_.size() / 4, 8);
+}
+
+void pool_page_store::reserve_latches(std::size_t count) {
+  TIDEMARK_CHECK(reserved.count == 0 || reserved.store == this,
+                 "a thread reserves latches of one store at a time");
+  pool_.reserve_pins(static_cast<std::uint32_t>(count));
+  reserved = {this, reserved.count + count};
+}
+
+bool pool_page_store::try_reserve_latches(std::size_t count) {
+  TIDEMARK_CHECK(reserved.count == 0 || reserved.store == this,
+                 "a thread reserves latches of one store at a time");
+  if (!pool_.try_reserve_pins(static_cast<std::uint32_t>(count)))
+    return false;
+  reserved = {this, reserved.count + count};
+  return true;
+}
+
+void pool_page_store::release_reserved_latches() {
+  if (reserved.store != this)
+    return;
+  pool_.release_pins(static_cast<std::uint32_t>(reserved.count));
+  reserved = {};
+}
+
 page_guard pool_page_store::latch(page_id id, latch_mode mode) {
-  pool_.reserve_pins(1);
+  if (!draw_reserved())
+    pool_.reserve_pins(1);
   storage::buffer_id buffer = pin_reserved(id);
   if (mode == latch_mode::exclusive)
     pool_.lock_exclusive(buffer);
@@ -36,17 +86,24 @@ page_guard pool_page_store::latch(page_id id, latch_mode mode) {
 }
 
 page_guard pool_page_store::try_latch(page_id id, latch_mode mode) {
-  if (!pool_.try_reserve_pins(1))
+  if (!draw_reserved() && !pool_.try_reserve_pins(1))
     return {};
   storage::buffer_id buffer = pin_reserved(id);
   bool granted = mode == latch_mode::exclusive ? pool_.try_lock_exclusive(buffer)
                                                : pool_.try_lock_shared(buffer);
   if (!granted) {
     pool_.unpin(buffer);
-    pool_.release_pins(1);
+    give_back_pin();
     return {};
   }
   return make_guard(id, buffer, static_cast<unsigned char*>(pool_.page(buffer)), mode);
+}
+
+void pool_page_store::give_back_pin() {
+  if (reserved.store == this)
+    ++reserved.count; // room for the commit's next latch
+  else
+    pool_.release_pins(1);
 }
 
 void pool_page_store::unlatch(page_id, std::uint64_t handle, latch_mode mode) {
@@ -56,7 +113,7 @@ void pool_page_store::unlatch(page_id, std::uint64_t handle, latch_mode mode) {
   else
     pool_.unlock_shared(buffer);
   pool_.unpin(buffer);
-  pool_.release_pins(1);
+  give_back_pin();
 }
 
 block_id pool_page_store::new_block(rel_id rel) {

@@ -5,6 +5,11 @@
 // Invariants:
 //  - Every latch holds one reserved pin (buffer_pool::reserve_pins) and one pin; releasing
 //    the latch gives both back. try_latch() waits for neither pins nor the latch.
+//  - reserve_latches() reserves its pins at once, for the calling thread (a thread-local
+//    count): its latches draw on them and give them back to it until it is released, so a
+//    commit never waits for pins while holding latches. A commit holds at most a quarter
+//    of the pool's buffers, and at least 8 (max_latched_pages), so several may hold theirs
+//    at once and the pool still has buffers to read into.
 //  - log_change() inserts one record holding every page's ops (and a full-page image of
 //    each page not changed since the redo point, in full_page_writes mode), with a
 //    commit_hold released only after every page carries the record's LSN and is marked
@@ -45,12 +50,20 @@ public:
   lsn_t log_change(const std::vector<logged_page>& pages, storage::xid_t xid = 0) override;
   std::size_t max_record_bytes() const override;
   void half_applied(const std::string& why) override;
+  std::size_t max_latched_pages() const override;
+  void reserve_latches(std::size_t count) override;
+  bool try_reserve_latches(std::size_t count) override;
+  void release_reserved_latches() override;
 
 protected:
   void unlatch(page_id id, std::uint64_t handle, latch_mode mode) override;
 
 private:
   storage::buffer_id pin_reserved(page_id id);
+  /// Takes one pin of the calling thread's reservation; false when it has none left.
+  bool draw_reserved();
+  /// A latch's pin, given back to the thread's reservation while it has one, else the pool.
+  void give_back_pin();
   void encode(storage::record_builder& record, const std::vector<logged_page>& pages,
               storage::xid_t xid, lsn_t redo_lsn) const;
   void record_status(storage::xid_t xid, lsn_t end);

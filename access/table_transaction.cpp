@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace tidemark::access {
 
@@ -58,11 +59,13 @@ void table_transaction::begin(storage::xid_t xid) {
 
 void table_transaction::abort() {
   writes_.clear();
+  adds_.clear();
   reads_.clear();
   ranges_.clear();
   new_trees_.clear();
   meta_tables_.clear();
   newest_seen_ = 0;
+  extra_latches_ = 0;
   active_ = false;
 }
 
@@ -88,10 +91,60 @@ std::optional<std::string> table_transaction::get(rel_id table, key_view key) {
   if (auto write = writes_.find(at); write != writes_.end())
     return write->second;
   if (auto read = reads_.find(at); read != reads_.end())
-    return read->second.value; // repeatable: validation checks it still holds
+    return with_adds(at, read->second.value); // repeatable: validation checks it holds
   std::optional<std::string> value = read_committed(table, key);
-  reads_.emplace(std::move(at), recorded_read{value});
+  reads_.emplace(at, recorded_read{value});
+  return with_adds(at, std::move(value));
+}
+
+namespace {
+
+// Adds `delta` to the i64 at `offset` of `value`; false when those bytes are not inside it.
+bool add_at(std::string& value, std::uint32_t offset, std::int64_t delta) {
+  if (std::uint64_t(offset) + sizeof delta > value.size())
+    return false;
+  std::uint64_t sum;
+  std::memcpy(&sum, value.data() + offset, sizeof sum);
+  sum += static_cast<std::uint64_t>(delta); // wraps, as storage's add_i64 does
+  std::memcpy(value.data() + offset, &sum, sizeof sum);
+  return true;
+}
+
+} // namespace
+
+std::optional<std::string> table_transaction::with_adds(const table_key& at,
+                                                        std::optional<std::string> value) const {
+  auto adds = adds_.find(at);
+  if (!value || adds == adds_.end())
+    return value;
+  for (const auto& [offset, delta] : adds->second)
+    add_at(*value, offset, delta); // a delta that does not fit fails the commit
   return value;
+}
+
+std::optional<table_entry> table_transaction::with_adds(rel_id table,
+                                                        std::optional<table_entry> entry) const {
+  if (entry && !adds_.empty())
+    entry->value = *with_adds({table, entry->key}, std::move(entry->value));
+  return entry;
+}
+
+void table_transaction::add_i64(rel_id table, key_view key, std::uint32_t offset,
+                                std::int64_t delta) {
+  storage::refuse_outside_transaction(active_, "add_i64");
+  table_key at{table, std::string(key)};
+  if (auto write = writes_.find(at); write != writes_.end()) {
+    if (!write->second)
+      throw tidemark::usage_error("add_i64: key " + describe_key(key) +
+                                  " was erased by this transaction");
+    if (!add_at(*write->second, offset, delta))
+      throw tidemark::usage_error("add_i64: bytes " + std::to_string(offset) + ".." +
+                                  std::to_string(std::uint64_t(offset) + 8) + " are outside the " +
+                                  std::to_string(write->second->size()) + "-byte value of key " +
+                                  describe_key(key) + " this transaction put");
+    return;
+  }
+  adds_[std::move(at)].emplace_back(offset, delta);
 }
 
 void table_transaction::put(rel_id table, key_view key, std::string_view value) {
@@ -100,7 +153,9 @@ void table_transaction::put(rel_id table, key_view key, std::string_view value) 
                  "the caller checks a key and value against the limits");
   if (!inline_value_fits(store_.page_size(), key.size(), value.size()))
     meta_tables_.insert(table); // its chain comes from the table's pages
-  writes_[{table, std::string(key)}] = std::string(value);
+  table_key at{table, std::string(key)};
+  adds_.erase(at); // the new value replaces what they would have added to
+  writes_[std::move(at)] = std::string(value);
 }
 
 bool table_transaction::insert(rel_id table, key_view key, std::string_view value) {
@@ -120,7 +175,9 @@ bool table_transaction::erase(rel_id table, key_view key) {
   storage::refuse_outside_transaction(active_, "erase");
   if (!get(table, key))
     return false;
-  writes_[{table, std::string(key)}] = std::nullopt;
+  table_key at{table, std::string(key)};
+  adds_.erase(at);
+  writes_[std::move(at)] = std::nullopt;
   return true;
 }
 
@@ -222,7 +279,7 @@ std::optional<table_entry> table_transaction::next_entry(rel_id table, key_view 
     const std::optional<std::string>* pending =
       pending_step(table, &at, inclusive, true, &pending_key);
     if (pending == nullptr || (committed && compare_keys(*pending_key, committed->key) > 0))
-      return committed;
+      return with_adds(table, std::move(committed));
     if (*pending)
       return table_entry{*pending_key, **pending};
     at = *pending_key; // erased by this transaction: go on past it
@@ -242,7 +299,7 @@ std::optional<table_entry> table_transaction::previous_entry(rel_id table, const
     const std::optional<std::string>* pending =
       pending_step(table, from, inclusive, false, &pending_key);
     if (pending == nullptr || (committed && compare_keys(*pending_key, committed->key) < 0))
-      return committed;
+      return with_adds(table, std::move(committed));
     if (*pending)
       return table_entry{*pending_key, **pending};
     at = *pending_key;
@@ -267,24 +324,47 @@ lsn_t table_transaction::commit() {
 }
 
 table_transaction::attempt table_transaction::try_commit(lsn_t* end) {
+  latch_reservation reserved(store_); // released after the latches (declared before them)
   std::vector<latched_leaf> leaves;
   std::map<table_key, std::size_t> leaf_of;
   std::map<page_id, std::size_t> index;
-  if (latch_leaves(leaves, leaf_of, index) == attempt::again)
+  if (latch_leaves(leaves, leaf_of, index, reserved) == attempt::again)
     return attempt::again;
-  if (make_room(leaves, leaf_of))
+  if (make_room(leaves, leaf_of, reserved))
     return attempt::again;
   validate_reads(leaves, leaf_of);
   validate_ranges(leaves, index);
-  *end = writes_.empty() && new_trees_.empty() ? 0 : apply_and_log(leaves, leaf_of);
+  if (writes_.empty() && adds_.empty() && new_trees_.empty()) {
+    *end = 0;
+    return attempt::done;
+  }
+  std::size_t extra = check_before_applying(leaves, leaf_of);
+  if (extra > extra_latches_ && !reserved.try_reserve(extra - extra_latches_)) {
+    leaves.clear(); // reserve room for them next time, before latching anything
+    extra_latches_ = extra;
+    return attempt::again;
+  }
+  *end = apply_and_log(leaves, leaf_of);
   return attempt::done;
 }
 
+// A commit holding `pages` latches at once is refused past the store's limit.
+void table_transaction::check_latch_limit(std::size_t pages) const {
+  if (pages <= store_.max_latched_pages())
+    return;
+  throw tidemark::usage_error(
+    "transaction " + std::to_string(xid_) + " would hold " + std::to_string(pages) +
+    " pages at its commit (the leaves it reads and changes, and the overflow pages of its "
+    "large values), more than the " +
+    std::to_string(store_.max_latched_pages()) +
+    " a commit may hold (a quarter of the buffer pool: raise shared_buffers, or split the "
+    "transaction); nothing was applied");
+}
+
 // Steps 1 and 2 of the header: every key's leaf, latched in page order, still covering it.
-table_transaction::attempt
-table_transaction::latch_leaves(std::vector<latched_leaf>& leaves,
-                                std::map<table_key, std::size_t>& leaf_of,
-                                std::map<page_id, std::size_t>& index) {
+table_transaction::attempt table_transaction::latch_leaves(
+  std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
+  std::map<page_id, std::size_t>& index, latch_reservation& reserved) {
   std::map<table_key, page_id> located;
   std::map<page_id, latch_mode> wanted;
   auto locate = [&](const table_key& k, latch_mode mode) {
@@ -296,12 +376,18 @@ table_transaction::latch_leaves(std::vector<latched_leaf>& leaves,
   };
   for (const auto& write : writes_)
     locate(write.first, latch_mode::exclusive);
+  for (const auto& add : adds_)
+    locate(add.first, latch_mode::exclusive);
   for (const auto& read : reads_)
     if (writes_.count(read.first) == 0)
       locate(read.first, latch_mode::shared);
   locate_ranges(wanted);
   for (rel_id table : meta_tables_)
     wanted[{table, meta_block}] = latch_mode::exclusive;
+  // Room for every leaf, the overflow pages the last attempt found it needs, and one page
+  // read at a time (a chain's value while validating), reserved holding nothing.
+  check_latch_limit(wanted.size() + 1 + extra_latches_);
+  reserved.reserve(wanted.size() + 1 + extra_latches_);
   for (const auto& [id, mode] : wanted) {
     index[id] = leaves.size();
     leaves.push_back({id, mode, store_.latch(id, mode), id.block == meta_block});
@@ -405,7 +491,8 @@ void table_transaction::conflict(std::vector<latched_leaf>& leaves, const std::s
 // Step 3: true (everything released) when leaves had no room for their changes and were
 // split.
 bool table_transaction::make_room(std::vector<latched_leaf>& leaves,
-                                  const std::map<table_key, std::size_t>& leaf_of) {
+                                  const std::map<table_key, std::size_t>& leaf_of,
+                                  latch_reservation& reserved) {
   std::size_t page_size = store_.page_size();
   std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
   for (std::size_t i = 0; i < leaves.size(); ++i) {
@@ -433,6 +520,7 @@ bool table_transaction::make_room(std::vector<latched_leaf>& leaves,
   if (too_full.empty())
     return false;
   leaves.clear();
+  reserved.release(); // splits latch a few pages at a time, holding nothing else
   for (const auto& [table, items] : too_full)
     tree(store_, table).make_room(items);
   return true;
@@ -454,12 +542,15 @@ void table_transaction::validate_reads(std::vector<latched_leaf>& leaves,
 }
 
 // Before anything changes: each chain to be freed is intact, and the record will fit.
-void table_transaction::check_before_applying(std::vector<latched_leaf>& leaves,
-                                              const std::map<table_key, std::size_t>& leaf_of) {
+std::size_t
+table_transaction::check_before_applying(std::vector<latched_leaf>& leaves,
+                                         const std::map<table_key, std::size_t>& leaf_of) {
+  check_adds(leaves, leaf_of);
   std::size_t page_size = store_.page_size();
-  std::size_t pages = new_trees_.size() * 2;
+  std::size_t pages = new_trees_.size() * 2; // all of them latched beyond the leaves
+  std::size_t changed_leaves = 0;
   for (const latched_leaf& leaf : leaves)
-    pages += leaf.mode == latch_mode::exclusive ? 1 : 0;
+    changed_leaves += leaf.mode == latch_mode::exclusive ? 1 : 0;
   for (const auto& [k, value] : writes_) {
     if (value && !inline_value_fits(page_size, k.key.size(), value->size()))
       pages += overflow_pages(page_size, value->size());
@@ -475,17 +566,25 @@ void table_transaction::check_before_applying(std::vector<latched_leaf>& leaves,
     }
     pages += overflow_pages(page_size, ref.length);
   }
+  try {
+    check_latch_limit(leaves.size() + 1 + pages);
+  } catch (...) {
+    leaves.clear();
+    throw;
+  }
   // A block costs at most its header, a page of ops or an image, and the op's header.
-  std::size_t bound = sizeof(storage::record_header) + pages * (page_size + 24);
+  std::size_t bound = sizeof(storage::record_header) + (changed_leaves + pages) * (page_size + 24);
   if (bound > store_.max_record_bytes()) {
     leaves.clear();
-    throw tidemark::usage_error("the transaction changes " + std::to_string(pages) +
+    throw tidemark::usage_error("the transaction changes " +
+                                std::to_string(changed_leaves + pages) +
                                 " pages of tables, more than one "
                                 "WAL record holds (" +
                                 std::to_string(store_.max_record_bytes()) +
                                 " bytes: raise "
                                 "wal_buffers, or split the transaction); nothing was applied");
   }
+  return pages;
 }
 
 // Step 5 for one leaf: erases and resized replacements first (their chains freed), then the
@@ -534,11 +633,57 @@ void table_transaction::apply_to_leaf(std::size_t leaf, latched_leaf& latched,
     std::size_t slot = node.lower_bound(key, &found);
     insert_item(edit, slot, key, flags, static_cast<std::uint32_t>(payload.size()), payload);
   }
+  apply_adds(leaf, edit, leaf_of);
+}
+
+// Before anything changes: every delta lands inside a value kept in its leaf.
+void table_transaction::check_adds(std::vector<latched_leaf>& leaves,
+                                   const std::map<table_key, std::size_t>& leaf_of) const {
+  for (const auto& [k, adds] : adds_) {
+    node_view node(leaves[leaf_of.at(k)].guard.bytes(), store_.page_size());
+    bool found;
+    std::size_t slot = node.lower_bound(k.key, &found);
+    std::string problem;
+    if (!found) {
+      problem = "is absent";
+    } else if ((node.item(slot).flags & item_overflow) != 0) {
+      problem = "has a value on overflow pages (add_i64 needs one kept in its leaf)";
+    } else {
+      for (const auto& add : adds)
+        if (std::uint64_t(add.first) + 8 > node.item(slot).payload_length)
+          problem = "has a " + std::to_string(node.item(slot).payload_length) +
+                    "-byte value, which bytes " + std::to_string(add.first) + ".." +
+                    std::to_string(std::uint64_t(add.first) + 8) + " are outside of";
+    }
+    if (!problem.empty()) {
+      leaves.clear();
+      throw tidemark::usage_error("add_i64: key " + describe_key(k.key) + " of table " +
+                                  std::to_string(k.table) + " " + problem +
+                                  "; nothing was applied");
+    }
+  }
+}
+
+void table_transaction::apply_adds(std::size_t leaf, page_edit& edit,
+                                   const std::map<table_key, std::size_t>& leaf_of) const {
+  for (const auto& [k, adds] : adds_) {
+    if (leaf_of.at(k) != leaf)
+      continue;
+    node_view node(edit.bytes(), store_.page_size());
+    bool found;
+    item_view item = node.item(node.lower_bound(k.key, &found));
+    TIDEMARK_CHECK(found, "check_adds found every key a delta adds to");
+    std::size_t at = static_cast<std::size_t>(item.payload - edit.bytes());
+    for (const auto& [offset, delta] : adds) {
+      std::uint64_t sum;
+      std::memcpy(&sum, edit.bytes() + at + offset, sizeof sum);
+      edit.write_value(at + offset, sum + static_cast<std::uint64_t>(delta));
+    }
+  }
 }
 
 lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves,
                                        const std::map<table_key, std::size_t>& leaf_of) {
-  check_before_applying(leaves, leaf_of);
   std::size_t page_size = store_.page_size();
   std::vector<page_changes> changes(leaves.size());
   std::vector<logged_page> logged;

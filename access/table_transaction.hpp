@@ -9,9 +9,11 @@
 // adjacent steps join into one range). commit() then:
 //   1. finds the leaf of every key it changes or read, and the leaves of every range it
 //      read (descents and right links, holding nothing);
-//   2. latches those leaves in (relation, block) order, exclusively where it changes one,
-//      shared where it only reads; checks each key is still covered by its leaf (a split
-//      may have moved it right: release everything, find the leaves again);
+//   2. reserves room for all its latches (page_store::reserve_latches, holding nothing;
+//      usage_error past max_latched_pages), then latches those leaves in (relation,
+//      block) order, exclusively where it changes one, shared where it only reads; checks each key
+//      is still covered by its leaf (a split may have moved it right: release everything, find the
+//      leaves again);
 //   3. checks each changed leaf has room for its changes, or releases everything and
 //      splits it (a structure change of its own, kept whatever happens next), then starts
 //      again;
@@ -19,11 +21,14 @@
 //      with the value it was read with, and each range holds the same entries (a key that
 //      appeared in it is a phantom); otherwise conflict_error, nothing applied;
 //   5. applies the changes (erases and resized replacements first, so the inserts after
-//      them find the room step 3 checked), and logs every changed leaf in one record.
+//      them find the room step 3 checked), and logs every changed leaf in one record. When
+//      its overflow pages need more room than it reserved and none is free at once, it
+//      releases everything and starts again with that room reserved up front.
 // Why this is serializable: at the moment every latch is held, every read still holds and
 // no other commit can change those leaves; the writes become visible at once when the
 // latches are released. Why no deadlock: the leaves are latched in one global order, and
-// nobody else waits for a latch while holding one except splits, which only ever try.
+// nobody else waits for a latch while holding one except splits, which only ever try; and
+// no commit waits for room for a latch while it holds one.
 // Why no undo: nothing is applied before the record can be written; a split made for the
 // transaction is a structure change of its own and stays.
 #pragma once
@@ -63,6 +68,13 @@ public:
   bool insert(rel_id table, key_view key, std::string_view value);
   /// True when the key was there.
   bool erase(rel_id table, key_view key);
+  /// Adds `delta` (wrapping) to the little-endian i64 at byte `offset` of the key's value
+  /// when the transaction commits, without reading it: it conflicts with nothing unless
+  /// the transaction also reads the key. Reads in the transaction see the sum. The value
+  /// must then be present, kept in its leaf (not on overflow pages), with those 8 bytes
+  /// inside it: otherwise commit() throws usage_error, nothing applied. usage_error at once
+  /// when the transaction itself erased the key or put a value those bytes are not in.
+  void add_i64(rel_id table, key_view key, std::uint32_t offset, std::int64_t delta);
   /// Makes an empty tree in relation `table` (which has no blocks) as part of this
   /// transaction's commit: its first pages go in the commit record (the catalog's
   /// create_table, so that a table and its catalog entry appear together or not at all).
@@ -128,21 +140,31 @@ private:
                        const std::map<page_id, std::size_t>& index);
   attempt try_commit(lsn_t* end);
   attempt latch_leaves(std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
-                       std::map<page_id, std::size_t>& index);
-  bool make_room(std::vector<latched_leaf>& leaves,
-                 const std::map<table_key, std::size_t>& leaf_of);
+                       std::map<page_id, std::size_t>& index, latch_reservation& reserved);
+  bool make_room(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of,
+                 latch_reservation& reserved);
+  void check_latch_limit(std::size_t pages) const;
   void validate_reads(std::vector<latched_leaf>& leaves,
                       const std::map<table_key, std::size_t>& leaf_of);
   [[noreturn]] void conflict(std::vector<latched_leaf>& leaves, const std::string& what);
   lsn_t apply_and_log(std::vector<latched_leaf>& leaves,
                       const std::map<table_key, std::size_t>& leaf_of);
-  void check_before_applying(std::vector<latched_leaf>& leaves,
-                             const std::map<table_key, std::size_t>& leaf_of);
+  /// Checks what applying needs (chains to free intact, the latches and the record within
+  /// their limits) and returns how many pages it latches beyond the leaves.
+  std::size_t check_before_applying(std::vector<latched_leaf>& leaves,
+                                    const std::map<table_key, std::size_t>& leaf_of);
   void apply_to_leaf(std::size_t leaf, latched_leaf& latched,
                      const std::map<table_key, std::size_t>& leaf_of, page_changes& changes,
                      std::map<rel_id, page_allocator>& allocators);
   bool needs_meta(const std::vector<latched_leaf>& leaves,
                   const std::map<table_key, std::size_t>& leaf_of);
+  /// `value` with the transaction's pending deltas on `at` added.
+  std::optional<std::string> with_adds(const table_key& at, std::optional<std::string> value) const;
+  std::optional<table_entry> with_adds(rel_id table, std::optional<table_entry> entry) const;
+  void check_adds(std::vector<latched_leaf>& leaves,
+                  const std::map<table_key, std::size_t>& leaf_of) const;
+  void apply_adds(std::size_t leaf, page_edit& edit,
+                  const std::map<table_key, std::size_t>& leaf_of) const;
   void build_new_trees(std::vector<page_guard>& pages, std::vector<page_changes>& changes,
                        std::vector<logged_page>& logged);
 
@@ -151,10 +173,13 @@ private:
   bool active_ = false;
   lsn_t newest_seen_ = 0;
   std::map<table_key, std::optional<std::string>> writes_; // none: erase
+  /// Deltas on keys not in writes_, applied to the committed value at commit.
+  std::map<table_key, std::vector<std::pair<std::uint32_t, std::int64_t>>> adds_;
   std::map<table_key, recorded_read> reads_;
   std::vector<recorded_range> ranges_;
   std::vector<rel_id> new_trees_;
-  std::set<rel_id> meta_tables_; // tables whose meta page the commit latches (chains)
+  std::set<rel_id> meta_tables_;  // tables whose meta page the commit latches (chains)
+  std::size_t extra_latches_ = 0; // pages beyond the leaves the last attempt found it needs
 };
 
 } // namespace tidemark::access

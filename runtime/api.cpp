@@ -3,7 +3,8 @@
 // database) before anything reaches the engine, converts between the public and the
 // internal vocabulary, and keeps the engine alive for as long as a session refers to it:
 // a session outliving its database gets usage_error, never freed memory.
-#include "runtime/api_bridge.hpp"
+#include "runtime/api_impl.hpp"
+
 #include "runtime/api_check.hpp"
 #include "runtime/api_statistics.hpp"
 #include "runtime/config.hpp"
@@ -13,6 +14,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -48,24 +50,6 @@ std::optional<storage::fault_config> internal(const std::optional<fault_injectio
   return internal(*f);
 }
 
-// Set while an observer or log callback runs on this thread: such a callback runs on a
-// Tidemark thread that a checkpoint or close would wait for.
-thread_local bool in_callback = false;
-
-class callback_scope {
-public:
-  callback_scope() { in_callback = true; }
-  ~callback_scope() { in_callback = false; }
-  callback_scope(const callback_scope&) = delete;
-  callback_scope& operator=(const callback_scope&) = delete;
-};
-
-void refuse_in_callback(const char* operation) {
-  if (in_callback)
-    throw usage_error(std::string(operation) + ": called from an observer or log callback, on "
-                                               "the Tidemark thread it would wait for");
-}
-
 // The fsyncs the sync worker traces, as the observer's events.
 messages::trace_sink::listener file_sync_listener(std::shared_ptr<observer> events) {
   return [events](const messages::trace_event& e) {
@@ -81,40 +65,86 @@ messages::trace_sink::listener file_sync_listener(std::shared_ptr<observer> even
   };
 }
 
+} // namespace
+
+// ---- database ------------------------------------------------------------------------------
+
+namespace {
+// Set while an observer or log callback runs on this thread: such a callback runs on a
+// Tidemark thread that a checkpoint or close would wait for.
+thread_local bool in_callback = false;
+} // namespace
+
+callback_scope::callback_scope() { in_callback = true; }
+callback_scope::~callback_scope() { in_callback = false; }
+
+void refuse_in_callback(const char* operation) {
+  if (in_callback)
+    throw usage_error(std::string(operation) + ": called from an observer or log callback, on "
+                                               "the Tidemark thread it would wait for");
+}
+
 void check_relation(relation_id relation) {
   if (relation == 0 || relation > max_relation)
     throw usage_error("relation id " + std::to_string(relation) + " is out of range 1.." +
                       std::to_string(max_relation));
 }
 
-} // namespace
-
-// ---- database ------------------------------------------------------------------------------
-
-struct database::impl {
-  std::unique_ptr<runtime::instance> db;
-  recovery_report recovery;
-  std::atomic<bool> closed{false};
-  std::atomic<std::uint64_t> commits{0};
-  std::atomic<std::uint64_t> conflicts{0};
-  std::mutex close_mutex;
-  bool traced = false;
-
-  runtime::engine& engine() { return db->internals(); }
-  void check_open(const char* operation) const {
-    if (closed.load(std::memory_order_acquire))
-      throw usage_error(std::string(operation) + ": the database is closed");
+session_call::session_call(session::impl* state, const char* operation) {
+  if (state == nullptr)
+    throw usage_error(std::string(operation) + ": the session was moved from, or is gone");
+  if (state->in_call.exchange(true, std::memory_order_acquire))
+    throw usage_error(std::string(operation) + ": the session is in use by another thread "
+                                               "(open one session per thread)");
+  state_ = state;
+  try {
+    state_->db->check_open(operation);
+  } catch (...) {
+    state_->in_call.store(false, std::memory_order_release);
+    throw;
   }
-  void check_page(page_id page, std::uint32_t offset, std::uint32_t length) {
-    check_relation(page.relation);
-    std::size_t size = engine().config.page_size;
-    if (offset < page_header_bytes || std::uint64_t(offset) + length > size)
-      throw usage_error("bytes " + std::to_string(offset) + ".." +
-                        std::to_string(std::uint64_t(offset) + length) +
-                        " are outside the data area of a page (bytes " +
-                        std::to_string(page_header_bytes) + ".." + std::to_string(size) + ")");
+  state_->call_seq.fetch_add(1); // seq_cst: ordered against a drop's waiting_for_calls
+}
+
+session_call::~session_call() {
+  state_->call_seq.fetch_add(1);
+  state_->in_call.store(false, std::memory_order_release);
+  database::impl& db = *state_->db;
+  if (db.waiting_for_calls.load() > 0) {
+    std::lock_guard<std::mutex> lock(db.calls_mutex);
+    db.call_returned.notify_all();
   }
-};
+}
+
+void database::impl::register_session(const std::shared_ptr<session::impl>& s) {
+  std::lock_guard<std::mutex> lock(sessions_mutex);
+  sessions.erase(std::remove_if(sessions.begin(), sessions.end(),
+                                [](const std::weak_ptr<session::impl>& w) { return w.expired(); }),
+                 sessions.end());
+  sessions.push_back(s);
+}
+
+void database::impl::wait_for_calls_in_flight() {
+  waiting_for_calls.fetch_add(1); // seq_cst, before the sequences are read
+  std::vector<std::pair<std::shared_ptr<session::impl>, std::uint64_t>> in_flight;
+  {
+    std::lock_guard<std::mutex> lock(sessions_mutex);
+    for (const std::weak_ptr<session::impl>& w : sessions)
+      if (std::shared_ptr<session::impl> s = w.lock()) {
+        std::uint64_t seq = s->call_seq.load();
+        if (seq % 2 == 1)
+          in_flight.emplace_back(std::move(s), seq);
+      }
+  }
+  std::unique_lock<std::mutex> lock(calls_mutex);
+  call_returned.wait(lock, [&] {
+    for (const auto& [s, seq] : in_flight)
+      if (s->call_seq.load() == seq)
+        return false;
+    return true;
+  });
+  waiting_for_calls.fetch_sub(1);
+}
 
 database::database(std::shared_ptr<impl> state) : impl_(std::move(state)) {}
 
@@ -194,7 +224,8 @@ file_check_report database::check_files(const std::string& dir) { return check_d
 
 session database::open_session() {
   impl_->check_open("open_session");
-  auto state = std::make_unique<session::impl>(impl_);
+  auto state = std::make_shared<session::impl>(impl_);
+  impl_->register_session(state);
   return session(std::move(state));
 }
 
@@ -308,47 +339,12 @@ void database::write_trace(const std::string& path) const {
 
 // ---- session -------------------------------------------------------------------------------
 
-struct session::impl {
-  explicit impl(std::shared_ptr<database::impl> owner) : db(std::move(owner)), internal(*db->db) {}
-  std::shared_ptr<database::impl> db;
-  runtime::instance_session internal;
-  std::atomic<bool> in_call{false}; // a session serves one thread at a time
-};
-
 session::session(std::shared_ptr<impl> state) : impl_(std::move(state)) {}
 session::session(session&&) noexcept = default;
 session& session::operator=(session&&) noexcept = default;
 session::~session() = default;
 
 namespace {
-
-// One call on a session: refuses a moved-from session, a closed database, and a second
-// thread calling while another call runs (instead of two threads corrupting the
-// transaction or spinning on each other's latches).
-class session_call {
-public:
-  session_call(session::impl* state, const char* operation) {
-    if (state == nullptr)
-      throw usage_error(std::string(operation) + ": the session was moved from, or is gone");
-    if (state->in_call.exchange(true, std::memory_order_acquire))
-      throw usage_error(std::string(operation) + ": the session is in use by another thread "
-                                                 "(open one session per thread)");
-    state_ = state;
-    try {
-      state_->db->check_open(operation);
-    } catch (...) {
-      state_->in_call.store(false, std::memory_order_release);
-      throw;
-    }
-  }
-  ~session_call() { state_->in_call.store(false, std::memory_order_release); }
-  session_call(const session_call&) = delete;
-  session_call& operator=(const session_call&) = delete;
-  session::impl* operator->() const { return state_; }
-
-private:
-  session::impl* state_ = nullptr;
-};
 
 storage::page_id internal(page_id page) { return {page.relation, page.block}; }
 
@@ -362,7 +358,12 @@ void check_access(session::impl& s, page_id page, std::uint32_t offset, std::uin
 
 } // namespace
 
-void session::begin() { session_call(impl_.get(), "begin")->internal.begin(); }
+void session::begin() {
+  session_call s(impl_.get(), "begin");
+  s->internal.begin();
+  ++s->transaction_epoch;
+  s->used_tables.clear();
+}
 
 bool session::in_transaction() const {
   return session_call(impl_.get(), "in_transaction")->internal.in_transaction();
@@ -418,6 +419,8 @@ void session::append_row(relation_id relation, const void* row, std::uint32_t ro
 
 transaction_id session::commit() {
   session_call s(impl_.get(), "commit");
+  ++s->transaction_epoch; // the transaction ends, whatever commit() throws
+  refuse_dropped_tables(s.impl());
   try {
     transaction_id id = s->internal.commit();
     s->db->commits.fetch_add(1, std::memory_order_relaxed);
@@ -428,7 +431,12 @@ transaction_id session::commit() {
   }
 }
 
-void session::rollback() { session_call(impl_.get(), "rollback")->internal.rollback(); }
+void session::rollback() {
+  session_call s(impl_.get(), "rollback");
+  s->internal.rollback();
+  ++s->transaction_epoch;
+  s->used_tables.clear();
+}
 
 transaction_id session::id() const {
   return session_call(impl_.get(), "id")->internal.transaction_id();

@@ -11,6 +11,9 @@ namespace tidemark {
 
 struct internal_access {
   static runtime::instance& of(database& db);
+  static table make_table(std::shared_ptr<const table::state> state) {
+    return table(std::move(state));
+  }
 };
 
 } // namespace tidemark

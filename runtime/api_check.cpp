@@ -53,7 +53,8 @@ void check_pages(storage::io_engine& io, const std::string& dir, const storage::
                  file_check_report& report) {
   storage::relation_files files(io, dir + "/base", c.page_size, c.segment_size);
   std::vector<unsigned char> page(c.page_size);
-  for (relation_id relation = 1; relation <= max_relation; ++relation)
+  // Page relations, the table catalog and the tables' relations.
+  for (relation_id relation = 1; relation < storage::max_relations; ++relation)
     for (block_number block = 0, blocks = files.nblocks(relation); block < blocks; ++block) {
       storage::page_id id{relation, block};
       files.read_page(id, page.data());

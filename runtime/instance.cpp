@@ -1,6 +1,8 @@
 // The embedding API: see database.hpp for the boot and shutdown order.
 #include "runtime/instance.hpp"
 
+#include "runtime/tables.hpp"
+
 #include "actors/bgwriter.hpp"
 #include "actors/checkpointer.hpp"
 #include "actors/dw_batcher.hpp"
@@ -166,6 +168,7 @@ std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
   e->store.pool =
     std::make_unique<storage::buffer_pool>(s.buffer_count(), *e->store.files, s.data_checksums);
   e->tails = std::make_unique<storage::append_tails>(*e->store.files);
+  e->tables = std::make_unique<access::pool_page_store>(*e->store.pool, nullptr, false);
   e->next_xid.store(control.next_xid);
   db->recovery_.previous_state =
     storage::to_string(static_cast<storage::cluster_state>(control.state));
@@ -255,8 +258,16 @@ std::unique_ptr<instance> instance::open_once(const std::string& dir,
     throw; // ~database stops the actors
   }
   db->engine_->recovering.store(false);
+  ensure_catalog(*db->engine_);
+  db->remove_leftover_tables();
   db->start_replication();
   return db;
+}
+
+void instance::remove_leftover_tables() {
+  if (std::size_t removed = remove_dropped_tables(*this))
+    engine_->log("LOG:  removed the files of " + std::to_string(removed) +
+                 " dropped table(s) a crash had left behind");
 }
 
 void instance::log_recovery() const {

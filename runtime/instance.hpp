@@ -130,6 +130,8 @@ private:
                                              const instance_options& options);
   void request_checkpoint(messages::checkpoint_reason reason);
   void log_recovery() const;
+  /// After recovery (open for writing, promote): files of dropped tables a crash left.
+  void remove_leftover_tables();
   void start_actors();
   void stop_actors();
   bool uses_network() const;

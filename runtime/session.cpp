@@ -17,7 +17,20 @@ instance_session::instance_session(instance& db)
   : db_(&db), txn_(std::make_unique<storage::page_transaction>(
                 *db.internals().store.pool, db.internals().store.wal.get(), *db.internals().tails,
                 db.internals().full_page_writes(), db.internals().store.commit_log.get(),
-                [e = &db.internals()](const std::string& why) { e->fail(why); })) {}
+                [e = &db.internals()](const std::string& why) { e->fail(why); })),
+    tables_(std::make_unique<access::table_transaction>(*db.internals().tables)) {}
+
+void instance_session::use(uses kind, const char* operation) {
+  if (!txn_->active() || uses_ == kind)
+    return;
+  if (uses_ == uses::nothing) {
+    uses_ = kind;
+    return;
+  }
+  throw tidemark::usage_error(std::string(operation) + ": this transaction uses " +
+                              (uses_ == uses::pages ? "pages" : "keyed tables") +
+                              " already; a transaction uses pages or tables, not both");
+}
 
 void instance_session::check_running() const {
   const engine& e = db_->internals();
@@ -46,11 +59,11 @@ void instance_session::wait_for_standby(storage::lsn_t lsn) {
   e.sender.acknowledged.wait_for(lsn);
 }
 
-void instance_session::settle_read() {
+void instance_session::settle_read(storage::lsn_t newest_seen) {
   if (txn_->active())
     return; // the commit waits for everything the transaction read
   try {
-    wait_durable(txn_->newest_seen());
+    wait_durable(newest_seen);
   } catch (const storage::wal_not_durable& error) {
     db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
     throw tidemark::engine_stopped_error(std::string("a read saw a change that may not be "
@@ -63,7 +76,10 @@ void instance_session::begin() {
   if (txn_->active())
     throw tidemark::usage_error("begin() inside a transaction: commit() or rollback() it first");
   check_running();
-  txn_->begin(db_->internals().next_xid.fetch_add(1));
+  storage::xid_t xid = db_->internals().next_xid.fetch_add(1);
+  txn_->begin(xid);
+  tables_->begin(xid);
+  uses_ = uses::nothing;
 }
 
 void instance_session::check_block(storage::page_id id, bool changing) const {
@@ -80,26 +96,30 @@ void instance_session::check_block(storage::page_id id, bool changing) const {
 
 std::int64_t instance_session::read_i64(storage::page_id id, std::uint16_t offset) {
   check_running();
+  use(uses::pages, "read_i64");
   std::int64_t value = txn_->read_i64(id, offset);
-  settle_read();
+  settle_read(txn_->newest_seen());
   return value;
 }
 
 void instance_session::read_bytes(storage::page_id id, std::uint16_t offset, void* out,
                                   std::uint16_t length) {
   check_running();
+  use(uses::pages, "read_bytes");
   txn_->read_bytes(id, offset, out, length);
-  settle_read();
+  settle_read(txn_->newest_seen());
 }
 
 storage::page_rows instance_session::rows_on(storage::page_id id) {
   check_running();
+  use(uses::pages, "row_count");
   storage::page_rows rows = txn_->rows_on(id);
-  settle_read();
+  settle_read(txn_->newest_seen());
   return rows;
 }
 
 storage::block_id instance_session::relation_size(storage::rel_id rel) {
+  use(uses::pages, "rows");
   return txn_->relation_size(rel);
 }
 
@@ -113,23 +133,97 @@ void instance_session::check_writable(const char* operation) const {
 
 void instance_session::add_i64(storage::page_id id, std::uint16_t offset, std::int64_t delta) {
   check_writable("add_i64");
+  use(uses::pages, "add_i64");
   txn_->add_i64(id, offset, delta);
 }
 
 void instance_session::write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
                                    std::uint16_t length) {
   check_writable("write_bytes");
+  use(uses::pages, "write_bytes");
   txn_->write_bytes(id, offset, data, length);
 }
 
 void instance_session::append_row(storage::rel_id rel, const void* row, std::uint16_t row_size) {
   check_writable("append_row");
+  use(uses::pages, "append_row");
   txn_->append_row(rel, row, row_size);
+}
+
+std::optional<std::string> instance_session::get(storage::rel_id table, std::string_view key) {
+  check_running();
+  use(uses::tables, "get");
+  std::optional<std::string> value = tables_->get(table, key);
+  settle_read(tables_->newest_seen());
+  return value;
+}
+
+void instance_session::put(storage::rel_id table, std::string_view key, std::string_view value) {
+  check_writable("put");
+  use(uses::tables, "put");
+  tables_->put(table, key, value);
+}
+
+bool instance_session::insert(storage::rel_id table, std::string_view key, std::string_view value) {
+  check_writable("insert");
+  check_running();
+  use(uses::tables, "insert");
+  return tables_->insert(table, key, value);
+}
+
+bool instance_session::erase(storage::rel_id table, std::string_view key) {
+  check_writable("erase");
+  check_running();
+  use(uses::tables, "erase");
+  return tables_->erase(table, key);
+}
+
+void instance_session::add_i64(storage::rel_id table, std::string_view key, std::uint32_t offset,
+                               std::int64_t delta) {
+  check_writable("add_i64");
+  use(uses::tables, "add_i64");
+  tables_->add_i64(table, key, offset, delta);
+}
+
+std::optional<access::table_entry>
+instance_session::next_entry(storage::rel_id table, std::string_view key, bool inclusive) {
+  check_running();
+  use(uses::tables, "a cursor's step");
+  std::optional<access::table_entry> entry = tables_->next_entry(table, key, inclusive);
+  settle_read(tables_->newest_seen());
+  return entry;
+}
+
+std::optional<access::table_entry>
+instance_session::previous_entry(storage::rel_id table, const std::string* key, bool inclusive) {
+  check_running();
+  use(uses::tables, "a cursor's step");
+  std::optional<access::table_entry> entry = tables_->previous_entry(table, key, inclusive);
+  settle_read(tables_->newest_seen());
+  return entry;
+}
+
+access::table_transaction& instance_session::tables(const char* operation) {
+  storage::refuse_outside_transaction(txn_->active(), operation);
+  use(uses::tables, operation);
+  return *tables_;
 }
 
 storage::xid_t instance_session::transaction_id() const { return txn_->xid(); }
 
-void instance_session::rollback() { txn_->abort(); }
+void instance_session::rollback() {
+  txn_->abort();
+  tables_->abort();
+}
+
+storage::lsn_t instance_session::commit_used() {
+  if (uses_ == uses::tables) {
+    txn_->abort();
+    return tables_->commit(); // ends the transaction, whatever happens
+  }
+  tables_->abort();
+  return txn_->commit().end; // ends the transaction, whatever happens
+}
 
 storage::xid_t instance_session::commit() {
   if (!txn_->active())
@@ -137,14 +231,14 @@ storage::xid_t instance_session::commit() {
   try {
     check_running();
   } catch (...) {
-    txn_->abort();
+    rollback();
     throw;
   }
   storage::xid_t xid = txn_->xid();
-  storage::lsn_t seen = txn_->newest_seen();
-  storage::lsn_range position;
+  storage::lsn_t seen = std::max(txn_->newest_seen(), tables_->newest_seen());
+  storage::lsn_t end = 0;
   try {
-    position = txn_->commit(); // ends the transaction, whatever happens
+    end = commit_used();
   } catch (const tidemark::commit_outcome_unknown&) {
     throw; // logged, then the engine stopped: status_of() tells after the next open
   } catch (...) {
@@ -154,8 +248,8 @@ storage::xid_t instance_session::commit() {
     throw;
   }
   try {
-    wait_durable(std::max(position.end, seen));
-    wait_for_standby(position.end);
+    wait_durable(std::max(end, seen));
+    wait_for_standby(end);
   } catch (const storage::position_stopped& error) {
     throw tidemark::commit_outcome_unknown("transaction " + std::to_string(xid) +
                                              " is durable here, but no synchronous standby "
@@ -164,7 +258,7 @@ storage::xid_t instance_session::commit() {
                                            xid);
   } catch (const storage::wal_not_durable& error) {
     db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
-    if (position.end == 0)
+    if (end == 0)
       throw tidemark::engine_stopped_error(
         "transaction " + std::to_string(xid) +
         " read changes that may not be durable: " + error.what());

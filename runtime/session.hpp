@@ -1,19 +1,25 @@
-// One application thread's way into the engine: a sequence of transactions over pages,
-// validated at commit (storage/page_transaction.hpp) — the commit path every transaction
-// takes. The public tidemark::session wraps one; tests use it directly.
+// One application thread's way into the engine: a sequence of transactions over pages
+// (storage/page_transaction.hpp) or over keyed tables (access/table_transaction.hpp), each
+// validated at commit — the commit path every transaction takes. The public
+// tidemark::session wraps one; tests use it directly.
 //
 // Rules it keeps: a commit returns only once its record and everything its transaction
 // read are durable (synchronous_commit=on), and a read outside a transaction only once
 // what it returned is; a change is refused on a read-only or standby database before it
-// is made; after a failure every call throws engine_stopped_error (W3: nothing is
-// acknowledged that may not be durable).
+// is made; a transaction uses pages or tables, never both (each kind validates its own
+// reads, so a mix could not be serializable); after a failure every call throws
+// engine_stopped_error (W3: nothing is acknowledged that may not be durable).
 #pragma once
 
+#include "access/table_transaction.hpp"
 #include "storage/page_transaction.hpp"
 #include "storage/types.hpp"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 
 namespace tidemark::runtime {
 
@@ -26,6 +32,7 @@ class instance;
 class instance_session {
 public:
   explicit instance_session(instance& db);
+  instance& database() const { return *db_; }
   void begin();
   bool in_transaction() const { return txn_->active(); }
   std::int64_t read_i64(storage::page_id id, std::uint16_t offset);
@@ -36,6 +43,24 @@ public:
   void write_bytes(storage::page_id id, std::uint16_t offset, const void* data,
                    std::uint16_t length);
   void append_row(storage::rel_id rel, const void* row, std::uint16_t row_size);
+  // Keyed tables: `table` is a table's relation (the catalog's); keys and values within
+  // the limits (the caller checks them).
+  std::optional<std::string> get(storage::rel_id table, std::string_view key);
+  void put(storage::rel_id table, std::string_view key, std::string_view value);
+  bool insert(storage::rel_id table, std::string_view key, std::string_view value);
+  bool erase(storage::rel_id table, std::string_view key);
+  void add_i64(storage::rel_id table, std::string_view key, std::uint32_t offset,
+               std::int64_t delta);
+  std::optional<access::table_entry> next_entry(storage::rel_id table, std::string_view key,
+                                                bool inclusive);
+  /// `key` null: the table's last entry.
+  std::optional<access::table_entry> previous_entry(storage::rel_id table, const std::string* key,
+                                                    bool inclusive);
+  /// The transaction's table side, for the catalog's operations (runtime/tables.hpp): a
+  /// table transaction from now on (usage_error inside one that used pages).
+  access::table_transaction& tables(const char* operation);
+  /// usage_error on a read-only database or a standby.
+  void check_writable(const char* operation) const;
   /// Throws usage_error when `id` is past the relation's end: a read may reach blocks the
   /// relation has or this transaction extends it by; a change also the block just past them.
   void check_block(storage::page_id id, bool changing) const;
@@ -51,16 +76,25 @@ public:
   void rollback();
 
 private:
+  enum class uses { nothing, pages, tables };
+  /// Inside a transaction: records that it uses `kind`, or refuses the first call that
+  /// would mix pages and tables.
+  void use(uses kind, const char* operation);
   void check_running() const;
-  void check_writable(const char* operation) const;
   /// After a read outside a transaction: waits until what it returned is durable.
-  void settle_read();
+  void settle_read(storage::lsn_t newest_seen);
   void wait_durable(storage::lsn_t lsn);
   /// synchronous_standby: waits until a standby has the commit's WAL.
   void wait_for_standby(storage::lsn_t lsn);
 
+  /// Validates, applies and logs the transaction's side that it used; the end of its
+  /// record (0: none).
+  storage::lsn_t commit_used();
+
   instance* db_;
   std::unique_ptr<storage::page_transaction> txn_;
+  std::unique_ptr<access::table_transaction> tables_;
+  uses uses_ = uses::nothing;
 };
 
 } // namespace tidemark::runtime

@@ -20,6 +20,8 @@
 //    data directory (open refuses it), so an interrupted copy is never mistaken for one.
 #include "runtime/standby.hpp"
 
+#include "runtime/tables.hpp"
+
 #include "actors/wal_receiver.hpp"
 #include "actors/wal_sender.hpp"
 #include "runtime/data_directory.hpp"
@@ -173,6 +175,8 @@ void instance::promote() {
   standby_.reset();
   arrival_.reset();
   e.recovering.store(false);
+  ensure_catalog(e); // a primary from before keyed tables had none to stream
+  remove_leftover_tables();
   e.log("LOG:  promoted: redo ended at " + storage::format_lsn(recovery_.end_lsn) + " after " +
         std::to_string(recovery_.records) + " records; now generation " +
         std::to_string(e.control().generation) + ", accepting writes");

@@ -123,11 +123,14 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   e.store.pool =
     std::make_unique<storage::buffer_pool>(s.buffer_count(), *e.store.files, s.data_checksums);
   e.tails = std::make_unique<storage::append_tails>(*e.store.files);
-  e.store.writer = std::make_unique<storage::page_writer>(*e.store.wal, *e.store.files,
-                                                          e.store.registry, s.data_checksums);
   e.store.commit_log = std::make_unique<storage::commit_log>(*e.store.io, e.data_dir + "/xact",
                                                              s.page_size, *e.store.wal,
                                                              e.store.registry);
+  e.tables = std::make_unique<access::pool_page_store>(
+    *e.store.pool, e.store.wal.get(), e.full_page_writes(), e.store.commit_log.get(),
+    [engine = &e](const std::string& why) { engine->fail(why); });
+  e.store.writer = std::make_unique<storage::page_writer>(*e.store.wal, *e.store.files,
+                                                          e.store.registry, s.data_checksums);
   if (e.doublewrite()) {
     std::uint32_t ring_pages = s.doublewrite_ring_pages != 0
                                  ? s.doublewrite_ring_pages

@@ -21,6 +21,7 @@ relation_files::relation_files(io_engine& io, std::string base_dir, std::size_t 
     fd_tables_[r].store(nullptr, std::memory_order_relaxed);
     nblocks_[r].store(0, std::memory_order_relaxed);
     nblocks_known_[r].store(false, std::memory_order_relaxed);
+    dropped_[r].store(false, std::memory_order_relaxed);
   }
 }
 
@@ -69,6 +70,8 @@ int relation_files::fd_for(segment_id segment, bool create) {
       return fd;
   }
   std::lock_guard<std::mutex> guard(open_mutex_);
+  if (dropped_[segment.rel].load(std::memory_order_relaxed))
+    return -1; // drop() holds this lock while it marks the relation and removes its files
   fds = fd_tables_[segment.rel].load(std::memory_order_relaxed);
   if (fds == nullptr) {
     fds = new std::atomic<int>[max_segments];
@@ -138,8 +141,12 @@ void relation_files::write_pages(const page_write* pages, std::size_t count) {
   std::size_t pending = 0;
   for (std::size_t i = 0; i < count; ++i) {
     check_ids(pages[i].id);
-    writes[pending++] = io_write{fd_for(segment_of(pages[i].id), true), pages[i].data, page_size_,
-                                 offset_in_segment(pages[i].id)};
+    if (dropped(pages[i].id.rel))
+      continue; // nothing of a dropped relation is kept
+    int fd = fd_for(segment_of(pages[i].id), true);
+    if (fd < 0)
+      continue; // dropped since the check above
+    writes[pending++] = io_write{fd, pages[i].data, page_size_, offset_in_segment(pages[i].id)};
     note_block(pages[i].id);
     if (pending == 64) {
       io_.write_batch(writes, pending);
@@ -161,6 +168,34 @@ void relation_files::write_back_segment(segment_id segment, std::uint64_t offset
   int fd = fd_for(segment, false);
   if (fd >= 0)
     io_.write_back(fd, offset, length, true);
+}
+
+std::vector<segment_id> relation_files::drop(rel_id rel) {
+  check_ids({rel, 0});
+  std::vector<segment_id> removed;
+  std::lock_guard<std::mutex> guard(open_mutex_);
+  dropped_[rel].store(true, std::memory_order_release);
+  std::atomic<int>* fds = fd_tables_[rel].load(std::memory_order_relaxed);
+  // Every segment the relation may have: up to its last noted block, and on while files
+  // follow (a segment may exist past a missing one: writes create the file they need).
+  const std::uint64_t noted = nblocks_[rel].load(std::memory_order_relaxed);
+  const std::uint64_t noted_segments = (noted + blocks_per_segment_ - 1) / blocks_per_segment_;
+  for (std::uint32_t segno = 0; segno < max_segments; ++segno) {
+    segment_id segment{rel, segno};
+    std::string path = segment_path(segment);
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (segno >= noted_segments)
+        break;
+      continue;
+    }
+    int fd = fds != nullptr ? fds[segno].load(std::memory_order_relaxed) : -1;
+    if (fd >= 0)
+      io_.truncate(fd, 0); // an open descriptor keeps the file: free its space now
+    io_.unlink(path);
+    removed.push_back(segment);
+  }
+  return removed;
 }
 
 std::uint32_t relation_files::segment_count(rel_id rel) {

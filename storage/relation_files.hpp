@@ -9,6 +9,11 @@
 //    open lock, the first time one of its segments is opened).
 //  - nblocks(rel) never shrinks while the object lives; it covers every block written or
 //    noted through note_block() (redo may touch blocks the files do not have yet).
+//  - Once drop(rel) marked a relation dropped (under the open lock, before its files are
+//    truncated and unlinked), no file of it is opened or created again and its writes are
+//    skipped: a dirty buffer or a sync request still in flight neither recreates a file
+//    nor fails on a missing one. Descriptors stay open (another thread may be using one)
+//    until the object is destroyed; truncating the file first frees its space at once.
 #pragma once
 
 #include "storage/io_engine.hpp"
@@ -77,6 +82,12 @@ public:
   /// Segments that exist on disk for `rel` (for verification scans).
   std::uint32_t segment_count(rel_id rel);
 
+  /// Removes a relation's files for good (a dropped table's: relation ids are never used
+  /// again): its segments that exist are truncated and unlinked, and from now on its writes
+  /// and syncs are skipped and its reads see zeros. Returns the segments removed.
+  std::vector<segment_id> drop(rel_id rel);
+  bool dropped(rel_id rel) const { return dropped_[rel].load(std::memory_order_acquire); }
+
   std::size_t page_size() const { return page_size_; }
   std::uint64_t blocks_per_segment() const { return blocks_per_segment_; }
   io_engine& io() { return io_; }
@@ -95,6 +106,7 @@ private:
   std::mutex open_mutex_;
   std::atomic<block_id> nblocks_[max_relations];
   std::atomic<bool> nblocks_known_[max_relations];
+  std::atomic<bool> dropped_[max_relations];
 };
 
 } // namespace tidemark::storage

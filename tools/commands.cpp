@@ -29,10 +29,12 @@ std::vector<command> directory_commands() {
   return {
     {"init",
      "create a data directory holding the TPC-B-like tables",
-     "Writes DIR/tidemark.conf with every setting (--set changes one), loads the tables and\n"
-     "makes it all durable before the first checkpoint.",
+     "Writes DIR/tidemark.conf with every setting (--set changes one) and loads the tables:\n"
+     "keyed tables through transactions (--schema tables), or rows appended to page\n"
+     "relations before the first checkpoint (--schema pages). Durable when it returns.",
      {{"-D", "DIR", "the new data directory (missing or empty)", true},
       {"-s", "SCALE", "size: 100 000 accounts per unit (1 .. 100000; default 1)"},
+      {"--schema", "KIND", "tables (keyed tables, the default) or pages (rows at fixed places)"},
       {"--set", "KEY=VALUE", "a setting for DIR/tidemark.conf (tidemark settings lists them)",
        false, true}},
      true,

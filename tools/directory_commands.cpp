@@ -28,16 +28,23 @@ constexpr int exit_ok = 0, exit_failure = 1;
 
 constexpr const char* workload_file_name = "workload.conf";
 
-// The scale `init` recorded in the directory's workload.conf.
-std::uint32_t read_scale(const std::string& dir) {
+// The workload `init` recorded in the directory's workload.conf: "tpcb_scale = N" and
+// (since keyed tables) "tpcb_schema = tables|pages"; without it, pages.
+tpcb::layout read_workload(database& db, const std::string& dir) {
   std::string path = dir + "/" + workload_file_name;
   std::ifstream in(path);
-  std::string key, eq;
+  std::string key, eq, schema = "pages";
   std::uint32_t scale = 0;
-  if (!(in >> key >> eq >> scale) || key != "tpcb_scale" || scale == 0)
+  if (!(in >> key >> eq >> scale) || key != "tpcb_scale" || eq != "=" || scale == 0)
     throw data_error(path + " is missing or malformed (expected \"tpcb_scale = N\"; was the "
                             "directory made by tidemark init?)");
-  return scale;
+  if (in >> key && !(key == "tpcb_schema" && in >> eq >> schema && eq == "="))
+    throw data_error(path + " is malformed (expected \"tpcb_schema = tables\" or \"= pages\" "
+                            "after the scale)");
+  tpcb::layout shape(db.page_size(), scale, tpcb::parse_schema(schema));
+  if (shape.kind() == tpcb::schema::tables)
+    shape.open_tables(db);
+  return shape;
 }
 
 void fill_recovery(json_object& r, const recovery_report& rec) {
@@ -56,25 +63,44 @@ void fill_faults(json_object& r, database& db, const cli_args& args) {
 int cmd_init(const cli_args& args) {
   std::string dir = args.required("-D");
   auto scale = static_cast<std::uint32_t>(args.count("-s", 1, 1, 100000));
+  tpcb::schema kind;
+  try {
+    kind = tpcb::parse_schema(args.text("--schema", "tables"));
+  } catch (const usage_error& e) {
+    throw bad_usage(std::string("--schema: ") + e.what());
+  }
   auto last_report = std::chrono::steady_clock::now();
+  auto progress = [&](std::uint64_t done, std::uint64_t total) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_report >= std::chrono::seconds(1) || done == total) {
+      std::fprintf(stderr, "init: %llu of %llu rows loaded (%.0f%%)\n",
+                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                   100.0 * double(done) / double(total));
+      last_report = now;
+    }
+  };
   create_options options;
   options.settings = checked_sets(args);
   options.faults = faults_of(args);
   options.initial_data = [&](initial_loader& loader) {
-    tpcb::layout shape(loader.page_size(), scale);
-    tpcb::load(loader, shape, [&](std::uint64_t done, std::uint64_t total) {
-      auto now = std::chrono::steady_clock::now();
-      if (now - last_report >= std::chrono::seconds(1) || done == total) {
-        std::fprintf(stderr, "init: %llu of %llu rows loaded (%.0f%%)\n",
-                     static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                     100.0 * double(done) / double(total));
-        last_report = now;
-      }
-    });
-    loader.write_file(workload_file_name, "tpcb_scale = " + std::to_string(scale) + "\n");
+    if (kind == tpcb::schema::pages)
+      tpcb::load(loader, tpcb::layout(loader.page_size(), scale), progress);
+    loader.write_file(workload_file_name, "tpcb_scale = " + std::to_string(scale) +
+                                            "\ntpcb_schema = " + tpcb::to_string(kind) + "\n");
   };
   database::create(dir, options);
-  std::fprintf(stderr, "init: data directory %s ready (scale %u)\n", dir.c_str(), scale);
+  if (kind == tpcb::schema::tables) {
+    try {
+      auto db = database::open(dir, options_with_faults(args));
+      tpcb::load_tables(*db, tpcb::layout(db->page_size(), scale, kind), progress);
+      db->close();
+    } catch (const std::exception& e) {
+      throw data_error(std::string("loading the tables failed (remove ") + dir +
+                       " and run init again): " + e.what());
+    }
+  }
+  std::fprintf(stderr, "init: data directory %s ready (scale %u, %s)\n", dir.c_str(), scale,
+               tpcb::to_string(kind));
   return exit_ok;
 }
 
@@ -92,7 +118,7 @@ int cmd_bench(const cli_args& args) {
   options.seed = args.count("--seed", 1, 0, ~0ull >> 12);
   open_options open = options_with_faults(args);
   auto db = database::open(dir, open);
-  tpcb::layout shape(db->page_size(), read_scale(dir));
+  tpcb::layout shape = read_workload(*db, dir);
   if (db->recovery().needed)
     std::fprintf(stderr,
                  "recovery (%s%s): data directory made durable in %.3f s (%llu files), "
@@ -139,7 +165,7 @@ int cmd_verify(const cli_args& args) {
   try {
     auto db = database::open(dir, options_with_faults(args));
     fill_recovery(r, db->recovery());
-    report = tpcb::verify(*db, tpcb::layout(db->page_size(), read_scale(dir)), acknowledged);
+    report = tpcb::verify(*db, read_workload(*db, dir), acknowledged);
     db->close();
     fill_faults(r, *db, args);
     files = database::check_files(dir);

@@ -1,11 +1,13 @@
 // The Tidemark embedding API: create or open a data directory (crash recovery runs when it
-// needs to), open sessions that change pages atomically and durably, checkpoint, close.
+// needs to), keep keyed tables in it, open sessions whose transactions change them (or
+// raw pages) atomically and durably, checkpoint, close.
 //
 //   tidemark::database::create("/path/to/data", {});
 //   auto db = tidemark::database::open("/path/to/data");
+//   tidemark::table users = db->create_table("users");
 //   tidemark::session s = db->open_session();
 //   s.begin();
-//   s.add_i64({10, 0}, 64, +5);   // relation 10, block 0, byte 64 of the page
+//   s.put(users, "alice", "{\"age\": 41}");
 //   s.commit();                   // durable when it returns (synchronous_commit=on)
 //   db->close();                  // shutdown checkpoint
 //
@@ -29,13 +31,51 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tidemark {
 
 class session;
 struct internal_access; // the library's own tests and tools
+
+/// One keyed table of one database (database::create_table, open_table): a handle, copied
+/// freely and used from any thread with any session of that database. A default-made
+/// handle names no table. Once the table is dropped, or its database closed, the calls
+/// given the handle throw usage_error.
+class table {
+public:
+  table() = default;
+  /// The table's name (empty for a handle that names no table).
+  const std::string& name() const;
+  explicit operator bool() const { return state_ != nullptr; }
+
+  struct state;
+
+private:
+  friend class session;
+  friend struct internal_access;
+  explicit table(std::shared_ptr<const state> s) : state_(std::move(s)) {}
+  std::shared_ptr<const state> state_;
+};
+
+/// A table as database::tables() lists it.
+struct table_info {
+  std::string name;
+  std::uint64_t pages = 0; // the pages its files hold (tree, overflow and free pages)
+};
+
+/// The keys a cursor visits: from `low` to `high`, each bound included or not; a bound
+/// that is absent leaves that end open.
+struct key_range {
+  std::optional<std::string> low;
+  bool low_inclusive = true;
+  std::optional<std::string> high;
+  bool high_inclusive = true;
+};
 
 class database {
 public:
@@ -85,6 +125,24 @@ public:
 
   /// Throws: usage_error (the database is closed).
   session open_session();
+
+  /// Keyed tables. Each call below is a transaction of its own, committed (durably, as
+  /// any commit) before it returns; tables made by one are seen by every session at once.
+  /// A name is 1..max_table_name_bytes bytes without control characters.
+  /// create_table throws: usage_error (a bad name, a table of that name exists, read-only
+  /// or standby, closed, called inside a callback), engine_stopped_error, io_error.
+  table create_table(const std::string& name);
+  /// The table named `name`. Throws: usage_error (no such table, a bad name, closed).
+  table open_table(const std::string& name);
+  /// Removes the table and everything in it: its handles throw usage_error from now on.
+  /// Throws as create_table, and usage_error when there is no such table.
+  void drop_table(const std::string& name);
+  /// Every table, by name. Throws: usage_error (closed).
+  std::vector<table_info> tables();
+  /// The most pages a commit of a table transaction may hold at once: a quarter of the
+  /// buffer pool, and at least 8. A transaction whose commit would need more (its leaves,
+  /// the overflow pages of its large values) is refused (see session::commit).
+  std::size_t max_commit_pages() const;
   /// Runs an immediate checkpoint and waits for it. Throws: usage_error (closed, open
   /// read-only, a standby, or called from an observer or log callback),
   /// engine_stopped_error (the engine had failed, or failed in the checkpoint).
@@ -173,10 +231,53 @@ private:
   std::uint32_t size_ = 0;
 };
 
+/// An ordered walk over a table's entries inside a key_range (session::cursor), reading as
+/// its session's transaction reads: every step is a read that commit() validates (a key
+/// that appeared in or vanished from the stretch a step passed over is a conflict), and
+/// the transaction's own pending changes are seen. A cursor lives as long as the
+/// transaction it was made in (or, made outside one, until the session begins one), and is
+/// used from the thread that made it: otherwise every call throws usage_error.
+///
+/// seek, seek_first, seek_last, next and prev return whether the cursor is on an entry;
+/// next() on a cursor on none starts at the first entry, prev() at the last. Each may
+/// throw what a read of the session throws (see session).
+class table_cursor {
+public:
+  /// The first entry of the range at or after `key` (after it, with `inclusive` false).
+  bool seek(std::string_view key, bool inclusive = true);
+  bool seek_first();
+  bool seek_last();
+  bool next();
+  bool prev();
+  bool valid() const { return positioned_; }
+  /// The entry the cursor is on. Throws: usage_error (on none).
+  const std::string& key() const;
+  const std::string& value() const;
+
+  struct state;
+
+private:
+  friend class session;
+  explicit table_cursor(std::shared_ptr<state> s) : state_(std::move(s)) {}
+  bool land(std::optional<std::pair<std::string, std::string>> entry);
+  std::shared_ptr<state> state_;
+  bool positioned_ = false;
+  std::string key_, value_;
+};
+
 /// A sequence of transactions, used from one thread at a time. begin(), then reads and
 /// changes, then commit() or rollback(). Reads may also be made outside a transaction;
 /// changes may not (usage_error: before begin(), and after commit(), rollback() or a
 /// conflict_error ended the transaction).
+///
+/// A transaction uses keyed tables (get, put, insert, erase, cursor) or pages (the calls
+/// after them), not both: the first call of the other kind throws usage_error.
+///
+/// Tables: keys are at most max_key_bytes, values max_value_bytes (types.hpp). A
+/// transaction's reads see the committed tables with its own pending changes; commit()
+/// checks that every key it read still has the value (or absence) it read, and that every
+/// stretch a cursor stepped over holds the same entries, phantoms included, then applies
+/// everything at once; otherwise conflict_error, nothing applied.
 ///
 /// Isolation: committed transactions are serializable. Changes are buffered until
 /// commit(); the transaction's reads see the committed data with its own pending
@@ -221,6 +322,29 @@ public:
   /// The rows appended to `relation`, in order (see row_cursor). Throws: usage_error (a
   /// relation id out of range).
   row_cursor rows(relation_id relation);
+  /// Keyed tables. get() is a read (it may also be made outside a transaction): the value,
+  /// none when the key is absent. put() inserts or replaces; insert() only inserts (false
+  /// when the key is there: nothing changed); erase() returns whether the key was there.
+  /// Besides a read's errors, they throw usage_error (a table handle of another database,
+  /// of a dropped table or naming none; a key or value over its limit; put, insert and
+  /// erase outside a transaction, or on a read-only database or standby; a transaction
+  /// that uses pages); nothing changed then and the transaction stays open.
+  std::optional<std::string> get(const table& t, std::string_view key);
+  void put(const table& t, std::string_view key, std::string_view value);
+  bool insert(const table& t, std::string_view key, std::string_view value);
+  bool erase(const table& t, std::string_view key);
+  /// Adds `delta` (wrapping) to the little-endian 64-bit integer at byte `offset` of the
+  /// key's value when the transaction commits, without reading it: like add_i64 on a
+  /// page, it conflicts with nothing unless the transaction also reads the key (counters
+  /// and balances updated by many sessions at once). Reads in the transaction see the sum.
+  /// Throws as put; and usage_error when the transaction erased the key, or put a value
+  /// those 8 bytes are not inside. commit() throws usage_error, applying nothing, when
+  /// the key is then absent, its value too short, or longer than a leaf keeps (values over
+  /// about a quarter of a page live on overflow pages).
+  void add_i64(const table& t, std::string_view key, std::uint32_t offset, std::int64_t delta);
+  /// A cursor over the entries of `t` in `range` (see table_cursor), not yet on one.
+  table_cursor cursor(const table& t, const key_range& range = {});
+
   /// Changes, buffered until commit(). Throws: usage_error only (outside a transaction, a
   /// limit, a page or bytes out of range, a null buffer, a read-only database or standby);
   /// nothing was added and the transaction stays open.
@@ -253,6 +377,7 @@ public:
 
 private:
   friend class database;
+  friend class table_cursor;
   explicit session(std::shared_ptr<impl> state);
   std::shared_ptr<impl> impl_;
 };

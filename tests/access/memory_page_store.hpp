@@ -83,6 +83,12 @@ public:
 
   std::size_t max_record_bytes() const override { return max_record_bytes_; }
   void set_max_record_bytes(std::size_t bytes) { max_record_bytes_ = bytes; }
+  /// Memory has room for any number of latches: the limit is only what a test sets.
+  std::size_t max_latched_pages() const override { return max_latched_pages_; }
+  void set_max_latched_pages(std::size_t pages) { max_latched_pages_ = pages; }
+  void reserve_latches(std::size_t) override {}
+  bool try_reserve_latches(std::size_t) override { return true; }
+  void release_reserved_latches() override {}
   void half_applied(const std::string& why) override {
     TIDEMARK_CHECK_DETAIL(false, "a test's change never fails half applied", why);
   }
@@ -142,6 +148,7 @@ private:
   std::size_t page_size_;
   bool keep_records_;
   std::size_t max_record_bytes_ = tidemark::storage::max_wal_record_bytes;
+  std::size_t max_latched_pages_ = std::size_t(1) << 30;
   std::size_t record_count_ = 0;
   std::shared_mutex pages_mutex_;
   std::map<rel_id, std::vector<std::unique_ptr<page>>> relations_;

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 using namespace tidemark::access;
@@ -225,6 +227,96 @@ TEST_CASE("a transaction larger than one WAL record is refused with nothing appl
   txn.put(accounts, "big", std::string(400 * 1024, 'b'));
   CHECK_THROWS_AS(txn.commit(), tidemark::usage_error);
   CHECK(contents(store, accounts).empty());
+}
+
+TEST_CASE("a transaction latching more pages than the store allows is refused, nothing applied") {
+  memory_page_store store(4096);
+  store.set_max_latched_pages(40);
+  tree::create(store, accounts);
+  table_transaction txn(store);
+  txn.begin(1);
+  txn.put(accounts, "small", "1");
+  txn.put(accounts, "big", std::string(60 * 4096, 'b')); // a chain of 61 pages
+  CHECK_THROWS_WITH_AS(txn.commit(), doctest::Contains("more than the 40 a commit may hold"),
+                       tidemark::usage_error);
+  CHECK(contents(store, accounts).empty());
+  txn.begin(2);
+  txn.put(accounts, "big", std::string(30 * 4096, 'b'));
+  CHECK(txn.commit() > 0);
+  CHECK(contents(store, accounts).size() == 1);
+}
+
+namespace {
+std::string i64_value(std::int64_t v, std::size_t length = 24) {
+  std::string value(length, '.');
+  std::memcpy(value.data() + 8, &v, sizeof v);
+  return value;
+}
+std::int64_t i64_at(const std::string& value) {
+  std::int64_t v;
+  std::memcpy(&v, value.data() + 8, sizeof v);
+  return v;
+}
+} // namespace
+
+TEST_CASE("add_i64 on a table adds at commit, conflicts with nothing unless read back") {
+  memory_page_store store(4096, true);
+  tree::create(store, accounts);
+  table_transaction setup(store);
+  setup.begin(1);
+  setup.put(accounts, "a", i64_value(100));
+  setup.put(accounts, "big", std::string(3000, 'x')); // on overflow pages
+  setup.commit();
+
+  // Two transactions add to the same key without reading it: both commit, both count.
+  table_transaction one(store), two(store);
+  one.begin(2);
+  two.begin(3);
+  one.add_i64(accounts, "a", 8, 5);
+  two.add_i64(accounts, "a", 8, -7);
+  two.add_i64(accounts, "a", 8, 1);
+  CHECK(i64_at(*two.get(accounts, "a")) == 94); // its own reads see the sum
+  one.commit();
+  CHECK_THROWS_AS(two.commit(), tidemark::conflict_error); // it read "a" back
+  two.begin(4);
+  two.add_i64(accounts, "a", 8, -7);
+  two.commit();
+  table_transaction reader(store);
+  CHECK(i64_at(*reader.get(accounts, "a")) == 98);
+
+  // A delta on a value the transaction put goes into that value.
+  one.begin(5);
+  one.put(accounts, "b", i64_value(1));
+  one.add_i64(accounts, "b", 8, 41);
+  CHECK(i64_at(*one.get(accounts, "b")) == 42);
+  one.commit();
+  CHECK(i64_at(*reader.get(accounts, "b")) == 42);
+
+  // Refused: at once when the transaction itself erased the key or put too short a value;
+  // at commit (nothing applied) when the committed key is absent, too short or on overflow.
+  one.begin(6);
+  one.erase(accounts, "b");
+  CHECK_THROWS_WITH_AS(one.add_i64(accounts, "b", 8, 1), doctest::Contains("was erased"),
+                       tidemark::usage_error);
+  one.put(accounts, "c", "short");
+  CHECK_THROWS_WITH_AS(one.add_i64(accounts, "c", 0, 1), doctest::Contains("outside the 5-byte"),
+                       tidemark::usage_error);
+  one.abort();
+  for (auto [key, offset, why] :
+       {std::tuple<const char*, std::uint32_t, const char*>{"missing", 8, "is absent"},
+        {"a", 20, "outside of"},
+        {"big", 8, "overflow pages"}}) {
+    one.begin(7);
+    one.put(accounts, "applied-only-with-the-delta", "x");
+    one.add_i64(accounts, key, offset, 1);
+    CHECK_THROWS_WITH_AS(one.commit(), doctest::Contains(why), tidemark::usage_error);
+    CHECK_FALSE(reader.get(accounts, "applied-only-with-the-delta"));
+  }
+  CHECK(i64_at(*reader.get(accounts, "a")) == 98);
+  // Replayed as redo would, the records give the same table.
+  memory_page_store replayed(4096);
+  store.replay_into(replayed);
+  CHECK(contents(replayed, accounts) == contents(store, accounts));
 }
 
 TEST_CASE("ordered reads see the committed entries with the transaction's own changes laid over") {

@@ -64,9 +64,12 @@ class Tidemark:
             raise
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
-    def init(self, directory, scale=1, settings=SMALL):
+    def init(self, directory, scale=1, settings=SMALL, schema="tables"):
+        """init with keyed tables, or with schema="pages" the rows at fixed places in
+        relations 1-4 (base/3.0 holds the accounts) and the load before the first
+        checkpoint (the WAL starts in segment 0)."""
         sets = [x for s in settings for x in ("--set", s)]
-        result = self.run("init", "-D", directory, "-s", str(scale), *sets)
+        result = self.run("init", "-D", directory, "-s", str(scale), "--schema", schema, *sets)
         check(result.returncode == 0, f"init failed: {result.stderr}")
 
     def verify(self, directory, ack_log=None, settings=()):

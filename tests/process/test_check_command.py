@@ -36,7 +36,7 @@ def main():
     directory = scratch()
     crashed = scratch()
     try:
-        tm.init(directory)
+        tm.init(directory, schema="pages")  # base/3.0 holds the accounts
         bench = tm.run("bench", "-D", directory, "-c", "2", "-T", "2", *sets(run_settings()))
         check(bench.returncode == 0, f"bench failed: {bench.stderr}")
         before = tree_digest(directory)
@@ -61,7 +61,7 @@ def main():
         # WAL: a crash keeps WAL past the redo point; damage a record early in it, with
         # durable WAL after it.
         remove(crashed)
-        tm.init(crashed)
+        tm.init(crashed, schema="pages")  # its WAL starts in segment 0
         settings = run_settings() + NO_CHECKPOINTS
         bench = tm.run("bench", "-D", crashed, "-c", "2", "-T", "30", "--crash-after-writes",
                        "3000", "--crash-mode", "lose-unsynced", *sets(settings))

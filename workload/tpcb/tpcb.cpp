@@ -7,9 +7,45 @@
 
 namespace tidemark::workload::tpcb {
 
-layout::layout(std::size_t page_size, std::uint32_t scale)
-  : page_size_(page_size), scale_(scale),
+namespace {
+
+const char* const table_names[] = {"branches", "tellers", "accounts", "history"};
+
+// Row `id` of fixed relation `rel` as loaded: its id, a zero balance, filler.
+void fill_row(unsigned char* at, relation_id rel, std::uint64_t id) {
+  std::memset(at, 0, row_size);
+  std::memcpy(at, &id, sizeof id);
+  std::memset(at + 16, 'a' + static_cast<int>(rel), row_size - 16);
+}
+
+} // namespace
+
+const char* to_string(schema kind) { return kind == schema::tables ? "tables" : "pages"; }
+
+schema parse_schema(const std::string& word) {
+  if (word == "tables")
+    return schema::tables;
+  if (word == "pages")
+    return schema::pages;
+  throw usage_error("unknown schema \"" + word + "\" (tables or pages)");
+}
+
+std::string id_key(std::uint64_t id) {
+  std::string key(8, '\0');
+  for (int i = 7; i >= 0; --i, id >>= 8)
+    key[std::size_t(i)] = static_cast<char>(id & 0xff);
+  return key;
+}
+
+layout::layout(std::size_t page_size, std::uint32_t scale, schema kind)
+  : page_size_(page_size), scale_(scale), kind_(kind),
     rows_per_page_(tidemark::rows_per_page(page_size, row_size)) {}
+
+void layout::open_tables(database& db) {
+  tables_.clear();
+  for (const char* name : table_names)
+    tables_.push_back(db.open_table(name));
+}
 
 std::uint64_t layout::rows(relation_id rel) const {
   switch (rel) {
@@ -37,8 +73,7 @@ std::uint32_t layout::balance_offset(std::uint64_t row) const {
                                     balance_offset_in_row);
 }
 
-void load(initial_loader& loader, const layout& shape,
-          const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+void load(initial_loader& loader, const layout& shape, const load_progress& progress) {
   constexpr std::uint64_t rows_per_call = 4096;
   std::vector<unsigned char> rows(rows_per_call * row_size);
   std::uint64_t total = shape.rows(branches) + shape.rows(tellers) + shape.rows(accounts);
@@ -46,14 +81,41 @@ void load(initial_loader& loader, const layout& shape,
   for (relation_id rel : {branches, tellers, accounts}) {
     for (std::uint64_t first = 0; first < shape.rows(rel); first += rows_per_call) {
       std::uint64_t n = std::min(rows_per_call, shape.rows(rel) - first);
-      std::fill(rows.begin(), rows.end(), 0);
-      for (std::uint64_t i = 0; i < n; ++i) {
-        unsigned char* at = rows.data() + i * row_size;
-        std::uint64_t id = first + i;
-        std::memcpy(at, &id, sizeof id);
-        std::memset(at + 16, 'a' + static_cast<int>(rel), row_size - 16);
-      }
+      for (std::uint64_t i = 0; i < n; ++i)
+        fill_row(rows.data() + i * row_size, rel, first + i);
       loader.append_rows(rel, rows.data(), row_size, n);
+      done += n;
+      progress(done, total);
+    }
+  }
+}
+
+void load_tables(database& db, const layout& shape, const load_progress& progress,
+                 std::uint64_t rows_per_transaction) {
+  for (const char* name : table_names)
+    db.create_table(name);
+  layout opened = shape;
+  opened.open_tables(db);
+  session s = db.open_session();
+  // Rows land in leaves that splits leave half full: keep each commit's leaves (and one
+  // page more, and the table's meta page) within what a commit may hold.
+  std::uint64_t rows_per_leaf = db.page_size() / (row_size + 24);
+  std::uint64_t batch =
+    std::min(rows_per_transaction,
+             std::max<std::uint64_t>(1, (db.max_commit_pages() - 2) * rows_per_leaf / 2));
+  unsigned char row[row_size];
+  std::uint64_t total = shape.rows(branches) + shape.rows(tellers) + shape.rows(accounts);
+  std::uint64_t done = 0;
+  for (relation_id rel : {branches, tellers, accounts}) {
+    for (std::uint64_t first = 0; first < shape.rows(rel); first += batch) {
+      std::uint64_t n = std::min(batch, shape.rows(rel) - first);
+      s.begin();
+      for (std::uint64_t id = first; id < first + n; ++id) {
+        fill_row(row, rel, id);
+        s.put(opened.table_of(rel), id_key(id),
+              std::string_view(reinterpret_cast<const char*>(row), row_size));
+      }
+      s.commit();
       done += n;
       progress(done, total);
     }
@@ -69,15 +131,11 @@ transaction_input random_input(const layout& shape, std::mt19937_64& random) {
   return in;
 }
 
-transaction_id run_transaction(session& s, const layout& shape, const transaction_input& in) {
-  s.begin();
-  page_id account = shape.page_of(accounts, in.aid);
-  s.add_i64(account, shape.balance_offset(in.aid), in.delta);
-  (void)s.read_i64(account, shape.balance_offset(in.aid)); // "read it back", as pgbench does
-  s.add_i64(shape.page_of(tellers, in.tid), shape.balance_offset(in.tid), in.delta);
-  s.add_i64(shape.page_of(branches, in.bid), shape.balance_offset(in.bid), in.delta);
+namespace {
+
+history_row history_of(transaction_id xid, const transaction_input& in) {
   history_row row{};
-  row.xid = s.id();
+  row.xid = xid;
   row.delta = in.delta;
   row.aid = static_cast<std::uint32_t>(in.aid);
   row.tid = static_cast<std::uint32_t>(in.tid);
@@ -85,6 +143,36 @@ transaction_id run_transaction(session& s, const layout& shape, const transactio
   row.time_us = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                              std::chrono::system_clock::now().time_since_epoch())
                                              .count());
+  return row;
+}
+
+// The tables schema: every row found by its key; the balances added to without reading
+// them (but the account's, read back as pgbench does), so only the account conflicts.
+transaction_id run_on_tables(session& s, const layout& shape, const transaction_input& in) {
+  s.begin();
+  std::string account = id_key(in.aid);
+  s.add_i64(shape.table_of(accounts), account, balance_offset_in_row, in.delta);
+  (void)s.get(shape.table_of(accounts), account);
+  s.add_i64(shape.table_of(tellers), id_key(in.tid), balance_offset_in_row, in.delta);
+  s.add_i64(shape.table_of(branches), id_key(in.bid), balance_offset_in_row, in.delta);
+  history_row row = history_of(s.id(), in);
+  s.put(shape.table_of(history), id_key(row.xid),
+        std::string_view(reinterpret_cast<const char*>(&row), sizeof row));
+  return s.commit();
+}
+
+} // namespace
+
+transaction_id run_transaction(session& s, const layout& shape, const transaction_input& in) {
+  if (shape.kind() == schema::tables)
+    return run_on_tables(s, shape, in);
+  s.begin();
+  page_id account = shape.page_of(accounts, in.aid);
+  s.add_i64(account, shape.balance_offset(in.aid), in.delta);
+  (void)s.read_i64(account, shape.balance_offset(in.aid)); // "read it back", as pgbench does
+  s.add_i64(shape.page_of(tellers, in.tid), shape.balance_offset(in.tid), in.delta);
+  s.add_i64(shape.page_of(branches, in.bid), shape.balance_offset(in.bid), in.delta);
+  history_row row = history_of(s.id(), in);
   s.append_row(history, &row, history_row_size);
   return s.commit();
 }
@@ -161,16 +249,79 @@ std::vector<transaction_id> scan_history(database& db, session& s, verify_report
   return xids;
 }
 
+// The next entry of a table being verified; false at its end or at a page the database
+// cannot read (listed; the rest of that table is not read).
+bool next_readable(table_cursor& c, verify_report& report) {
+  try {
+    if (!c.next())
+      return false;
+    ++report.rows_read;
+    return true;
+  } catch (const page_corrupt_error& error) {
+    if (report.unreadable.size() < unreadable_listed)
+      report.unreadable.push_back(error.where());
+    return false;
+  }
+}
+
+// Tables schema: ids 0..rows-1, each in its own key, nothing else.
+std::int64_t sum_fixed_table(session& s, const layout& shape, relation_id rel,
+                             verify_report& report) {
+  std::uint64_t sum = 0, expected = 0;
+  table_cursor c = s.cursor(shape.table_of(rel));
+  while (next_readable(c, report)) {
+    std::uint64_t id = ~std::uint64_t{0};
+    std::int64_t balance = 0;
+    if (c.value().size() == row_size) {
+      std::memcpy(&id, c.value().data(), 8);
+      std::memcpy(&balance, c.value().data() + balance_offset_in_row, 8);
+    }
+    if (id != expected || c.key() != id_key(expected))
+      ++report.misplaced_rows;
+    sum += static_cast<std::uint64_t>(balance);
+    ++expected;
+  }
+  if (expected != shape.rows(rel))
+    ++report.misplaced_rows; // rows missing or extra
+  return static_cast<std::int64_t>(sum);
+}
+
+std::vector<transaction_id> scan_history_table(session& s, const layout& shape,
+                                               verify_report& report) {
+  std::vector<transaction_id> xids;
+  std::uint64_t sum = 0;
+  table_cursor c = s.cursor(shape.table_of(history));
+  while (next_readable(c, report)) {
+    history_row row{};
+    if (c.value().size() == sizeof row)
+      std::memcpy(&row, c.value().data(), sizeof row);
+    if (c.key() != id_key(row.xid))
+      ++report.misplaced_rows;
+    xids.push_back(row.xid);
+    sum += static_cast<std::uint64_t>(row.delta);
+  }
+  report.sum_history = static_cast<std::int64_t>(sum);
+  return xids;
+}
+
 } // namespace
 
 verify_report verify(database& db, const layout& shape,
                      const std::vector<transaction_id>& acknowledged) {
   verify_report report;
   session s = db.open_session();
-  report.sum_branches = sum_fixed_relation(s, shape, branches, report);
-  report.sum_tellers = sum_fixed_relation(s, shape, tellers, report);
-  report.sum_accounts = sum_fixed_relation(s, shape, accounts, report);
-  std::vector<transaction_id> xids = scan_history(db, s, report);
+  std::vector<transaction_id> xids;
+  if (shape.kind() == schema::tables) {
+    report.sum_branches = sum_fixed_table(s, shape, branches, report);
+    report.sum_tellers = sum_fixed_table(s, shape, tellers, report);
+    report.sum_accounts = sum_fixed_table(s, shape, accounts, report);
+    xids = scan_history_table(s, shape, report);
+  } else {
+    report.sum_branches = sum_fixed_relation(s, shape, branches, report);
+    report.sum_tellers = sum_fixed_relation(s, shape, tellers, report);
+    report.sum_accounts = sum_fixed_relation(s, shape, accounts, report);
+    xids = scan_history(db, s, report);
+  }
   std::sort(xids.begin(), xids.end());
   report.history_rows = xids.size();
   for (std::size_t i = 1; i < xids.size(); ++i)

@@ -1,10 +1,14 @@
 // The TPC-B-like workload of DESIGN §7, written against the public API only: schema,
 // initial load, the transaction, and the verification of its invariant.
 //
-// Schema (scale S): relation 1 branches (S rows), 2 tellers (10·S), 3 accounts (100 000·S),
-// all 100-byte rows {u64 id, i64 balance, 84 filler bytes}, appended in id order (so row n
-// is at a fixed place: types.hpp's packing rule); relation 4 history, append-only 64-byte
-// rows {u64 xid, i64 delta, u32 aid, tid, bid, pad, u64 time}.
+// Rows (scale S): branches (S rows), tellers (10·S), accounts (100 000·S), all 100-byte
+// rows {u64 id, i64 balance, 84 filler bytes}; history, 64-byte rows {u64 xid, i64 delta,
+// u32 aid, tid, bid, pad, u64 time}, one per transaction. Two schemas hold them:
+//  - tables (the default): keyed tables "branches", "tellers", "accounts", "history", each
+//    row the value of its id as an 8-byte big-endian key (history: its xid), so every row
+//    a transaction touches is found by a key lookup, as in the other systems compared;
+//  - pages: relations 1-3 with the rows appended in id order (row n at a fixed place:
+//    types.hpp's packing rule) and relation 4 history appended, addressed directly.
 //
 // Invariant after any crash and recovery: sum(account balances) = sum(teller balances) =
 // sum(branch balances) = sum(history deltas), and every acknowledged transaction id appears
@@ -20,6 +24,11 @@
 #include <vector>
 
 namespace tidemark::workload::tpcb {
+
+enum class schema { tables, pages };
+const char* to_string(schema kind);
+/// "tables" or "pages"; usage_error naming the word otherwise.
+schema parse_schema(const std::string& word);
 
 constexpr relation_id branches = 1;
 constexpr relation_id tellers = 2;
@@ -38,10 +47,18 @@ struct history_row {
 };
 static_assert(sizeof(history_row) == history_row_size, "history row layout");
 
+/// A row's key in the tables schema: its id, 8 bytes big-endian (so keys sort as ids).
+std::string id_key(std::uint64_t id);
+
 class layout {
 public:
-  layout(std::size_t page_size, std::uint32_t scale);
+  layout(std::size_t page_size, std::uint32_t scale, schema kind = schema::pages);
   std::uint32_t scale() const { return scale_; }
+  schema kind() const { return kind_; }
+  /// The tables schema: opens the four tables of `db` (usage_error when one is missing).
+  void open_tables(database& db);
+  /// The table holding `rel`'s rows (tables schema, after open_tables()).
+  const table& table_of(relation_id rel) const { return tables_.at(rel - 1); }
   std::uint64_t rows(relation_id rel) const;
   block_number blocks(relation_id rel) const;
   page_id page_of(relation_id rel, std::uint64_t row) const;
@@ -52,13 +69,21 @@ public:
 private:
   std::size_t page_size_;
   std::uint32_t scale_;
+  schema kind_;
   std::size_t rows_per_page_;
+  std::vector<table> tables_; // branches, tellers, accounts, history
 };
 
-/// Appends the three fixed tables (balances zero); history starts empty. Calls
-/// `progress(rows_done, rows_total)` now and then.
-void load(initial_loader& loader, const layout& shape,
-          const std::function<void(std::uint64_t, std::uint64_t)>& progress);
+using load_progress = std::function<void(std::uint64_t, std::uint64_t)>;
+
+/// Pages schema: appends the three fixed relations (balances zero); history starts empty.
+/// Calls `progress(rows_done, rows_total)` now and then.
+void load(initial_loader& loader, const layout& shape, const load_progress& progress);
+/// Tables schema: creates the four tables in the open database and fills the three fixed
+/// ones in id order (balances zero), up to `rows_per_transaction` rows a transaction (fewer
+/// when a commit of that many would hold more pages than the pool allows).
+void load_tables(database& db, const layout& shape, const load_progress& progress,
+                 std::uint64_t rows_per_transaction = 1000);
 
 struct transaction_input {
   std::uint64_t aid, tid, bid;
@@ -73,7 +98,8 @@ transaction_input random_input(const layout& shape, std::mt19937_64& random);
 transaction_id run_transaction(session& s, const layout& shape, const transaction_input& input);
 
 struct verify_report {
-  std::uint64_t pages_read = 0;
+  std::uint64_t pages_read = 0;        // pages schema
+  std::uint64_t rows_read = 0;         // tables schema
   std::vector<std::string> unreadable; // pages the database could not read (corrupt)
   std::int64_t sum_accounts = 0, sum_tellers = 0, sum_branches = 0, sum_history = 0;
   std::uint64_t history_rows = 0;
@@ -88,8 +114,9 @@ struct verify_report {
   }
 };
 
-/// Reads the four relations through a session of the open database `db` and checks row
-/// placement, the balance invariant and the acknowledged ids (sorted or not).
+/// Reads the four relations (or tables) through a session of the open database `db` and
+/// checks row placement (tables: every id present once, in its own key), the balance
+/// invariant and the acknowledged ids (sorted or not).
 verify_report verify(database& db, const layout& shape,
                      const std::vector<transaction_id>& acknowledged);
 

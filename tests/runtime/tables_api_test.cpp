@@ -1,0 +1,522 @@
+// Keyed tables through the public API only, as an application uses them: the catalog's
+// operations, get/put/insert/erase inside and outside transactions, cursors in both
+// directions against a std::map, serializable validation (changed keys and phantoms),
+// large values, durability across a clean restart and a simulated power loss, and every
+// usage error an application can provoke, with nothing applied.
+#include <tidemark/database.hpp>
+
+#include "scratch_directory.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace tidemark;
+
+namespace {
+
+struct scratch_directory : test::scratch_directory {
+  scratch_directory() : test::scratch_directory("tidemark-tables-api") {}
+};
+
+const std::vector<std::string> small = {"log_checkpoints=off", "shared_buffers=2MB",
+                                        "page_size=4kB"};
+
+std::unique_ptr<database> create_and_open(const std::string& dir,
+                                          std::vector<std::string> settings = small) {
+  create_options create;
+  create.settings = settings;
+  database::create(dir, create);
+  open_options open;
+  open.settings = settings;
+  return database::open(dir, open);
+}
+
+std::unique_ptr<database> reopen(const std::string& dir) {
+  open_options open;
+  open.settings = small;
+  return database::open(dir, open);
+}
+
+// Every entry of `t`, first to last, outside a transaction.
+std::map<std::string, std::string> contents(session& s, const table& t) {
+  std::map<std::string, std::string> all;
+  table_cursor c = s.cursor(t);
+  while (c.next())
+    all[c.key()] = c.value();
+  return all;
+}
+
+std::string key_of(int i) {
+  char key[16];
+  std::snprintf(key, sizeof key, "k%06d", i);
+  return key;
+}
+
+} // namespace
+
+TEST_CASE("tables: create, open, list and drop, kept across a restart") {
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir);
+  CHECK(db->tables().empty());
+  table users = db->create_table("users");
+  table orders = db->create_table("orders");
+  CHECK(users.name() == "users");
+  CHECK_THROWS_WITH_AS(db->create_table("users"), doctest::Contains("exists already"), usage_error);
+  std::vector<table_info> listed = db->tables();
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0].name == "orders");
+  CHECK(listed[1].name == "users");
+  CHECK(listed[1].pages >= 1);
+
+  session s = db->open_session();
+  s.begin();
+  s.put(users, "alice", "41");
+  s.commit();
+  db->drop_table("orders");
+  CHECK_THROWS_WITH_AS(s.get(orders, "x"), doctest::Contains("'orders' was dropped"), usage_error);
+  CHECK_THROWS_WITH_AS(db->drop_table("orders"), doctest::Contains("no table named 'orders'"),
+                       usage_error);
+  CHECK_THROWS_WITH_AS(db->open_table("orders"), doctest::Contains("no table named 'orders'"),
+                       usage_error);
+  db->close();
+
+  db = reopen(scratch.dir);
+  listed = db->tables();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].name == "users");
+  session again = db->open_session();
+  CHECK(again.get(db->open_table("users"), "alice") == std::optional<std::string>("41"));
+  // A table made again under a dropped name is a new, empty table.
+  table orders2 = db->create_table("orders");
+  CHECK(again.get(orders2, "x") == std::nullopt);
+}
+
+TEST_CASE("tables: put, insert, erase and get inside and outside transactions") {
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir);
+  table t = db->create_table("t");
+  session s = db->open_session();
+  s.begin();
+  s.put(t, "a", "1");
+  CHECK(s.insert(t, "b", "2"));
+  CHECK_FALSE(s.insert(t, "a", "other")); // present: nothing changed
+  CHECK(s.get(t, "a") == std::optional<std::string>("1"));
+  CHECK(s.erase(t, "b"));
+  CHECK_FALSE(s.erase(t, "b"));
+  s.put(t, "", "the empty key is a key");
+  s.commit();
+  CHECK(s.get(t, "a") == std::optional<std::string>("1"));
+  CHECK(s.get(t, "b") == std::nullopt);
+  CHECK(s.get(t, "") == std::optional<std::string>("the empty key is a key"));
+
+  s.begin();
+  s.put(t, "a", "changed");
+  s.erase(t, "");
+  s.rollback(); // nothing applied
+  CHECK(s.get(t, "a") == std::optional<std::string>("1"));
+  CHECK(s.get(t, "").has_value());
+}
+
+TEST_CASE("tables: cursors walk a range both ways, bounds included or not, own changes seen") {
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir);
+  table t = db->create_table("t");
+  session s = db->open_session();
+  std::map<std::string, std::string> model;
+  std::mt19937 random(7);
+  for (int batch = 0; batch < 10; ++batch) {
+    s.begin();
+    for (int i = 0; i < 100; ++i) {
+      std::string key = key_of(int(random() % 2000));
+      std::string value(random() % 300, char('a' + random() % 26));
+      s.put(t, key, value);
+      model[key] = value;
+    }
+    s.commit();
+  }
+  CHECK(contents(s, t) == model);
+
+  for (int round = 0; round < 50; ++round) {
+    key_range range;
+    range.low = key_of(int(random() % 2000));
+    range.high = key_of(int(random() % 2000));
+    if (*range.high < *range.low)
+      std::swap(range.low, range.high);
+    range.low_inclusive = random() % 2 == 0;
+    range.high_inclusive = random() % 2 == 0;
+    std::vector<std::string> expected;
+    for (const auto& entry : model) {
+      const std::string& key = entry.first;
+      bool above_low = range.low_inclusive ? key >= *range.low : key > *range.low;
+      bool below_high = range.high_inclusive ? key <= *range.high : key < *range.high;
+      if (above_low && below_high)
+        expected.push_back(key);
+    }
+    s.begin();
+    table_cursor c = s.cursor(t, range);
+    std::vector<std::string> forward, backward;
+    while (c.next())
+      forward.push_back(c.key());
+    while (c.prev())
+      backward.push_back(c.key());
+    std::reverse(backward.begin(), backward.end());
+    CHECK(forward == expected);
+    CHECK(backward == expected);
+    s.commit();
+  }
+
+  // seek lands on the first key at or after the one asked for, inside the range.
+  s.begin();
+  table_cursor c = s.cursor(t);
+  REQUIRE(c.seek(model.begin()->first));
+  CHECK(c.key() == model.begin()->first);
+  REQUIRE(c.seek(model.begin()->first, false));
+  CHECK(c.key() == std::next(model.begin())->first);
+  CHECK_FALSE(c.seek("z")); // past every key
+  CHECK_THROWS_AS(c.key(), usage_error);
+  REQUIRE(c.seek_last());
+  CHECK(c.key() == model.rbegin()->first);
+  // The transaction's own pending changes are what its cursor sees.
+  s.put(t, "k999999", "pending");
+  s.erase(t, model.begin()->first);
+  REQUIRE(c.seek_last());
+  CHECK(c.key() == "k999999");
+  REQUIRE(c.seek_first());
+  CHECK(c.key() == std::next(model.begin())->first);
+  s.rollback();
+}
+
+TEST_CASE("tables: a changed read and a phantom in a scanned range are conflicts") {
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir);
+  table t = db->create_table("t");
+  session a = db->open_session(), b = db->open_session();
+  a.begin();
+  for (int i = 0; i < 10; ++i)
+    a.put(t, key_of(i * 10), "v");
+  a.commit();
+
+  SUBCASE("a key read then changed by another commit") {
+    a.begin();
+    CHECK(a.get(t, key_of(10)) == std::optional<std::string>("v"));
+    a.put(t, "other", "x");
+    b.begin();
+    b.put(t, key_of(10), "w");
+    b.commit();
+    CHECK_THROWS_AS(a.commit(), conflict_error);
+    CHECK(b.get(t, "other") == std::nullopt); // nothing of a applied
+  }
+  SUBCASE("a key read absent, then inserted") {
+    a.begin();
+    CHECK(a.get(t, "new") == std::nullopt);
+    a.put(t, "other", "x");
+    b.begin();
+    b.put(t, "new", "w");
+    b.commit();
+    CHECK_THROWS_AS(a.commit(), conflict_error);
+  }
+  SUBCASE("a phantom: a key inserted into a stretch a cursor passed over") {
+    a.begin();
+    key_range range;
+    range.low = key_of(20);
+    range.high = key_of(50);
+    table_cursor c = a.cursor(t, range);
+    int seen = 0;
+    while (c.next())
+      ++seen;
+    CHECK(seen == 4);
+    a.put(t, "count", std::to_string(seen));
+    b.begin();
+    b.put(t, key_of(35), "phantom");
+    b.commit();
+    CHECK_THROWS_AS(a.commit(), conflict_error);
+    CHECK(b.get(t, "count") == std::nullopt);
+  }
+  SUBCASE("a change outside every stretch read commits") {
+    a.begin();
+    CHECK(a.get(t, key_of(10)).has_value());
+    a.put(t, "other", "x");
+    b.begin();
+    b.put(t, key_of(90), "w");
+    b.commit();
+    a.commit();
+    CHECK(b.get(t, "other") == std::optional<std::string>("x"));
+  }
+}
+
+TEST_CASE("tables: values up to the limit on overflow pages, kept across a power loss") {
+  scratch_directory scratch;
+  // A 4 MiB value is a chain of 1 025 pages of 4 KiB, latched together at its commit: a
+  // commit may hold a quarter of the pool.
+  std::vector<std::string> settings = small;
+  settings.push_back("shared_buffers=32MB");
+  {
+    create_options create;
+    create.settings = settings;
+    database::create(scratch.dir, create);
+  }
+  open_options faulty;
+  faulty.settings = settings;
+  faulty.faults = fault_injection{};
+  std::map<std::string, std::string> committed;
+  {
+    auto db = database::open(scratch.dir, faulty);
+    table t = db->create_table("blobs");
+    session s = db->open_session();
+    std::mt19937 random(3);
+    for (std::size_t size : {std::size_t(0), std::size_t(100), std::size_t(5000),
+                             std::size_t(1) << 20, max_value_bytes}) {
+      std::string value(size, '\0');
+      for (char& byte : value)
+        byte = char(random());
+      std::string key = "blob-" + std::to_string(size);
+      s.begin();
+      s.put(t, key, value);
+      s.commit();
+      committed[key] = value;
+    }
+    s.begin();
+    s.put(t, "unacknowledged", std::string(3000, 'u'));
+    db->simulate_power_loss(); // before the commit: it may not survive, and is not checked
+    CHECK_THROWS(s.commit());
+  }
+  open_options open;
+  open.settings = settings;
+  auto db = database::open(scratch.dir, open);
+  session s = db->open_session();
+  table t = db->open_table("blobs");
+  for (const auto& [key, value] : committed)
+    CHECK(s.get(t, key) == std::optional<std::string>(value));
+  db->close();
+  file_check_report check = database::check_files(scratch.dir);
+  CHECK(check.failures == 0);
+  CHECK(check.pages_checked > 0);
+}
+
+TEST_CASE("tables: a commit holding more than a quarter of the pool is refused, nothing applied") {
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir); // 2 MB of 4 KiB pages: 512 buffers
+  table t = db->create_table("t");
+  session s = db->open_session();
+  s.begin();
+  s.put(t, "small", "applied only with the rest");
+  s.put(t, "big", std::string(std::size_t(1) << 20, 'b')); // 257 overflow pages
+  CHECK_THROWS_WITH_AS(s.commit(), doctest::Contains("a quarter of the buffer pool"), usage_error);
+  CHECK_FALSE(s.in_transaction());
+  CHECK(s.get(t, "small") == std::nullopt);
+  CHECK(s.get(t, "big") == std::nullopt);
+  // Within the limit, the same value commits.
+  s.begin();
+  s.put(t, "big", std::string(std::size_t(256) << 10, 'b'));
+  s.commit();
+  CHECK(s.get(t, "big")->size() == std::size_t(256) << 10);
+}
+
+TEST_CASE("tables: bad input is refused with a clear error and nothing applied") {
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir);
+  table t = db->create_table("t");
+  session s = db->open_session();
+
+  CHECK_THROWS_WITH_AS(db->create_table(""), doctest::Contains("may not be empty"), usage_error);
+  CHECK_THROWS_WITH_AS(db->create_table(std::string(max_table_name_bytes + 1, 'n')),
+                       doctest::Contains("at most 128 bytes"), usage_error);
+  CHECK_THROWS_WITH_AS(db->create_table("tab\tle"), doctest::Contains("control characters"),
+                       usage_error);
+  CHECK_THROWS_WITH_AS(db->open_table("missing"), doctest::Contains("no table named 'missing'"),
+                       usage_error);
+  CHECK(db->tables().size() == 1);
+
+  CHECK_THROWS_WITH_AS(s.put(t, "a", "b"), doctest::Contains("outside a transaction"), usage_error);
+  s.begin();
+  CHECK_THROWS_WITH_AS(s.put(t, std::string(max_key_bytes + 1, 'k'), "v"),
+                       doctest::Contains("a key is at most 1024 bytes"), usage_error);
+  CHECK_THROWS_WITH_AS(s.put(t, "k", std::string(max_value_bytes + 1, 'v')),
+                       doctest::Contains("a value is at most 4194304 bytes"), usage_error);
+  CHECK_THROWS_WITH_AS(s.get(table(), "k"), doctest::Contains("names no table"), usage_error);
+  s.put(t, std::string(max_key_bytes, 'k'), "longest key"); // at the limit: accepted
+  // A transaction that uses tables may not use pages, nor the reverse.
+  CHECK_THROWS_WITH_AS(s.add_i64({1, 0}, 64, 1), doctest::Contains("pages or tables, not both"),
+                       usage_error);
+  table_cursor c = s.cursor(t);
+  std::thread other(
+    [&] { CHECK_THROWS_WITH_AS(c.next(), doctest::Contains("another thread"), usage_error); });
+  other.join();
+  s.commit();
+  CHECK_THROWS_WITH_AS(c.next(), doctest::Contains("transaction has ended"), usage_error);
+  CHECK(s.get(t, std::string(max_key_bytes, 'k')) == std::optional<std::string>("longest key"));
+  CHECK(s.get(t, "k") == std::nullopt); // the refused put applied nothing
+
+  s.begin();
+  s.add_i64({1, 0}, 64, 1);
+  CHECK_THROWS_WITH_AS(s.get(t, "k"), doctest::Contains("pages or tables, not both"), usage_error);
+  s.rollback();
+
+  // A handle of another database.
+  scratch_directory other_scratch;
+  auto other_db = create_and_open(other_scratch.dir);
+  table foreign = other_db->create_table("t");
+  CHECK_THROWS_WITH_AS(s.get(foreign, "k"), doctest::Contains("belongs to another database"),
+                       usage_error);
+  other_db->close();
+
+  db->close();
+  CHECK_THROWS_WITH_AS(s.get(t, "k"), doctest::Contains("closed"), usage_error);
+  CHECK_THROWS_WITH_AS(db->create_table("u"), doctest::Contains("closed"), usage_error);
+
+  // Read-only: reads work, changes are refused.
+  open_options read_only;
+  read_only.settings = small;
+  read_only.read_only = true;
+  auto ro = database::open(scratch.dir, read_only);
+  session r = ro->open_session();
+  table rt = ro->open_table("t");
+  CHECK(r.get(rt, std::string(max_key_bytes, 'k')).has_value());
+  r.begin();
+  CHECK_THROWS_WITH_AS(r.put(rt, "k", "v"), doctest::Contains("read-only"), usage_error);
+  r.rollback();
+  CHECK_THROWS_WITH_AS(ro->create_table("u"), doctest::Contains("read-only"), usage_error);
+}
+
+namespace {
+
+std::set<std::string> files_in(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.insert(entry.path().filename().string());
+  return names;
+}
+
+} // namespace
+
+TEST_CASE("tables: a dropped table's files go, and its pending fsyncs never fail a checkpoint") {
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir); // 512 buffers: sessions evict dirty pages
+  std::set<std::string> before = files_in(scratch.dir + "/base");
+  table keep = db->create_table("keep");
+  table doomed = db->create_table("doomed");
+  session s = db->open_session();
+  std::string value(1000, 'v');
+  for (int batch = 0; batch < 40; ++batch) { // ~3 000 pages, many written and registered
+    s.begin();
+    for (int i = 0; i < 100; ++i)
+      s.put(doomed, key_of(batch * 100 + i), value);
+    s.commit();
+    if (batch == 20)
+      db->checkpoint();
+  }
+  s.begin();
+  s.put(keep, "k", "v");
+  s.commit();
+  std::set<std::string> with_table = files_in(scratch.dir + "/base");
+  REQUIRE(with_table.size() > before.size());
+  db->drop_table("doomed");
+  std::set<std::string> after = files_in(scratch.dir + "/base");
+  CHECK(after.size() < with_table.size());
+  for (const std::string& name : after)
+    CHECK(with_table.count(name) == 1);
+  db->checkpoint(); // the dropped files' sync requests are forgotten or find nothing
+  s.begin();
+  s.put(keep, "k2", "v2"); // the engine goes on
+  s.commit();
+  db->close();
+  CHECK(files_in(scratch.dir + "/base") == after);
+  CHECK(database::check_files(scratch.dir).failures == 0);
+}
+
+TEST_CASE("tables: a table dropped before a power loss stays dropped, its files removed") {
+  scratch_directory scratch;
+  {
+    create_options create;
+    create.settings = small;
+    database::create(scratch.dir, create);
+  }
+  open_options faulty;
+  faulty.settings = small;
+  faulty.faults = fault_injection{};
+  std::set<std::string> with_keep;
+  {
+    auto db = database::open(scratch.dir, faulty);
+    table keep = db->create_table("keep");
+    table doomed = db->create_table("doomed");
+    session s = db->open_session();
+    s.begin();
+    s.put(keep, "k", "v");
+    s.commit();
+    db->checkpoint();
+    with_keep = files_in(scratch.dir + "/base");
+    for (int batch = 0; batch < 10; ++batch) { // WAL that redo replays into doomed's files
+      s.begin();
+      for (int i = 0; i < 50; ++i)
+        s.put(doomed, key_of(batch * 50 + i), std::string(500, 'd'));
+      s.commit();
+    }
+    db->drop_table("doomed");
+    db->simulate_power_loss();
+  }
+  auto db = reopen(scratch.dir);
+  CHECK(db->recovery().needed);
+  std::vector<table_info> listed = db->tables();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].name == "keep");
+  CHECK_THROWS_AS(db->open_table("doomed"), usage_error);
+  for (const std::string& name : files_in(scratch.dir + "/base")) // redo's copies removed
+    CHECK(with_keep.count(name) == 1);
+  session s = db->open_session();
+  CHECK(s.get(db->open_table("keep"), "k") == std::optional<std::string>("v"));
+}
+
+TEST_CASE("tables: sessions using a table while it is dropped get usage_error, never more") {
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir);
+  table other = db->create_table("other");
+  for (int round = 0; round < 5; ++round) {
+    table t = db->create_table("t");
+    std::promise<void> committed; // set by the first commit: the drop races with sessions
+    std::once_flag first;
+    std::vector<std::thread> workers;
+    std::atomic<int> refused{0};
+    for (int w = 0; w < 3; ++w)
+      workers.emplace_back([&, w] {
+        session s = db->open_session();
+        for (int i = 0;; ++i) {
+          try {
+            s.begin();
+            s.put(t, key_of(w * 100000 + i), std::string(300, 'x'));
+            (void)s.get(t, key_of(i));
+            table_cursor c = s.cursor(t);
+            c.next();
+            s.commit();
+            std::call_once(first, [&] { committed.set_value(); });
+          } catch (const usage_error& e) {
+            CHECK(std::string(e.what()).find("'t' was dropped") != std::string::npos);
+            if (s.in_transaction())
+              s.rollback();
+            ++refused;
+            return;
+          }
+        }
+      });
+    committed.get_future().wait();
+    db->drop_table("t");
+    for (std::thread& worker : workers)
+      worker.join();
+    CHECK(refused == 3);
+    session s = db->open_session();
+    s.begin();
+    s.put(other, key_of(round), "the engine goes on");
+    s.commit();
+  }
+}
