@@ -12,6 +12,7 @@
 #include "storage/directory_sync.hpp"
 #include "storage/io_engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +24,14 @@ enum class torn_page_protection { full_page_writes, doublewrite, off };
 const char* to_string(torn_page_protection mode);
 
 struct settings {
+  /// The WAL insert buffer: wal_buffers, or (auto) room for one commit record holding a
+  /// full-page image of a quarter of the pool (the most pages a table commit may hold,
+  /// access/pool_page_store.hpp), and never under 16 MB.
+  std::uint64_t wal_buffer_size() const {
+    return wal_buffers != 0
+             ? wal_buffers
+             : std::max<std::uint64_t>(16ull << 20, shared_buffers / 4 + (1ull << 20));
+  }
   // fixed at init
   std::size_t page_size = 8192;
   bool data_checksums = true;
@@ -30,7 +39,7 @@ struct settings {
   std::uint64_t wal_segment_size = 16ull << 20;
   // per run
   std::uint64_t shared_buffers = 128ull << 20; // bytes
-  std::uint64_t wal_buffers = 16ull << 20;     // bytes
+  std::uint64_t wal_buffers = 0;               // bytes; 0: auto (wal_buffer_size())
   torn_page_protection protection = torn_page_protection::full_page_writes;
   std::chrono::milliseconds checkpoint_timeout{300'000};
   std::uint64_t max_wal_size = 1ull << 30; // bytes

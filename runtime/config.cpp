@@ -375,8 +375,19 @@ std::vector<setting_entry> layout_and_commit_settings() {
      },
      [](const settings& s) { return format_bytes(s.shared_buffers); },
      "buffer pool size (a bare number counts pages)"},
-    size_setting("wal_buffers", false, &settings::wal_buffers, 0, 256 * KiB, 4 * GiB,
-                 "WAL insert buffer size"),
+    {"wal_buffers", false, "size", "pages", "auto, or " + bytes_range(256 * KiB, 4 * GiB),
+     [](settings& s, const std::string& v) {
+       if (v == "auto") {
+         s.wal_buffers = 0;
+         return;
+       }
+       std::uint64_t bytes = parse_bytes("wal_buffers", v, s.page_size);
+       check_bytes("wal_buffers", bytes, 256 * KiB, 4 * GiB);
+       s.wal_buffers = bytes;
+     },
+     [](const settings& s) { return s.wal_buffers == 0 ? "auto" : format_bytes(s.wal_buffers); },
+     "WAL insert buffer size (auto: a quarter of shared_buffers plus 1MB, at least 16MB, so "
+     "that a table commit of a quarter of the pool fits one record)"},
     count_setting("wal_sync_concurrency", &settings::wal_sync_concurrency, "fsyncs", 1, 16,
                   "WAL fdatasyncs group commit keeps in flight at once"),
     bool_setting("idle_poll", false, &settings::idle_poll,
@@ -573,7 +584,7 @@ void validate(const settings& s) {
   if (s.max_wal_size < 2 * s.wal_segment_size)
     throw config_error("max_wal_size must be at least two WAL segments (" +
                        format_bytes(2 * s.wal_segment_size) + ")");
-  if (s.wal_buffers < 4 * s.page_size + (64 << 10))
+  if (s.wal_buffer_size() < 4 * s.page_size + (64 << 10))
     throw config_error("wal_buffers is too small for page_size " + format_bytes(s.page_size));
 }
 

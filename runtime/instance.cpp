@@ -51,7 +51,7 @@ void write_initial_wal(storage::io_engine& io, const settings& s, const std::str
   storage::wal_options options;
   options.dir = dir + "/wal";
   options.segment_size = s.wal_segment_size;
-  options.buffer_size = s.wal_buffers;
+  options.buffer_size = s.wal_buffer_size();
   storage::wal_log wal(io, options, 0, 0);
   storage::checkpoint_payload payload{0, 1, 0};
   storage::record_builder record;

@@ -115,7 +115,7 @@ void build_storage(engine& e, storage::lsn_t end, storage::lsn_t prev) {
   storage::wal_options options;
   options.dir = wal_dir(e.data_dir);
   options.segment_size = s.wal_segment_size;
-  options.buffer_size = s.wal_buffers;
+  options.buffer_size = s.wal_buffer_size();
   e.store.files = std::make_unique<storage::relation_files>(*e.store.io, e.data_dir + "/base",
                                                             s.page_size, s.segment_size);
   e.store.wal = std::make_unique<storage::wal_log>(*e.store.io, options, end, prev);

@@ -5,6 +5,7 @@
 #include "tools/fault_flags.hpp"
 #include "tools/replication_commands.hpp"
 #include "tools/settings_command.hpp"
+#include "tools/table_commands.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -50,6 +51,7 @@ std::vector<command> directory_commands() {
       {"-P", "SECONDS", "print a progress line to stderr this often (default: none)"},
       {"--json", "FILE", "also write the report to FILE"},
       {"--ack-log", "FILE", "record each acknowledged commit in FILE (for verify --ack-log)"},
+      {"--history-bytes", "N", "pad each history row to N bytes (64 .. 4194304; keyed tables)"},
       set_flag_run,
       {"--trace", "FILE", "write every write-path message to FILE (Chrome trace-event JSON)"},
       {"--timeline", "FILE.csv", "write tps and latency for every second to FILE.csv"}},
@@ -90,6 +92,32 @@ std::vector<command> directory_commands() {
       {"--markdown", "", "print the Markdown table of docs/settings.md"}},
      false,
      cmd_settings},
+  };
+}
+
+// The commands on a directory's keyed tables (table_commands.hpp).
+std::vector<command> table_commands() {
+  return {
+    {"tables",
+     "list the keyed tables of a data directory with their sizes",
+     "Opens DIR read-only (shut down cleanly, not open for writing) and changes nothing.",
+     {{"-D", "DIR", "a data directory", true},
+      {"--json", "FILE", "also write the list to FILE"},
+      set_flag_run},
+     false,
+     cmd_tables},
+    {"dump",
+     "print a keyed table's entries in key order, one per line",
+     "Each line is KEY<TAB>VALUE; bytes outside printable ASCII (and \\) print as \\xNN, and\n"
+     "--from and --to take keys written the same way. Opens DIR read-only.",
+     {{"-D", "DIR", "a data directory", true},
+      {"--table", "NAME", "the table", true},
+      {"--from", "KEY", "the first key (included; default: the first)"},
+      {"--to", "KEY", "the last key (included; default: the last)"},
+      {"--limit", "N", "print at most N entries"},
+      set_flag_run},
+     false,
+     cmd_dump},
   };
 }
 
@@ -135,8 +163,8 @@ std::vector<command> replication_commands() {
 const std::vector<command>& commands() {
   static const std::vector<command> table = [] {
     std::vector<command> all = directory_commands();
-    std::vector<command> replication = replication_commands();
-    all.insert(all.end(), replication.begin(), replication.end());
+    for (const std::vector<command>& group : {table_commands(), replication_commands()})
+      all.insert(all.end(), group.begin(), group.end());
     return all;
   }();
   return table;

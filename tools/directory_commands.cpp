@@ -119,6 +119,13 @@ int cmd_bench(const cli_args& args) {
   open_options open = options_with_faults(args);
   auto db = database::open(dir, open);
   tpcb::layout shape = read_workload(*db, dir);
+  if (args.has("--history-bytes")) {
+    if (shape.kind() != tpcb::schema::tables)
+      throw bad_usage("--history-bytes needs a directory with keyed tables (init --schema "
+                      "tables)");
+    shape.set_history_bytes(
+      static_cast<std::uint32_t>(args.count("--history-bytes", 64, 64, max_value_bytes)));
+  }
   if (db->recovery().needed)
     std::fprintf(stderr,
                  "recovery (%s%s): data directory made durable in %.3f s (%llu files), "
@@ -181,6 +188,7 @@ int cmd_verify(const cli_args& args) {
             lost_commits == 0 && report.balances_consistent();
   r.set("ok", ok);
   r.set("pages_checked", files.pages_checked);
+  r.set("tables_checked", files.tables_checked);
   r.set("checksum_failures", files.failures);
   r.set("unreadable_pages", std::uint64_t(report.unreadable.size()));
   r.set_list("failures", failures);
@@ -229,7 +237,8 @@ int cmd_recover(const cli_args& args) {
 }
 
 // Checks a directory of any layout without opening it for writing: control file, WAL
-// CRCs, every page's checksum and identity, the doublewrite ring (as pg_checksums --check).
+// CRCs, every page's checksum and identity, the doublewrite ring (as pg_checksums --check),
+// and every keyed table's tree.
 int cmd_check(const cli_args& args) {
   std::string dir = args.required("-D");
   file_check_report report = database::check_files(dir);
@@ -241,6 +250,7 @@ int cmd_check(const cli_args& args) {
   r.set("wal_bytes", report.wal_bytes);
   r.set("wal_end", report.wal_end);
   r.set("pages_checked", report.pages_checked);
+  r.set("tables_checked", report.tables_checked);
   r.set("ring_images", report.ring_images);
   r.set("failures", report.failures);
   r.set_list("first_failures", report.first_failures);

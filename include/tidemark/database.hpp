@@ -102,8 +102,11 @@ public:
 
   /// Checks a directory that no process has open for writing, changing nothing: the
   /// control file, every WAL record's CRC from the redo point to the end, every page of
-  /// every relation (checksum and identity), every doublewrite ring image. Run it after a
-  /// clean close: after a crash, torn pages are expected until recovery repairs them.
+  /// every relation and table (checksum and identity), every doublewrite ring image, and
+  /// (after a clean close) every table's tree: keys in order in each page, separators
+  /// bounding their children, sibling links, every page reachable once, free pages and
+  /// overflow chains accounted for; the first violation in each table is named. Run it
+  /// after a clean close: after a crash, torn pages are expected until recovery repairs them.
   /// What it finds is in the report. Throws: config_error (`dir` is missing, not a data
   /// directory, or open for writing), io_error (a file could not be read).
   static file_check_report check_files(const std::string& dir);
@@ -340,7 +343,7 @@ public:
   /// Throws as put; and usage_error when the transaction erased the key, or put a value
   /// those 8 bytes are not inside. commit() throws usage_error, applying nothing, when
   /// the key is then absent, its value too short, or longer than a leaf keeps (values over
-  /// about a quarter of a page live on overflow pages).
+  /// about 40 % of a page live on overflow pages).
   void add_i64(const table& t, std::string_view key, std::uint32_t offset, std::int64_t delta);
   /// A cursor over the entries of `t` in `range` (see table_cursor), not yet on one.
   table_cursor cursor(const table& t, const key_range& range = {});

@@ -102,6 +102,9 @@ struct file_check_report {
   std::uint64_t wal_records = 0, wal_bytes = 0; // valid WAL from the redo point on
   std::string wal_end;                          // why that WAL ends where it does
   std::uint64_t pages_checked = 0;
+  /// Keyed tables whose tree was checked (the catalog's included; a directory that needs
+  /// recovery has its trees checked only after it).
+  std::uint64_t tables_checked = 0;
   std::uint64_t ring_images = 0; // doublewrite ring images in intact records
   std::uint64_t failures = 0;
   std::vector<std::string> first_failures; // "bad checksum in base/3.0 block 17", ...

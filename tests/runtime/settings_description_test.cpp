@@ -120,7 +120,7 @@ TEST_CASE("describe_settings: the keys and defaults of the tidemark.conf a new d
 
 TEST_CASE("describe_settings: every listed value and range is what the parser keeps") {
   const std::regex range(
-    R"(^(0 \(off\) or )?(\S+(?: pages)?) \.\. (\S+?)(, a multiple of (\S+))?$)");
+    R"(^(0 \(off\) or |auto, or )?(\S+(?: pages)?) \.\. (\S+?)(, a multiple of (\S+))?$)");
   for (const setting_description& d : describe_settings()) {
     CAPTURE(d.name);
     CAPTURE(d.allowed);
@@ -154,7 +154,11 @@ TEST_CASE("describe_settings: every listed value and range is what the parser ke
       CHECK_FALSE(accepts(key, "nowhere"));
     } else {
       REQUIRE_MESSAGE(std::regex_match(d.allowed, m, range), "not a range the test can read");
-      const bool zero_is_off = m[1].matched;
+      const bool zero_is_off = m[1].matched && m[1] == "0 (off) or ";
+      if (m[1].matched && m[1] == "auto, or ") { // sized by Tidemark unless set
+        CHECK(accepts(key, "auto"));
+        CHECK(shown_after(key, "auto") == "auto");
+      }
       const std::string low = m[2], high = m[3];
       CHECK(accepts(key, as_value(low)));
       CHECK(accepts(key, high));
@@ -181,8 +185,9 @@ TEST_CASE("describe_settings: every listed value and range is what the parser ke
         CHECK_FALSE(accepts(key, decimal(std::stod(high) + 0.01)));
       }
     }
-    // A plain number counts the unit listed: the default, written that way, reads back.
-    if (d.type == "size" || d.type == "duration") {
+    // A plain number counts the unit listed: the default, written that way, reads back
+    // (a default of "auto" is no number).
+    if ((d.type == "size" || d.type == "duration") && d.default_value != "auto") {
       REQUIRE_FALSE(d.unit.empty());
       std::string plain;
       if (d.type == "size") {

@@ -156,8 +156,9 @@ transaction_id run_on_tables(session& s, const layout& shape, const transaction_
   s.add_i64(shape.table_of(tellers), id_key(in.tid), balance_offset_in_row, in.delta);
   s.add_i64(shape.table_of(branches), id_key(in.bid), balance_offset_in_row, in.delta);
   history_row row = history_of(s.id(), in);
-  s.put(shape.table_of(history), id_key(row.xid),
-        std::string_view(reinterpret_cast<const char*>(&row), sizeof row));
+  std::string value(reinterpret_cast<const char*>(&row), sizeof row);
+  value.resize(std::max<std::size_t>(shape.history_bytes(), sizeof row), 'h');
+  s.put(shape.table_of(history), id_key(row.xid), value);
   return s.commit();
 }
 
@@ -293,7 +294,7 @@ std::vector<transaction_id> scan_history_table(session& s, const layout& shape,
   table_cursor c = s.cursor(shape.table_of(history));
   while (next_readable(c, report)) {
     history_row row{};
-    if (c.value().size() == sizeof row)
+    if (c.value().size() >= sizeof row) // padded rows (--history-bytes) start with it
       std::memcpy(&row, c.value().data(), sizeof row);
     if (c.key() != id_key(row.xid))
       ++report.misplaced_rows;

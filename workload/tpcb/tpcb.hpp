@@ -59,6 +59,10 @@ public:
   void open_tables(database& db);
   /// The table holding `rel`'s rows (tables schema, after open_tables()).
   const table& table_of(relation_id rel) const { return tables_.at(rel - 1); }
+  /// Tables schema: each history value is the 64-byte row padded to `bytes` (larger values
+  /// go to overflow pages: crash tests use it so that chains are written all the time).
+  void set_history_bytes(std::uint32_t bytes) { history_bytes_ = bytes; }
+  std::uint32_t history_bytes() const { return history_bytes_; }
   std::uint64_t rows(relation_id rel) const;
   block_number blocks(relation_id rel) const;
   page_id page_of(relation_id rel, std::uint64_t row) const;
@@ -72,6 +76,7 @@ private:
   schema kind_;
   std::size_t rows_per_page_;
   std::vector<table> tables_; // branches, tellers, accounts, history
+  std::uint32_t history_bytes_ = history_row_size;
 };
 
 using load_progress = std::function<void(std::uint64_t, std::uint64_t)>;
