@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Tidemark against PostgreSQL, SQLite and RocksDB on pgbench's tpcb-like workload (not a
 # test). Everything runs on this machine, in one temporary directory:
-#   - Tidemark `bench`, torn_page_protection=full_page_writes, =doublewrite and =off (a
-#     data directory per mode; data_checksums on, fixed at init); off is the unprotected
-#     baseline that doublewrite's cost is measured against (target: dw tps >= 0.95 x off);
+#   - Tidemark `bench` on keyed tables (init's default, --schema tables: every row found
+#     by its key, as the peers find theirs), torn_page_protection=full_page_writes,
+#     =doublewrite and =off (a data directory per mode; data_checksums on, fixed at init);
+#     off is the unprotected baseline that doublewrite's cost is measured against (target:
+#     dw tps >= 0.95 x off);
+#   - Tidemark `bench` on --schema pages (rows at fixed places, no key lookup),
+#     full_page_writes, settings as the keyed full_page_writes run: keyed / pages is what
+#     the B+tree costs Tidemark itself (--only without tidemark-pages leaves it out);
 #   - a private PostgreSQL 15 (installed from Debian when missing) started as the postgres
 #     user on 127.0.0.1:PORT with its own data directory (initdb --data-checksums) and
 #     socket directory, pgbench -M prepared tpcb-like with full_page_writes on and off
@@ -16,25 +21,27 @@
 # checkpoint settings (SQLite checkpoints every 1000 WAL frames, RocksDB flushes full
 # memtables). PostgreSQL runs three ways: full_page_writes on, on with
 # wal_compression=lz4 (Tidemark always compresses its full-page images, so this is the
-# like-for-like row), and off. Runs alternate systems: tidemark fpw, postgres fpw=on,
-# postgres fpw=on lz4, tidemark dw, tidemark off, postgres fpw=off, tidemark off #2,
-# tidemark dw #2, sqlite, rocksdb. Doublewrite and off run as pairs in ABBA order (dw off,
-# off dw, ...; --dw-off-pairs, default 2): a single run of each moves with the disk, whose
-# fsync latency drifts by tens of percent within minutes here, so the dw / off ratio is
-# judged on the means over all pairs (each pair's ratio is printed too). `sync` runs right
-# before every timed run, so that no run pays for the writeback of the previous run's
-# dirty page cache. Each system's balance
-# invariant is checked after its run. Prints one table (Tidemark-to-peer ratios, the
-# doublewrite / off tps ratio, each Tidemark mode's share of buffer writes made by
-# sessions) and writes it as JSON. Each Tidemark run also writes its per-second timeline
-# (res/tm-MODE.csv in the work directory; --keep keeps it, for bench/plot_timeline.sh).
-# Numbers depend on the machine; reported, not asserted.
+# like-for-like row), and off. Runs alternate systems: tidemark fpw, tidemark fpw pages
+# (right after its keyed twin, so that the disk's drift moves both alike), postgres
+# fpw=on, postgres fpw=on lz4, tidemark dw, tidemark off, postgres fpw=off, tidemark off
+# #2, tidemark dw #2, sqlite, rocksdb. Doublewrite and off run as pairs in ABBA order (dw
+# off, off dw, ...; --dw-off-pairs, default 2): a single run of each moves with the disk,
+# whose fsync latency drifts by tens of percent within minutes here, so the dw / off ratio
+# is judged on the means over all pairs (each pair's ratio is printed too). `sync` runs
+# right before every timed run, so that no run pays for the writeback of the previous
+# run's dirty page cache. Each system's balance invariant is checked after its run.
+# Prints one table (Tidemark-to-peer ratios for the keyed runs, the keyed / pages ratio of
+# the full_page_writes runs, the doublewrite / off tps ratio, each Tidemark run's share
+# of buffer writes made by sessions) and writes it as JSON. Each Tidemark run also writes
+# its per-second timeline (res/tm-MODE.csv in the work directory; --keep keeps it, for
+# bench/plot_timeline.sh). Numbers depend on the machine; reported, not asserted.
 #
 #   usage: bench/compare.sh [-s SCALE] [-c CLIENTS] [-T SECONDS] [--checkpoint-timeout 30s]
 #            [--shared-buffers 128MB] [--max-wal-size 1GB] [--completion-target 0.9]
 #            [--quick] [--json FILE] [--tidemark PATH] [--port 54329]
-#            [--only tidemark,postgres,sqlite,rocksdb] [--dw-off-pairs 2] [--keep]
-#   defaults: -s 50 -c 8 -T 60 (about 11 minutes on 2 cores): with checkpoint_timeout 30s
+#            [--only tidemark,tidemark-pages,postgres,sqlite,rocksdb] [--dw-off-pairs 2]
+#            [--keep]
+#   defaults: -s 50 -c 8 -T 60 (about 12 minutes on 2 cores): with checkpoint_timeout 30s
 #   (PostgreSQL's minimum) every configuration completes at least one timed checkpoint
 #   within its run; --quick: -s 2 -T 5 --dw-off-pairs 1.
 set -euo pipefail
@@ -51,7 +58,7 @@ completion_target=0.9
 json_out=compare.json
 tidemark_bin=$root/build/tidemark
 port=54329
-only=tidemark,postgres,sqlite,rocksdb
+only=tidemark,tidemark-pages,postgres,sqlite,rocksdb
 quick=0
 keep=0
 dw_off_pairs=
@@ -92,6 +99,12 @@ case ${shared_buffers^^} in
   *) echo "--shared-buffers must be given in MB or GB (e.g. 128MB)" >&2; exit 2 ;;
 esac
 wants() { [[ ,$only, == *,$1,* ]]; }
+for system in ${only//,/ }; do
+  case $system in
+    tidemark|tidemark-pages|postgres|sqlite|rocksdb) ;;
+    *) echo "--only: unknown system \"$system\" (tidemark, tidemark-pages, postgres, sqlite, rocksdb)" >&2; exit 2 ;;
+  esac
+done
 if wants postgres; then  # PostgreSQL refuses checkpoint_timeout below 30 s
   case $checkpoint_timeout in
     *min) ckpt_s=$(( ${checkpoint_timeout%min} * 60 )) ;;
@@ -160,7 +173,7 @@ trap 'exit 143' TERM
 
 # Run a private copy of tidemark, so that rebuilding it during a long comparison cannot
 # change the binary under the runs.
-if wants tidemark; then
+if wants tidemark || wants tidemark-pages; then
   for _ in $(seq 120); do [ -x "$tidemark_bin" ] && break; log "waiting for $tidemark_bin"; sleep 5; done
   for _ in 1 2 3; do cp "$tidemark_bin" "$work/tidemark" 2>/dev/null && "$work/tidemark" --help >/dev/null 2>&1 && break; sleep 5; done
   "$work/tidemark" --help >/dev/null 2>&1 || { echo "no usable tidemark at $tidemark_bin" >&2; exit 1; }
@@ -174,12 +187,14 @@ log "scale $scale, $clients clients, ${seconds}s per run, shared_buffers $shared
 tm_settings=(--set shared_buffers="$shared_buffers" --set checkpoint_timeout="$checkpoint_timeout"
              --set max_wal_size="$max_wal_size" --set checkpoint_completion_target="$completion_target"
              --set synchronous_commit=on --set wal_buffers=16MB --set log_checkpoints=on)
+tm_init() {  # mode, schema (tables | pages)
+  log "tidemark init -s $scale --schema $2 ($1)"
+  "$work/tidemark" init -D "$work/tm-$1" -s "$scale" --schema "$2" > "$work/logs/tm-$1-init.log" 2>&1
+}
 if wants tidemark; then
-  for mode in fpw dw off; do
-    log "tidemark init -s $scale ($mode)"
-    "$work/tidemark" init -D "$work/tm-$mode" -s "$scale" > "$work/logs/tm-$mode-init.log" 2>&1
-  done
+  for mode in fpw dw off; do tm_init "$mode" tables; done
 fi
+if wants tidemark-pages; then tm_init pages pages; fi
 
 psql_q() {  # each argument runs as its own statement (its own transaction)
   local args=() sql
@@ -237,24 +252,30 @@ sync
 manifest=$work/res/manifest.tsv
 : > "$manifest"
 
-run_tidemark() {  # fpw | dw | off, then the run's number within its mode (1 when absent)
-  local mode=$1 run=${2:-1} protection
+# fpw | dw | off (keyed tables) | pages (full_page_writes on --schema pages), then the
+# run's number within its mode (1 when absent)
+run_tidemark() {
+  local mode=$1 run=${2:-1} protection schema=tables
   case $mode in
     fpw) protection=full_page_writes ;;
     dw) protection=doublewrite ;;
     off) protection=off ;;
+    pages) protection=full_page_writes schema=pages ;;
   esac
   # Run 1 keeps the plain names (res/tm-MODE.json, .csv); later runs of a mode continue on
-  # the same data directory and are named tm-MODE-N and "tidemark MODE #N".
+  # the same data directory and are named tm-MODE-N and "tidemark MODE #N". The pages run
+  # is "tidemark full_page_writes pages".
   local tag=tm-$mode name="tidemark $protection"
-  if [ "$run" -gt 1 ]; then tag=tm-$mode-$run name="tidemark $protection #$run"; fi
+  if [ "$schema" = pages ]; then name="$name pages"; fi
+  if [ "$run" -gt 1 ]; then tag=tm-$mode-$run name="$name #$run"; fi
   log "run: $name"
   sync  # the previous run's dirty page cache is written back before this run, not during it
   "$work/tidemark" bench -D "$work/tm-$mode" -c "$clients" -T "$seconds" --json "$work/res/$tag.json" \
     --timeline "$work/res/$tag.csv" "${tm_settings[@]}" --set torn_page_protection=$protection > "$work/logs/$tag.log" 2>&1
   "$work/tidemark" verify -D "$work/tm-$mode" --json "$work/res/$tag.verify.json" \
     >> "$work/logs/$tag.log" 2>&1 || true
-  printf '%s\ttidemark\t%s\t%s\n' "$name" "$work/res/$tag.json" "$work/res/$tag.verify.json" >> "$manifest"
+  printf '%s\ttidemark\t%s\t%s\t%s\n' "$name" "$work/res/$tag.json" "$work/res/$tag.verify.json" \
+    "$schema" >> "$manifest"
 }
 
 run_postgres() {  # on | off | lz4 (full_page_writes=on with wal_compression=lz4)
@@ -309,6 +330,7 @@ run_peer() {  # sqlite | rocksdb
 }
 
 wants tidemark && run_tidemark fpw
+wants tidemark-pages && run_tidemark pages
 wants postgres && run_postgres on
 wants postgres && run_postgres lz4
 wants tidemark && run_tidemark dw

@@ -2,15 +2,18 @@
 """Table and JSON for bench/compare.sh (not a test).
 
 Reads the manifest compare.sh writes (one line per configuration, tab-separated:
-name, system, result path, extra path), normalizes each system's raw results into the same
-fields, prints one table plus the ratios of each Tidemark mode to each peer, the ratio of
-Tidemark's doublewrite mode to its unprotected mode (torn_page_protection=off; target
-tps >= 0.95 x off, judged on the means over every doublewrite / off pair in the manifest,
-each pair's ratio printed as well) and the share of buffer writes made by sessions (backends), and writes
-it all as JSON. Configurations may be missing (compare.sh --only): what needs them is left
-out of the table and null in the JSON.
+name, system, result path, extra path, schema), normalizes each system's raw results into
+the same fields, prints one table plus the ratios of each keyed-tables Tidemark mode to
+each peer, the ratio of Tidemark's keyed-tables full_page_writes run to its run on
+--schema pages (what the B+tree costs), the ratio of Tidemark's doublewrite mode to its
+unprotected mode (torn_page_protection=off; target tps >= 0.95 x off, judged on the means
+over every doublewrite / off pair in the manifest, each pair's ratio printed as well) and
+the share of buffer writes made by sessions (backends), and writes it all as JSON.
+Configurations may be missing (compare.sh --only): what needs them is left out of the
+table and null in the JSON.
 
-  tidemark: `tidemark bench --json` (+ `tidemark verify --json` for the invariant)
+  tidemark: `tidemark bench --json` (+ `tidemark verify --json` for the invariant); the
+            schema column says tables or pages (`tidemark init --schema`)
   postgres: a directory with pgbench.out, pgbench's per-transaction logs (txn.*) and
             stats.json (pg_stat_wal, pg_stat_bgwriter, LSN difference, balance sums)
   sqlite, rocksdb: the JSON line of bench/peers/*_tpcb
@@ -46,7 +49,7 @@ def backend_share(buffers):
     return buffers["backend"] / total if total else None
 
 
-def tidemark(name, path, verify_path):
+def tidemark(name, path, verify_path, schema):
     r = json.load(open(path))
     w, b, c = r["wal"], r["buffers"], r["checkpoints"]
     ok = None
@@ -63,7 +66,7 @@ def tidemark(name, path, verify_path):
                     "backend": b["written_backend"]},
         "checkpoint_ms": {"write": c["write_ms"], "sync": c["sync_ms"]},
         "invariant_ok": ok,
-        "details": {"torn_page_protection": r.get("torn_page_protection"),
+        "details": {"torn_page_protection": r.get("torn_page_protection"), "schema": schema,
                     "checkpoints_timed": c["timed"], "checkpoints_requested": c["requested"],
                     "wal_fsyncs_per_commit": w.get("fsyncs_per_commit"),
                     "wal_fsync_us": {k: w.get("fsync_" + k + "_us") for k in ("avg", "p50", "p99", "max")},
@@ -170,9 +173,9 @@ def main():
     for line in open(a.manifest):
         if not line.strip():
             continue
-        name, system, path, extra = (line.rstrip("\n").split("\t") + [""] * 4)[:4]
+        name, system, path, extra, schema = (line.rstrip("\n").split("\t") + [""] * 5)[:5]
         if system == "tidemark":
-            configs.append(tidemark(name, path, extra))
+            configs.append(tidemark(name, path, extra, schema or "tables"))
         elif system == "postgres":
             configs.append(postgres(name, path))
         elif system == "sqlite":
@@ -183,7 +186,7 @@ def main():
         c["backend_write_share"] = backend_share(c["buffers"])
 
     lines = []
-    head = (f"{'configuration':<27} {'tps':>8} {'avg_ms':>7} {'p50_ms':>7} {'p99_ms':>7} {'p99.9_ms':>8} "
+    head = (f"{'configuration':<31} {'tps':>8} {'avg_ms':>7} {'p50_ms':>7} {'p99_ms':>7} {'p99.9_ms':>8} "
             f"{'max_ms':>8} {'log_B/txn':>9} {'FPI':>7} {'buf_ckpt':>8} {'buf_bgw':>7} {'buf_bknd':>8} "
             f"{'ckpt_w_s':>8} {'ckpt_s_s':>8} {'invariant':>9}")
     lines.append(head)
@@ -191,7 +194,7 @@ def main():
         l, b, k = c["latency_ms"], c["buffers"], c["checkpoint_ms"]
         inv = {True: "ok", False: "FAILED", None: "?"}[c["invariant_ok"]]
         lines.append(
-            f"{c['name']:<27} {fmt(c['tps'], '8.0f')} {fmt(l['avg'], '7.2f')} {fmt(l['p50'], '7.2f')} "
+            f"{c['name']:<31} {fmt(c['tps'], '8.0f')} {fmt(l['avg'], '7.2f')} {fmt(l['p50'], '7.2f')} "
             f"{fmt(l['p99'], '7.2f')} {fmt(l['p999'], '8.2f')} {fmt(l['max'], '8.1f')} "
             f"{fmt(c['log_bytes_per_txn'], '9.0f')} {fmt(c['fpi'], '7d')} {fmt(b['checkpoint'], '8d')} "
             f"{fmt(b['bgwriter'], '7d')} {fmt(b['backend'], '8d')} "
@@ -199,7 +202,11 @@ def main():
             f"{fmt(None if k['sync'] is None else k['sync'] / 1000, '8.2f')} {inv:>9}")
 
     ratios = []
-    tms = [c for c in configs if c["system"] == "tidemark"]
+    # The peers find every row by its key, as Tidemark's keyed tables do: the pages run
+    # (rows at fixed places) is compared with its keyed twin only.
+    all_tms = [c for c in configs if c["system"] == "tidemark"]
+    tms = [c for c in all_tms if c["details"]["schema"] == "tables"]
+    pages = next((c for c in all_tms if c["details"]["schema"] == "pages"), None)
     peers = [c for c in configs if c["system"] != "tidemark"]
 
     def ratio(x, y):
@@ -218,6 +225,22 @@ def main():
                 label = f"{t['name']} / {p['name']}"
                 lines.append(f"{label:<46} {fmt(r['tps'], '7.2f')} {fmt(r['p99_latency'], '7.2f')} "
                              f"{fmt(r['log_bytes_per_txn'], '9.2f')}")
+
+    # What the B+tree costs: the pages run against the first keyed run of its protection
+    # mode (compare.sh runs them back to back).
+    keyed_vs_pages = None
+    twin = next((t for t in tms if pages and t["details"]["torn_page_protection"] ==
+                 pages["details"]["torn_page_protection"]), None)
+    if twin:
+        keyed_vs_pages = {"numerator": twin["name"], "denominator": pages["name"],
+                          "tps": ratio(twin["tps"], pages["tps"]),
+                          "p99_latency": ratio(twin["latency_ms"]["p99"], pages["latency_ms"]["p99"]),
+                          "log_bytes_per_txn": ratio(twin["log_bytes_per_txn"], pages["log_bytes_per_txn"])}
+        lines.append("")
+        lines.append(f"{'keyed tables / pages':<46} {'tps':>7} {'p99':>7} {'log_B/txn':>9}")
+        lines.append(f"{twin['name'] + ' / pages':<46} {fmt(keyed_vs_pages['tps'], '7.3f')} "
+                     f"{fmt(keyed_vs_pages['p99_latency'], '7.2f')} "
+                     f"{fmt(keyed_vs_pages['log_bytes_per_txn'], '9.2f')}")
 
     # Doublewrite's cost: Tidemark doublewrite against Tidemark with torn_page_protection=off,
     # pair by pair (compare.sh runs them in ABBA order) and over all pairs together, which is
@@ -266,7 +289,8 @@ def main():
 
     notes = [
         "ratios: Tidemark value / peer value (tps above 1: Tidemark faster; p99 and log_B/txn "
-        "below 1: Tidemark lower)",
+        "below 1: Tidemark lower), for the runs on keyed tables (tidemark init's default), which "
+        "find every row by its key as the peers do",
         "latency: tidemark from its --json; postgres from pgbench -l per-transaction logs; "
         "sqlite/rocksdb per-transaction timings in the driver; percentiles nearest-rank",
         "log_B/txn: tidemark wal.bytes_per_transaction; postgres pg_current_wal_lsn() difference; "
@@ -283,6 +307,9 @@ def main():
         f"of torn-page protection by doublewrite; target tps >= {DW_OFF_TPS_TARGET:.2f}); with more "
         "than one pair, each pair's ratio and the ratio of the means over all pairs, on which the "
         "target is judged",
+        "keyed tables / pages: Tidemark on keyed tables value / the same mode on --schema pages "
+        "(rows at fixed places, no key lookup), run right after it: what the B+tree costs "
+        "(tps below 1: keyed slower)",
         "session writes: buf_bknd / (buf_ckpt + buf_bgw + buf_bknd), the share of buffer writes "
         "made by sessions (backends) rather than the checkpointer or the bgwriter",
     ]
@@ -319,6 +346,7 @@ def main():
         print("  " + n)
     with open(a.json, "w") as f:
         json.dump({"settings": settings, "configurations": configs, "ratios": ratios,
+                   "keyed_vs_pages": keyed_vs_pages,
                    "doublewrite_vs_off": dw_vs_off, "notes": notes, "table": table}, f, indent=2)
         f.write("\n")
     if any(c["invariant_ok"] is False for c in configs):
