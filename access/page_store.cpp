@@ -33,11 +33,15 @@ unsigned char* page_guard::mutable_bytes() {
 }
 
 void latch_reservation::reserve(std::size_t count) {
+  if (!held_ && store_.latches_reserved())
+    return; // nested in another reservation
   store_.reserve_latches(count);
   held_ = true;
 }
 
 bool latch_reservation::try_reserve(std::size_t count) {
+  if (!held_ && store_.latches_reserved())
+    return true; // nested in another reservation
   if (!store_.try_reserve_latches(count))
     return false;
   held_ = true;

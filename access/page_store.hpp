@@ -23,9 +23,12 @@
 #pragma once
 
 #include "access/page_changes.hpp"
+#include "storage/relation_files.hpp"
 #include "storage/types.hpp"
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,8 +71,9 @@ private:
   latch_mode mode_ = latch_mode::shared;
 };
 
-/// Room set aside for a commit's latches (page_store::reserve_latches), given back when it
-/// is released or destroyed.
+/// Room set aside for a commit's or a read's latches (page_store::reserve_latches), given
+/// back when it is released or destroyed. Made while the thread holds a reservation
+/// already, it sets nothing aside: the outer one covers it (and outlives it).
 class latch_reservation {
 public:
   explicit latch_reservation(page_store& store) : store_(store) {}
@@ -125,6 +129,22 @@ public:
   virtual void reserve_latches(std::size_t count) = 0;
   virtual bool try_reserve_latches(std::size_t count) = 0;
   virtual void release_reserved_latches() = 0;
+  /// Whether the calling thread holds a reservation (latch_reservation nests in it).
+  virtual bool latches_reserved() const = 0;
+
+  /// A node of `rel`'s tree a reader's descent may start from instead of reading the meta
+  /// page, the page every operation on the table would otherwise latch (0: none known).
+  /// Only a hint: a node that was the root once stays a node of the tree at its level
+  /// (nodes are never freed), and a B-link descent from it is right wherever the tree
+  /// grew since — it moves right past the splits at that level, then down.
+  block_id root_hint(rel_id rel) const {
+    return rel < storage::max_relations ? root_hints_[rel].load(std::memory_order_relaxed) : 0;
+  }
+  /// Called by whoever read the meta page (a shared cache line: written only on a change).
+  void note_root(rel_id rel, block_id root) {
+    if (rel < storage::max_relations && root_hints_[rel].load(std::memory_order_relaxed) != root)
+      root_hints_[rel].store(root, std::memory_order_relaxed);
+  }
 
 protected:
   friend class page_guard;
@@ -133,6 +153,11 @@ protected:
   static std::uint64_t handle_of(const page_guard& guard) { return guard.handle_; }
   /// Releases what make_guard() granted.
   virtual void unlatch(page_id id, std::uint64_t handle, latch_mode mode) = 0;
+
+private:
+  std::unique_ptr<std::atomic<block_id>[]> root_hints_ {
+    new std::atomic<block_id>[ storage::max_relations ]()
+  };
 };
 
 } // namespace tidemark::access

@@ -67,6 +67,8 @@ bool pool_page_store::try_reserve_latches(std::size_t count) {
   return true;
 }
 
+bool pool_page_store::latches_reserved() const { return reserved.store == this; }
+
 void pool_page_store::release_reserved_latches() {
   if (reserved.store != this)
     return;

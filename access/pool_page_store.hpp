@@ -54,6 +54,7 @@ public:
   void reserve_latches(std::size_t count) override;
   bool try_reserve_latches(std::size_t count) override;
   void release_reserved_latches() override;
+  bool latches_reserved() const override;
 
 protected:
   void unlatch(page_id id, std::uint64_t handle, latch_mode mode) override;

@@ -71,7 +71,13 @@ void table_transaction::abort() {
 
 // ---- reads and buffered changes ------------------------------------------------------------
 
+// A read's latches (a descent holds two at most, and a chain page under its leaf) come
+// from one reservation, not from the pool's shared pin count at every level.
+constexpr std::size_t read_latches = 2;
+
 std::optional<std::string> table_transaction::read_committed(rel_id table, key_view key) {
+  latch_reservation reserved(store_);
+  reserved.reserve(read_latches);
   tree t(store_, table);
   page_guard leaf = t.latch_leaf(key, latch_mode::shared);
   node_view node(leaf.bytes(), store_.page_size());
@@ -193,6 +199,8 @@ bool table_transaction::recorded_range::covers(key_view key) const {
 
 std::optional<table_entry> table_transaction::committed_step(rel_id table, const std::string* key,
                                                              bool inclusive, bool forward) {
+  latch_reservation reserved(store_);
+  reserved.reserve(read_latches);
   tree t(store_, table);
   lsn_t newest = 0;
   std::optional<std::pair<std::string, std::string>> found =

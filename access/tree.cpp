@@ -322,8 +322,10 @@ tree::meta tree::read_meta() {
   if (load<std::uint32_t>(page.bytes(), meta_magic_at) != meta_magic)
     throw tidemark::data_error("relation " + std::to_string(rel_) +
                                " is not a table: its block 0 has no tree meta page");
-  return {load<block_id>(page.bytes(), meta_root_at),
-          load<std::uint16_t>(page.bytes(), meta_level_at)};
+  meta found{load<block_id>(page.bytes(), meta_root_at),
+             load<std::uint16_t>(page.bytes(), meta_level_at)};
+  store_.note_root(rel_, found.root);
+  return found;
 }
 
 page_guard tree::latch_node(block_id block, latch_mode mode) {
@@ -342,7 +344,35 @@ page_guard tree::move_right(page_guard node, key_view key, latch_mode mode) {
   }
 }
 
+page_guard tree::descend_from(block_id block, key_view key, latch_mode mode) {
+  page_guard node = move_right(latch_node(block, latch_mode::shared), key, latch_mode::shared);
+  for (;;) {
+    node_view view(node.bytes(), store_.page_size());
+    TIDEMARK_CHECK(view.is_node(), "a descent meets nodes only");
+    if (view.is_leaf()) { // the start was a leaf (a root that never split)
+      if (mode == latch_mode::shared)
+        return node;
+      block_id leaf = node.id().block;
+      node.release();
+      return move_right(latch_node(leaf, mode), key, mode);
+    }
+    std::uint16_t level = view.level();
+    block_id child = view.item(view.child_slot(key)).child();
+    node.release();
+    latch_mode child_mode = level == 1 ? mode : latch_mode::shared;
+    node = move_right(latch_node(child, child_mode), key, child_mode);
+    node_view below(node.bytes(), store_.page_size());
+    TIDEMARK_CHECK(below.is_node() && below.level() + 1 == level,
+                   "a descent meets one level after another");
+    if (level == 1)
+      return node;
+  }
+}
+
 page_guard tree::latch_leaf(key_view key, latch_mode mode, descent* path) {
+  if (path == nullptr) // a reader, or a change that needs no path back up
+    if (block_id start = store_.root_hint(rel_); start != 0)
+      return descend_from(start, key, mode);
   meta root = read_meta();
   if (path != nullptr)
     path->inner.assign(root.level, 0);

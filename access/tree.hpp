@@ -100,6 +100,9 @@ private:
   };
   meta read_meta();
   page_guard move_right(page_guard node, key_view key, latch_mode mode);
+  /// A descent from `block`, a node at any level (the root, or a former root: see
+  /// page_store::root_hint): each node's own level says when the next one is a leaf.
+  page_guard descend_from(block_id block, key_view key, latch_mode mode);
   page_guard latch_node(block_id block, latch_mode mode);
   struct split_attempt {
     std::optional<page_id> busy; // a try_latch failed: wait for it (nothing is held)

@@ -89,6 +89,7 @@ public:
   void reserve_latches(std::size_t) override {}
   bool try_reserve_latches(std::size_t) override { return true; }
   void release_reserved_latches() override {}
+  bool latches_reserved() const override { return false; }
   void half_applied(const std::string& why) override {
     TIDEMARK_CHECK_DETAIL(false, "a test's change never fails half applied", why);
   }
