@@ -338,7 +338,7 @@ table_transaction::attempt table_transaction::try_commit(lsn_t* end) {
   std::map<page_id, std::size_t> index;
   if (latch_leaves(leaves, leaf_of, index, reserved) == attempt::again)
     return attempt::again;
-  if (make_room(leaves, leaf_of, reserved))
+  if (make_room(leaves, reserved))
     return attempt::again;
   validate_reads(leaves, leaf_of);
   validate_ranges(leaves, index);
@@ -398,7 +398,7 @@ table_transaction::attempt table_transaction::latch_leaves(
   reserved.reserve(wanted.size() + 1 + extra_latches_);
   for (const auto& [id, mode] : wanted) {
     index[id] = leaves.size();
-    leaves.push_back({id, mode, store_.latch(id, mode), id.block == meta_block});
+    leaves.push_back({id, mode, store_.latch(id, mode), id.block == meta_block, {}, {}});
   }
   for (const auto& [k, id] : located) {
     node_view node(leaves[index[id]].guard.bytes(), store_.page_size());
@@ -416,6 +416,10 @@ table_transaction::attempt table_transaction::latch_leaves(
     leaves.clear(); // a chain to free: latch the table's meta page too, in order
     return attempt::again;
   }
+  for (const pending_write& write : writes_) // each leaf's changes, found once
+    leaves[leaf_of.at(write.first)].writes.push_back(&write);
+  for (const pending_adds& add : adds_)
+    leaves[leaf_of.at(add.first)].adds.push_back(&add);
   return attempt::done;
 }
 
@@ -498,9 +502,7 @@ void table_transaction::conflict(std::vector<latched_leaf>& leaves, const std::s
 
 // Step 3: true (everything released) when leaves had no room for their changes and were
 // split.
-bool table_transaction::make_room(std::vector<latched_leaf>& leaves,
-                                  const std::map<table_key, std::size_t>& leaf_of,
-                                  latch_reservation& reserved) {
+bool table_transaction::make_room(std::vector<latched_leaf>& leaves, latch_reservation& reserved) {
   std::size_t page_size = store_.page_size();
   std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
   for (std::size_t i = 0; i < leaves.size(); ++i) {
@@ -509,9 +511,8 @@ bool table_transaction::make_room(std::vector<latched_leaf>& leaves,
     node_view node(leaves[i].guard.bytes(), page_size);
     std::size_t added = 0, removed = 0;
     std::vector<pending_item> items;
-    for (const auto& [k, value] : writes_) {
-      if (leaf_of.at(k) != i)
-        continue;
+    for (const pending_write* write : leaves[i].writes) {
+      const auto& [k, value] = *write;
       bool found;
       std::size_t slot = node.lower_bound(k.key, &found);
       if (found)
@@ -597,16 +598,13 @@ table_transaction::check_before_applying(std::vector<latched_leaf>& leaves,
 
 // Step 5 for one leaf: erases and resized replacements first (their chains freed), then the
 // inserts (their chains written), so the inserts find the room step 3 checked.
-void table_transaction::apply_to_leaf(std::size_t leaf, latched_leaf& latched,
-                                      const std::map<table_key, std::size_t>& leaf_of,
-                                      page_changes& changes,
+void table_transaction::apply_to_leaf(latched_leaf& latched, page_changes& changes,
                                       std::map<rel_id, page_allocator>& allocators) {
   std::size_t page_size = store_.page_size();
   page_edit edit(latched.guard.mutable_bytes(), page_size, &changes);
-  std::vector<const std::pair<const table_key, std::optional<std::string>>*> inserts;
-  for (const auto& write : writes_) {
-    if (leaf_of.at(write.first) != leaf)
-      continue;
+  std::vector<const pending_write*> inserts;
+  for (const pending_write* pending : latched.writes) {
+    const pending_write& write = *pending;
     node_view node(edit.bytes(), page_size);
     bool found;
     std::size_t slot = node.lower_bound(write.first.key, &found);
@@ -641,7 +639,7 @@ void table_transaction::apply_to_leaf(std::size_t leaf, latched_leaf& latched,
     std::size_t slot = node.lower_bound(key, &found);
     insert_item(edit, slot, key, flags, static_cast<std::uint32_t>(payload.size()), payload);
   }
-  apply_adds(leaf, edit, leaf_of);
+  apply_adds(latched.adds, edit);
 }
 
 // Before anything changes: every delta lands inside a value kept in its leaf.
@@ -672,11 +670,10 @@ void table_transaction::check_adds(std::vector<latched_leaf>& leaves,
   }
 }
 
-void table_transaction::apply_adds(std::size_t leaf, page_edit& edit,
-                                   const std::map<table_key, std::size_t>& leaf_of) const {
-  for (const auto& [k, adds] : adds_) {
-    if (leaf_of.at(k) != leaf)
-      continue;
+void table_transaction::apply_adds(const std::vector<const pending_adds*>& leaves_adds,
+                                   page_edit& edit) const {
+  for (const pending_adds* pending : leaves_adds) {
+    const auto& [k, adds] = *pending;
     node_view node(edit.bytes(), store_.page_size());
     bool found;
     item_view item = node.item(node.lower_bound(k.key, &found));
@@ -707,7 +704,7 @@ lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves,
     for (std::size_t i = 0; i < leaves.size(); ++i) {
       if (leaves[i].mode != latch_mode::exclusive || leaves[i].meta)
         continue;
-      apply_to_leaf(i, leaves[i], leaf_of, changes[i], allocators);
+      apply_to_leaf(leaves[i], changes[i], allocators);
       if (!changes[i].empty()) {
         changes[i].collapse(leaves[i].guard.bytes(), page_size);
         logged.push_back({&leaves[i].guard, &changes[i]});

@@ -117,11 +117,17 @@ private:
     std::vector<block_id> leaves; // located at commit
     bool covers(key_view key) const;
   };
+  using pending_write = std::pair<const table_key, std::optional<std::string>>;
+  using pending_adds =
+    std::pair<const table_key, std::vector<std::pair<std::uint32_t, std::int64_t>>>;
   struct latched_leaf {
     page_id id;
     latch_mode mode;
     page_guard guard;
     bool meta = false; // a table's meta page (its free list), not a leaf
+    // The changes that land on this leaf, in key order (filled once it is latched).
+    std::vector<const pending_write*> writes;
+    std::vector<const pending_adds*> adds;
   };
   enum class attempt { done, again };
 
@@ -141,8 +147,7 @@ private:
   attempt try_commit(lsn_t* end);
   attempt latch_leaves(std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
                        std::map<page_id, std::size_t>& index, latch_reservation& reserved);
-  bool make_room(std::vector<latched_leaf>& leaves, const std::map<table_key, std::size_t>& leaf_of,
-                 latch_reservation& reserved);
+  bool make_room(std::vector<latched_leaf>& leaves, latch_reservation& reserved);
   void check_latch_limit(std::size_t pages) const;
   void validate_reads(std::vector<latched_leaf>& leaves,
                       const std::map<table_key, std::size_t>& leaf_of);
@@ -153,8 +158,7 @@ private:
   /// their limits) and returns how many pages it latches beyond the leaves.
   std::size_t check_before_applying(std::vector<latched_leaf>& leaves,
                                     const std::map<table_key, std::size_t>& leaf_of);
-  void apply_to_leaf(std::size_t leaf, latched_leaf& latched,
-                     const std::map<table_key, std::size_t>& leaf_of, page_changes& changes,
+  void apply_to_leaf(latched_leaf& latched, page_changes& changes,
                      std::map<rel_id, page_allocator>& allocators);
   bool needs_meta(const std::vector<latched_leaf>& leaves,
                   const std::map<table_key, std::size_t>& leaf_of);
@@ -163,8 +167,7 @@ private:
   std::optional<table_entry> with_adds(rel_id table, std::optional<table_entry> entry) const;
   void check_adds(std::vector<latched_leaf>& leaves,
                   const std::map<table_key, std::size_t>& leaf_of) const;
-  void apply_adds(std::size_t leaf, page_edit& edit,
-                  const std::map<table_key, std::size_t>& leaf_of) const;
+  void apply_adds(const std::vector<const pending_adds*>& adds, page_edit& edit) const;
   void build_new_trees(std::vector<page_guard>& pages, std::vector<page_changes>& changes,
                        std::vector<logged_page>& logged);
 
