@@ -63,7 +63,7 @@ test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
 test-sanitize: deps
-	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_SANITIZE=ON -DTIDEMARK_CRASH_LOOPS=12 -DTIDEMARK_BAD_READ_CYCLES=10 -DTIDEMARK_TREE_PROPERTY_OPS=100000 >/dev/null
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_SANITIZE=ON -DTIDEMARK_CRASH_LOOPS=12 -DTIDEMARK_BAD_READ_CYCLES=10 -DTIDEMARK_TREE_PROPERTY_OPS=100000 -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
 	$(CMAKE_BUILD) $(BUILD_SAN) -j $(JOBS)
 	cd $(BUILD_SAN) && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp \
 	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
@@ -75,7 +75,8 @@ test-sanitize: deps
 # suppression is there.
 test-tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_TSAN=ON \
-	  -DTIDEMARK_BUILD_TOOLS=OFF -DTIDEMARK_BUILD_EXAMPLES=OFF -DTIDEMARK_TREE_PROPERTY_OPS=100000 >/dev/null
+	  -DTIDEMARK_BUILD_TOOLS=OFF -DTIDEMARK_BUILD_EXAMPLES=OFF -DTIDEMARK_TREE_PROPERTY_OPS=100000 \
+	  -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
 	$(CMAKE_BUILD) $(BUILD_TSAN) -j $(JOBS)
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=ignore_noninstrumented_modules=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
 	  ctest --output-on-failure -j $(JOBS) -L unit

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -122,4 +123,97 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   after.commit();
   CHECK(sum == 0);
   standby->close();
+}
+
+TEST_CASE("standby: keyed tables, created and changed on the primary, read whole on a standby") {
+  test::scratch_directory primary_dir("tidemark-primary"), standby_dir("tidemark-standby");
+  const std::vector<std::string> settings = {"shared_buffers=1MB", "log_checkpoints=off",
+                                             "checkpoint_timeout=1s", "page_size=4kB"};
+  create_options create;
+  create.settings = settings;
+  database::create(primary_dir.dir, create);
+  open_options primary_options;
+  primary_options.settings = settings;
+  primary_options.settings.push_back("replication_listen=127.0.0.1:0");
+  auto primary = database::open(primary_dir.dir, primary_options);
+  database::base_backup(standby_dir.dir, primary->replication_address(), "tables-test");
+  open_options standby_options;
+  standby_options.settings = settings;
+  standby_options.settings.push_back("replication_listen=''");
+  standby_options.standby = true;
+  auto standby = database::open(standby_dir.dir, standby_options);
+
+  // Made after the base backup: the catalog's change reaches the standby as WAL.
+  table t = primary->create_table("balances");
+  std::string zero(16, '\0');
+  {
+    session s = primary->open_session();
+    s.begin();
+    for (int i = 0; i < 200; ++i) // keys that split leaves of 4 KiB as they grow
+      s.put(t, "account-" + std::to_string(i), zero + std::string(150, 'p'));
+    s.commit();
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> transfers{0};
+  std::thread writer([&] { // moves amounts between accounts: the total stays zero
+    session s = primary->open_session();
+    for (std::int64_t i = 1; !stop.load(); ++i) {
+      s.begin();
+      s.add_i64(t, "account-" + std::to_string(i % 200), 0, i % 7 + 1);
+      s.add_i64(t, "account-" + std::to_string(i * 7 % 200), 0, -(i % 7 + 1));
+      if (i % 50 == 0) // and new keys now and then: splits while the standby reads
+        s.put(t, "new-" + std::to_string(i), zero);
+      s.commit();
+      transfers.fetch_add(1);
+    }
+  });
+  session reader = standby->open_session();
+  std::uint64_t consistent = 0, conflicts = 0, inconsistent = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  table on_standby;
+  while ((consistent < 200 || transfers.load() < 2000) &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (!on_standby) {
+      try {
+        on_standby = standby->open_table("balances");
+      } catch (const usage_error&) {
+        continue; // the catalog's change has not been replayed yet
+      }
+    }
+    reader.begin();
+    std::int64_t sum = 0;
+    std::size_t accounts = 0;
+    table_cursor c =
+      reader.cursor(on_standby, {std::string("account-"), true, std::string("account-~"), true});
+    while (c.next()) {
+      std::int64_t balance;
+      std::memcpy(&balance, c.value().data(), sizeof balance);
+      sum += balance;
+      ++accounts;
+    }
+    try {
+      reader.commit();
+    } catch (const conflict_error&) {
+      ++conflicts;
+      continue;
+    }
+    if (accounts == 0)
+      continue; // the first put has not been replayed yet
+    if (sum == 0 && accounts == 200)
+      ++consistent;
+    else
+      ++inconsistent;
+  }
+  stop.store(true);
+  writer.join();
+  CHECK(inconsistent == 0);
+  CHECK(consistent >= 200);
+  MESSAGE("standby table reads: " << consistent << " consistent, " << conflicts << " conflicts, "
+                                  << transfers.load() << " transfers");
+  reader.begin();
+  CHECK_THROWS_AS(reader.put(on_standby, "x", "y"), usage_error); // a standby only reads
+  reader.rollback();
+  CHECK_THROWS_AS(standby->create_table("other"), usage_error);
+  standby->close();
+  primary->close();
 }

@@ -43,6 +43,17 @@ std::unique_ptr<database> create_and_open(const std::string& dir,
   return database::open(dir, open);
 }
 
+// Creates `dir`; the options open it on the fault-injecting engine (simulate_power_loss).
+open_options create_with_faults(const std::string& dir, const std::vector<std::string>& settings) {
+  create_options create;
+  create.settings = settings;
+  database::create(dir, create);
+  open_options faulty;
+  faulty.settings = settings;
+  faulty.faults = fault_injection{};
+  return faulty;
+}
+
 std::unique_ptr<database> reopen(const std::string& dir) {
   open_options open;
   open.settings = small;
@@ -262,14 +273,7 @@ TEST_CASE("tables: values up to the limit on overflow pages, kept across a power
   // commit may hold a quarter of the pool.
   std::vector<std::string> settings = small;
   settings.push_back("shared_buffers=32MB");
-  {
-    create_options create;
-    create.settings = settings;
-    database::create(scratch.dir, create);
-  }
-  open_options faulty;
-  faulty.settings = settings;
-  faulty.faults = fault_injection{};
+  open_options faulty = create_with_faults(scratch.dir, settings);
   std::map<std::string, std::string> committed;
   {
     auto db = database::open(scratch.dir, faulty);
@@ -438,14 +442,7 @@ TEST_CASE("tables: a dropped table's files go, and its pending fsyncs never fail
 
 TEST_CASE("tables: a table dropped before a power loss stays dropped, its files removed") {
   scratch_directory scratch;
-  {
-    create_options create;
-    create.settings = small;
-    database::create(scratch.dir, create);
-  }
-  open_options faulty;
-  faulty.settings = small;
-  faulty.faults = fault_injection{};
+  open_options faulty = create_with_faults(scratch.dir, small);
   std::set<std::string> with_keep;
   {
     auto db = database::open(scratch.dir, faulty);
