@@ -320,3 +320,133 @@ const std::string& table_cursor::value() const {
 }
 
 } // namespace tidemark
+
+namespace tidemark {
+
+// ---- bulk loading --------------------------------------------------------------------------
+
+struct table_loader::state {
+  std::weak_ptr<session::impl> owner;
+  std::thread::id thread;
+  std::shared_ptr<const table::state> handle;
+  std::string last_key;
+  bool any = false;      // last_key holds a key
+  bool in_batch = false; // the session's transaction holds the batch in progress
+  bool finished = false; // finish() ran, or a commit failed
+  std::size_t batch_bytes = 0, batch_limit = 0;
+  std::uint64_t batch_entries = 0; // in the batch in progress
+  std::uint64_t loaded = 0;        // entries committed
+};
+
+namespace {
+
+// One call on a loader: its session's, refused once the load is over or from another
+// thread.
+class loader_call {
+public:
+  loader_call(table_loader::state* loader, const char* operation)
+    : owner_(loader != nullptr ? loader->owner.lock() : nullptr), call_(owner_.get(), operation) {
+    if (loader->finished)
+      throw usage_error(std::string(operation) + ": the load is over");
+    if (loader->thread != std::this_thread::get_id())
+      throw usage_error(std::string(operation) +
+                        ": the loader is used from another thread than its session's");
+  }
+  session::impl& owner() const { return call_.impl(); }
+
+private:
+  std::shared_ptr<session::impl> owner_;
+  session_call call_;
+};
+
+// Commits the batch in progress without waiting for its fsync; a failure ends the load.
+void commit_batch(table_loader::state& loader, session::impl& s) {
+  if (!loader.in_batch)
+    return;
+  loader.in_batch = false;
+  loader.batch_bytes = 0;
+  std::uint64_t entries = loader.batch_entries;
+  loader.batch_entries = 0;
+  try {
+    s.internal.commit_unsettled();
+    ++s.transaction_epoch;
+    loader.loaded += entries;
+  } catch (...) {
+    ++s.transaction_epoch;
+    loader.finished = true;
+    throw;
+  }
+}
+
+} // namespace
+
+table_loader session::load(const table& t) {
+  session_call s(impl_.get(), "load");
+  relation_id relation = relation_of(*s->db, t.state_, "load");
+  if (s->internal.in_transaction())
+    throw usage_error("load: the session is inside a transaction; commit() or rollback() it "
+                      "first");
+  s->internal.check_writable("load");
+  if (s->internal.next_entry(relation, std::string_view(), true))
+    throw usage_error("load: table " + quoted(t.state_->name) +
+                      " is not empty (a load fills an empty table; use put)");
+  auto loader = std::make_unique<table_loader::state>();
+  loader->owner = impl_;
+  loader->thread = std::this_thread::get_id();
+  loader->handle = t.state_;
+  // A leaf's worth: the items of a batch fill about one page.
+  loader->batch_limit = s->db->engine().config.page_size * 7 / 8;
+  return table_loader(std::move(loader));
+}
+
+table_loader::table_loader(std::unique_ptr<state> s) : state_(std::move(s)) {}
+table_loader::table_loader(table_loader&&) noexcept = default;
+table_loader& table_loader::operator=(table_loader&&) noexcept = default;
+
+table_loader::~table_loader() {
+  if (!state_ || state_->finished || !state_->in_batch)
+    return;
+  if (std::shared_ptr<session::impl> s = state_->owner.lock()) {
+    try {
+      session_call call(s.get(), "~table_loader");
+      call->internal.rollback(); // the batch in progress; earlier batches stay
+      ++call->transaction_epoch;
+    } catch (const std::exception&) {
+      // the session is closed or busy: its next begin() or the close ends the transaction
+    }
+  }
+}
+
+void table_loader::add(std::string_view key, std::string_view value) {
+  loader_call call(state_.get(), "table_loader::add");
+  state& loader = *state_;
+  relation_id relation = relation_of(*call.owner().db, loader.handle, "table_loader::add");
+  check_key(key, "table_loader::add");
+  check_value(value, "table_loader::add");
+  if (loader.any && access::compare_keys(key, loader.last_key) <= 0)
+    throw usage_error("table_loader::add: keys come in increasing order; this one is not after "
+                      "the previous one");
+  runtime::instance_session& s = call.owner().internal;
+  if (!loader.in_batch) {
+    s.begin();
+    ++call.owner().transaction_epoch;
+    loader.in_batch = true;
+  }
+  s.put(relation, key, value);
+  loader.last_key.assign(key);
+  loader.any = true;
+  loader.batch_bytes += key.size() + value.size() + 16;
+  ++loader.batch_entries;
+  if (loader.batch_bytes >= loader.batch_limit)
+    commit_batch(loader, call.owner());
+}
+
+std::uint64_t table_loader::finish() {
+  loader_call call(state_.get(), "table_loader::finish");
+  commit_batch(*state_, call.owner());
+  state_->finished = true;
+  call.owner().internal.settle();
+  return state_->loaded;
+}
+
+} // namespace tidemark

@@ -225,7 +225,17 @@ storage::lsn_t instance_session::commit_used() {
   return txn_->commit().end; // ends the transaction, whatever happens
 }
 
-storage::xid_t instance_session::commit() {
+storage::xid_t instance_session::commit() { return commit_and(true); }
+
+storage::xid_t instance_session::commit_unsettled() { return commit_and(false); }
+
+void instance_session::settle() {
+  storage::lsn_t end = unsettled_end_;
+  unsettled_end_ = 0;
+  settle_commit(unsettled_xid_, end, 0);
+}
+
+storage::xid_t instance_session::commit_and(bool settle_now) {
   if (!txn_->active())
     throw tidemark::usage_error("commit() without begin()");
   try {
@@ -247,6 +257,16 @@ storage::xid_t instance_session::commit() {
     check_running();
     throw;
   }
+  if (settle_now) {
+    settle_commit(xid, end, seen);
+  } else {
+    unsettled_end_ = std::max({unsettled_end_, end, seen});
+    unsettled_xid_ = xid;
+  }
+  return xid;
+}
+
+void instance_session::settle_commit(storage::xid_t xid, storage::lsn_t end, storage::lsn_t seen) {
   try {
     wait_durable(std::max(end, seen));
     wait_for_standby(end);
@@ -271,7 +291,6 @@ storage::xid_t instance_session::commit() {
         "next open it is either wholly present or wholly absent",
       xid);
   }
-  return xid;
 }
 
 } // namespace tidemark::runtime

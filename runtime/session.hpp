@@ -71,6 +71,11 @@ public:
   /// conflict_error: nothing applied; commit_outcome_unknown: the engine stopped after
   /// the record was written.
   storage::xid_t commit();
+  /// As commit(), but returns once the commit is applied and logged, not durable:
+  /// settle() then waits until every such commit is (a bulk load's batches, durable
+  /// together at its end).
+  storage::xid_t commit_unsettled();
+  void settle();
   /// The id of the transaction begun last (valid between begin() and commit()).
   storage::xid_t transaction_id() const;
   void rollback();
@@ -90,11 +95,17 @@ private:
   /// Validates, applies and logs the transaction's side that it used; the end of its
   /// record (0: none).
   storage::lsn_t commit_used();
+  storage::xid_t commit_and(bool settle_now);
+  /// Waits until a commit's record and what it read are durable (and, with
+  /// synchronous_standby, on a standby), or says why that is unknown.
+  void settle_commit(storage::xid_t xid, storage::lsn_t end, storage::lsn_t seen);
 
   instance* db_;
   std::unique_ptr<storage::page_transaction> txn_;
   std::unique_ptr<access::table_transaction> tables_;
   uses uses_ = uses::nothing;
+  storage::lsn_t unsettled_end_ = 0; // commits made by commit_unsettled() end by here
+  storage::xid_t unsettled_xid_ = 0; // the last of them
 };
 
 } // namespace tidemark::runtime

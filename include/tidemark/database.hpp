@@ -268,6 +268,35 @@ private:
   std::string key_, value_;
 };
 
+/// Fills an empty table from entries in increasing key order (session::load): the way to
+/// put initial data into a table. Entries are committed a leaf's worth at a time (each a
+/// transaction of its own, so leaves fill left to right and each is logged about once),
+/// without waiting for each one's fsync; finish() returns once all of them are durable,
+/// as a commit would. A load is not atomic: after a crash before finish() returned, the
+/// table holds the entries of the batches that became durable, a prefix of the load.
+/// Until finish() (or its destruction, which rolls back the batch in progress and waits
+/// for nothing), the session is busy with the load: begin() throws usage_error.
+class table_loader {
+public:
+  table_loader(table_loader&&) noexcept;
+  table_loader& operator=(table_loader&&) noexcept;
+  ~table_loader();
+  /// Throws usage_error (a key not after the previous one, a key or value over its limit,
+  /// finished already, used from another thread than its session's), and what a commit
+  /// throws (then the load is over: the entries committed before stay).
+  void add(std::string_view key, std::string_view value);
+  /// Commits what is left and returns, the number of entries loaded, once all of them are
+  /// durable. Throws what a commit throws.
+  std::uint64_t finish();
+
+  struct state;
+
+private:
+  friend class session;
+  explicit table_loader(std::unique_ptr<state> s);
+  std::unique_ptr<state> state_;
+};
+
 /// A sequence of transactions, used from one thread at a time. begin(), then reads and
 /// changes, then commit() or rollback(). Reads may also be made outside a transaction;
 /// changes may not (usage_error: before begin(), and after commit(), rollback() or a
@@ -347,6 +376,9 @@ public:
   void add_i64(const table& t, std::string_view key, std::uint32_t offset, std::int64_t delta);
   /// A cursor over the entries of `t` in `range` (see table_cursor), not yet on one.
   table_cursor cursor(const table& t, const key_range& range = {});
+  /// A bulk load into `t` (see table_loader). Throws usage_error: inside a transaction,
+  /// `t` holds an entry already, a read-only database or standby, a handle as get's.
+  table_loader load(const table& t);
 
   /// Changes, buffered until commit(). Throws: usage_error only (outside a transaction, a
   /// limit, a page or bytes out of range, a null buffer, a read-only database or standby);
@@ -381,6 +413,7 @@ public:
 private:
   friend class database;
   friend class table_cursor;
+  friend class table_loader;
   explicit session(std::shared_ptr<impl> state);
   std::shared_ptr<impl> impl_;
 };

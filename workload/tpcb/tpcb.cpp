@@ -90,36 +90,26 @@ void load(initial_loader& loader, const layout& shape, const load_progress& prog
   }
 }
 
-void load_tables(database& db, const layout& shape, const load_progress& progress,
-                 std::uint64_t rows_per_transaction) {
+void load_tables(database& db, const layout& shape, const load_progress& progress) {
   for (const char* name : table_names)
     db.create_table(name);
   layout opened = shape;
   opened.open_tables(db);
   session s = db.open_session();
-  // Rows land in leaves that splits leave half full: keep each commit's leaves (and one
-  // page more, and the table's meta page) within what a commit may hold.
-  std::uint64_t rows_per_leaf = db.page_size() / (row_size + 24);
-  std::uint64_t batch =
-    std::min(rows_per_transaction,
-             std::max<std::uint64_t>(1, (db.max_commit_pages() - 2) * rows_per_leaf / 2));
   unsigned char row[row_size];
   std::uint64_t total = shape.rows(branches) + shape.rows(tellers) + shape.rows(accounts);
   std::uint64_t done = 0;
   for (relation_id rel : {branches, tellers, accounts}) {
-    for (std::uint64_t first = 0; first < shape.rows(rel); first += batch) {
-      std::uint64_t n = std::min(batch, shape.rows(rel) - first);
-      s.begin();
-      for (std::uint64_t id = first; id < first + n; ++id) {
-        fill_row(row, rel, id);
-        s.put(opened.table_of(rel), id_key(id),
-              std::string_view(reinterpret_cast<const char*>(row), row_size));
-      }
-      s.commit();
-      done += n;
-      progress(done, total);
+    table_loader loader = s.load(opened.table_of(rel)); // ids in order: keys in order
+    for (std::uint64_t id = 0; id < shape.rows(rel); ++id) {
+      fill_row(row, rel, id);
+      loader.add(id_key(id), std::string_view(reinterpret_cast<const char*>(row), row_size));
+      if (++done % 4096 == 0)
+        progress(done, total);
     }
+    loader.finish();
   }
+  progress(done, total);
 }
 
 transaction_input random_input(const layout& shape, std::mt19937_64& random) {

@@ -84,11 +84,9 @@ using load_progress = std::function<void(std::uint64_t, std::uint64_t)>;
 /// Pages schema: appends the three fixed relations (balances zero); history starts empty.
 /// Calls `progress(rows_done, rows_total)` now and then.
 void load(initial_loader& loader, const layout& shape, const load_progress& progress);
-/// Tables schema: creates the four tables in the open database and fills the three fixed
-/// ones in id order (balances zero), up to `rows_per_transaction` rows a transaction (fewer
-/// when a commit of that many would hold more pages than the pool allows).
-void load_tables(database& db, const layout& shape, const load_progress& progress,
-                 std::uint64_t rows_per_transaction = 1000);
+/// Tables schema: creates the four tables in the open database and bulk-loads the three
+/// fixed ones in id order (balances zero; session::load).
+void load_tables(database& db, const layout& shape, const load_progress& progress);
 
 struct transaction_input {
   std::uint64_t aid, tid, bid;
