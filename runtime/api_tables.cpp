@@ -443,6 +443,17 @@ void table_loader::add(std::string_view key, std::string_view value) {
 
 std::uint64_t table_loader::finish() {
   loader_call call(state_.get(), "table_loader::finish");
+  try { // the batch in progress commits only into a table that still exists
+    relation_of(*call.owner().db, state_->handle, "table_loader::finish");
+  } catch (...) {
+    if (state_->in_batch) {
+      call.owner().internal.rollback();
+      ++call.owner().transaction_epoch;
+      state_->in_batch = false;
+    }
+    state_->finished = true;
+    throw;
+  }
   commit_batch(*state_, call.owner());
   state_->finished = true;
   call.owner().internal.settle();

@@ -580,6 +580,22 @@ TEST_CASE("tables: a bulk load fills an empty table in key order, durable at fin
     db->close();
     CHECK(database::check_files(scratch.dir).failures == 0);
   }
+  // A table dropped during its load: the batch in progress is refused, nothing more lands.
+  {
+    auto db = database::open(scratch.dir, faulty);
+    table t = db->create_table("dropped");
+    session s = db->open_session();
+    table_loader loader = s.load(t);
+    for (int i = 0; i < 1000; ++i)
+      loader.add(key_of(i), std::string(60, 'd'));
+    db->drop_table("dropped");
+    CHECK_THROWS_WITH_AS(loader.add(key_of(2000), "x"), doctest::Contains("was dropped"),
+                         usage_error);
+    CHECK_THROWS_WITH_AS(loader.finish(), doctest::Contains("was dropped"), usage_error);
+    s.begin(); // the session is free again, and the engine goes on
+    s.commit();
+    db->close();
+  }
   // A power loss in the middle of a load leaves a prefix of it, nothing else.
   {
     auto db = database::open(scratch.dir, faulty);
