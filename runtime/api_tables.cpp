@@ -359,7 +359,8 @@ private:
   session_call call_;
 };
 
-// Commits the batch in progress without waiting for its fsync; a failure ends the load.
+// Commits the batch in progress without waiting for its fsync, refused as any commit is
+// when its table was dropped meanwhile; a failure ends the load.
 void commit_batch(table_loader::state& loader, session::impl& s) {
   if (!loader.in_batch)
     return;
@@ -368,6 +369,7 @@ void commit_batch(table_loader::state& loader, session::impl& s) {
   std::uint64_t entries = loader.batch_entries;
   loader.batch_entries = 0;
   try {
+    refuse_dropped_tables(s);
     s.internal.commit_unsettled();
     ++s.transaction_epoch;
     loader.loaded += entries;
@@ -420,7 +422,6 @@ table_loader::~table_loader() {
 void table_loader::add(std::string_view key, std::string_view value) {
   loader_call call(state_.get(), "table_loader::add");
   state& loader = *state_;
-  relation_id relation = relation_of(*call.owner().db, loader.handle, "table_loader::add");
   check_key(key, "table_loader::add");
   check_value(value, "table_loader::add");
   if (loader.any && access::compare_keys(key, loader.last_key) <= 0)
@@ -430,8 +431,11 @@ void table_loader::add(std::string_view key, std::string_view value) {
   if (!loader.in_batch) {
     s.begin();
     ++call.owner().transaction_epoch;
+    call.owner().used_tables.clear();
     loader.in_batch = true;
   }
+  // Noted as the batch's table, so that its commit is refused once the table is dropped.
+  relation_id relation = use_table(call.owner(), loader.handle, "table_loader::add");
   s.put(relation, key, value);
   loader.last_key.assign(key);
   loader.any = true;
@@ -443,17 +447,6 @@ void table_loader::add(std::string_view key, std::string_view value) {
 
 std::uint64_t table_loader::finish() {
   loader_call call(state_.get(), "table_loader::finish");
-  try { // the batch in progress commits only into a table that still exists
-    relation_of(*call.owner().db, state_->handle, "table_loader::finish");
-  } catch (...) {
-    if (state_->in_batch) {
-      call.owner().internal.rollback();
-      ++call.owner().transaction_epoch;
-      state_->in_batch = false;
-    }
-    state_->finished = true;
-    throw;
-  }
   commit_batch(*state_, call.owner());
   state_->finished = true;
   call.owner().internal.settle();
