@@ -66,8 +66,7 @@ std::optional<table_info> catalog::find(table_transaction& txn, std::string_view
 table_info catalog::create_table(table_transaction& txn, std::string_view name) {
   if (find(txn, name))
     throw tidemark::usage_error("table '" + std::string(name) + "' exists already");
-  std::optional<std::string> next = txn.get(catalog_relation, next_relation_key);
-  rel_id relation = next ? decode_u32(*next, 0, "next relation") : first_table_relation;
+  rel_id relation = next_relation(txn);
   if (relation >= storage::max_relations)
     throw tidemark::usage_error("no more tables can be created: all " +
                                 std::to_string(storage::max_relations - first_table_relation) +
@@ -78,6 +77,11 @@ table_info catalog::create_table(table_transaction& txn, std::string_view name) 
   txn.put(catalog_relation, name, encode_entry(relation));
   txn.create_tree(relation);
   return {std::string(name), relation};
+}
+
+rel_id catalog::next_relation(table_transaction& txn) {
+  std::optional<std::string> next = txn.get(catalog_relation, next_relation_key);
+  return next ? decode_u32(*next, 0, "next relation") : first_table_relation;
 }
 
 table_info catalog::drop_table(table_transaction& txn, std::string_view name) {

@@ -54,6 +54,8 @@ public:
   static table_info drop_table(table_transaction& txn, std::string_view name);
   /// The table an entry of the catalog describes (data_error when it cannot be one).
   static table_info decode(std::string name, const std::string& entry);
+  /// The relation the next table will get: every table relation ever handed out is below.
+  static rel_id next_relation(table_transaction& txn);
   /// Every table, by name.
   static std::vector<table_info> list(table_transaction& txn);
 };

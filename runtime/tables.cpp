@@ -59,8 +59,8 @@ std::size_t remove_dropped_tables(instance& db) {
   for (const access::table_info& table : access::catalog::list(reader))
     named.insert(table.relation);
   std::size_t removed = 0;
-  for (storage::rel_id relation = access::first_table_relation; relation < storage::max_relations;
-       ++relation)
+  const storage::rel_id handed_out = access::catalog::next_relation(reader); // none beyond
+  for (storage::rel_id relation = access::first_table_relation; relation < handed_out; ++relation)
     if (named.count(relation) == 0 && e.store.files->segment_count(relation) > 0) {
       remove_table_files(db, relation);
       ++removed;
