@@ -12,9 +12,11 @@
 //    while holding one is a try_latch(), and a failed one means: release everything,
 //    wait_for() the page, start again.
 //  - A guard releases its latch (and pin) when it is destroyed or released.
-//  - Room for latches (a buffer pool's pins) is finite: a commit reserves room for every
-//    latch it will hold (reserve_latches) while it holds none, so it never waits for room
-//    while holding latches; one that would need more than max_latched_pages() is refused.
+//  - Room for latches (a buffer pool's pins) is finite, and a thread never waits for room
+//    while it holds a latch: a latch taken while holding one comes from a reservation
+//    (reserve_latches), made while holding none. A commit reserves room for every latch
+//    it will hold (one that would need more than max_latched_pages() is refused); a read
+//    for its descent and chain; a split for its plan and new pages (tree.hpp).
 //  - log_change() is given pages latched exclusively by the caller, with their changes
 //    already applied through page_edits; it makes them one WAL record (redo applies all of
 //    it or none), stamps the record's LSN on every page and marks them dirty. With a
@@ -131,6 +133,8 @@ public:
   virtual void release_reserved_latches() = 0;
   /// Whether the calling thread holds a reservation (latch_reservation nests in it).
   virtual bool latches_reserved() const = 0;
+  /// The calling thread's reserved room not drawn on by its latches now.
+  virtual std::size_t latches_in_reserve() const = 0;
 
   /// A node of `rel`'s tree a reader's descent may start from instead of reading the meta
   /// page, the page every operation on the table would otherwise latch (0: none known).

@@ -17,6 +17,9 @@ struct reserved_pins {
   std::size_t count = 0;
 };
 thread_local reserved_pins reserved;
+// The latches the calling thread holds, of any store: one that holds a latch may wait for
+// another latch, never for a pin (the header's invariant).
+thread_local std::size_t latches_held = 0;
 
 } // namespace
 
@@ -69,6 +72,10 @@ bool pool_page_store::try_reserve_latches(std::size_t count) {
 
 bool pool_page_store::latches_reserved() const { return reserved.store == this; }
 
+std::size_t pool_page_store::latches_in_reserve() const {
+  return reserved.store == this ? reserved.count : 0;
+}
+
 void pool_page_store::release_reserved_latches() {
   if (reserved.store != this)
     return;
@@ -77,13 +84,17 @@ void pool_page_store::release_reserved_latches() {
 }
 
 page_guard pool_page_store::latch(page_id id, latch_mode mode) {
-  if (!draw_reserved())
+  if (!draw_reserved()) {
+    TIDEMARK_CHECK(latches_held == 0, "a thread holding a latch takes another only from a "
+                                      "reservation: it never waits for a pin while holding one");
     pool_.reserve_pins(1);
+  }
   storage::buffer_id buffer = pin_reserved(id);
   if (mode == latch_mode::exclusive)
     pool_.lock_exclusive(buffer);
   else
     pool_.lock_shared(buffer);
+  ++latches_held;
   return make_guard(id, buffer, static_cast<unsigned char*>(pool_.page(buffer)), mode);
 }
 
@@ -98,6 +109,7 @@ page_guard pool_page_store::try_latch(page_id id, latch_mode mode) {
     give_back_pin();
     return {};
   }
+  ++latches_held;
   return make_guard(id, buffer, static_cast<unsigned char*>(pool_.page(buffer)), mode);
 }
 
@@ -116,6 +128,8 @@ void pool_page_store::unlatch(page_id, std::uint64_t handle, latch_mode mode) {
     pool_.unlock_shared(buffer);
   pool_.unpin(buffer);
   give_back_pin();
+  TIDEMARK_CHECK(latches_held > 0, "a latch is released by the thread that took it");
+  --latches_held;
 }
 
 block_id pool_page_store::new_block(rel_id rel) {

@@ -6,10 +6,11 @@
 //  - Every latch holds one reserved pin (buffer_pool::reserve_pins) and one pin; releasing
 //    the latch gives both back. try_latch() waits for neither pins nor the latch.
 //  - reserve_latches() reserves its pins at once, for the calling thread (a thread-local
-//    count): its latches draw on them and give them back to it until it is released, so a
-//    commit never waits for pins while holding latches. A commit holds at most a quarter
-//    of the pool's buffers, and at least 8 (max_latched_pages), so several may hold theirs
-//    at once and the pool still has buffers to read into.
+//    count): its latches draw on them and give them back to it until it is released. A
+//    thread that holds a latch never waits for a pin (checked: latch() counts the calling
+//    thread's latches), so pins held cannot wait for each other. A commit holds at most a
+//    quarter of the pool's buffers, and at least 8 (max_latched_pages), so several may
+//    hold theirs at once and the pool still has buffers to read into.
 //  - log_change() inserts one record holding every page's ops (and a full-page image of
 //    each page not changed since the redo point, in full_page_writes mode), with a
 //    commit_hold released only after every page carries the record's LSN and is marked
@@ -55,6 +56,7 @@ public:
   bool try_reserve_latches(std::size_t count) override;
   void release_reserved_latches() override;
   bool latches_reserved() const override;
+  std::size_t latches_in_reserve() const override;
 
 protected:
   void unlatch(page_id id, std::uint64_t handle, latch_mode mode) override;

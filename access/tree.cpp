@@ -286,6 +286,14 @@ void apply_split(split_plan& plan, page_store& store, rel_id rel) {
   store.log_change(logged);
 }
 
+// The latches a split plan holds.
+std::size_t latches_held(const split_plan& plan) {
+  std::size_t held = (plan.parent ? 1 : 0) + (plan.meta ? 1 : 0);
+  for (const split_step& step : plan.steps)
+    held += (step.node ? 1 : 0) + (step.old_right ? 1 : 0);
+  return held;
+}
+
 } // namespace
 
 bool inline_value_fits(std::size_t page_size, std::size_t key_size, std::size_t value_size) {
@@ -297,6 +305,8 @@ bool inline_value_fits(std::size_t page_size, std::size_t key_size, std::size_t 
 
 void tree::create(page_store& store, rel_id rel) {
   TIDEMARK_CHECK(store.blocks(rel) == 0, "a tree is created in an empty relation");
+  latch_reservation reserved(store);
+  reserved.reserve(2);
   block_id meta_at = store.new_block(rel);
   block_id root_at = store.new_block(rel);
   TIDEMARK_CHECK(meta_at == meta_block && root_at == meta_block + 1,
@@ -449,18 +459,25 @@ bool tree::erase(key_view key) {
 // ---- splits --------------------------------------------------------------------------------
 
 void tree::make_room(const std::vector<pending_item>& items) {
+  TIDEMARK_CHECK(!store_.latches_reserved(), "splits are made holding no reservation");
+  latch_reservation reserved(store_);
   // Leaf by leaf from the first item: split the one covering items[from] until it can take
   // the items it covers, then go on past them.
   for (std::size_t from = 0; from < items.size();) {
-    split_attempt attempt = try_split(items, from);
-    if (attempt.busy)
+    split_attempt attempt = try_split(items, from, reserved);
+    if (attempt.latches > 0) { // room for all of them, reserved holding nothing
+      reserved.release();
+      reserved.reserve(attempt.latches);
+    } else if (attempt.busy) {
       store_.wait_for(*attempt.busy);
-    else if (!attempt.split)
+    } else if (!attempt.split) {
       from += attempt.covered;
+    }
   }
 }
 
-tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_t from) {
+tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_t from,
+                                    latch_reservation& reserved) {
   descent path;
   split_plan plan;
   plan.steps.resize(1);
@@ -470,6 +487,12 @@ tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std:
     return attempt; // room enough (maybe another split made it)
   if ((attempt.busy = plan_upward(plan, store_, rel_, path)))
     return attempt;
+  std::size_t fresh = plan.steps.size() + (plan.meta ? 1 : 0); // new nodes, a new root
+  std::size_t in_reserve = store_.latches_in_reserve();
+  if (fresh > in_reserve && !reserved.try_reserve(fresh - in_reserve)) {
+    attempt.latches = latches_held(plan) + fresh;
+    return attempt;
+  }
   apply_split(plan, store_, rel_);
   attempt.split = true;
   return attempt;
@@ -663,6 +686,8 @@ std::string check_pages_accounted(page_store& store, rel_id rel,
 } // namespace
 
 std::string check_tree(page_store& store, rel_id rel) {
+  latch_reservation reserved(store); // a leaf and its chain's page; the meta page and a free one
+  reserved.reserve(2);
   block_id blocks = store.blocks(rel);
   if (blocks == 0)
     return "relation " + std::to_string(rel) + " has no blocks";

@@ -18,7 +18,10 @@
 // link changes, the meta page) with try_latch; one that is busy makes it release all and
 // wait for that page, then start again. So nobody waits while holding a latch except on
 // the first page of a split, or a commit on leaves in block order, and no cycle of waits
-// can form.
+// can form. Nor of waits for room (pins): a split latches its new pages while holding the
+// rest, so it takes them from a reservation; when it holds more than it reserved and the
+// pool has no room to add, it releases everything, reserves the whole count holding
+// nothing, and starts again.
 //
 // Meta page (block 0), after the page header: u32 magic, u32 root block, u16 root level,
 // u16 reserved, u32 first free block (0: none), u32 free blocks (overflow.hpp).
@@ -106,11 +109,14 @@ private:
   page_guard latch_node(block_id block, latch_mode mode);
   struct split_attempt {
     std::optional<page_id> busy; // a try_latch failed: wait for it (nothing is held)
+    std::size_t latches = 0;     // the split holds this many at once, more than reserved
     bool split = false;          // one split was made
-    std::size_t covered = 0;     // when neither: the items the leaf covers, room enough
+    std::size_t covered = 0;     // when none of these: the items the leaf covers, room enough
   };
-  /// One attempt at a split of the leaf covering items[from].
-  split_attempt try_split(const std::vector<pending_item>& items, std::size_t from);
+  /// One attempt at a split of the leaf covering items[from], its new pages latched from
+  /// `reserved`.
+  split_attempt try_split(const std::vector<pending_item>& items, std::size_t from,
+                          latch_reservation& reserved);
 
   page_store& store_;
   rel_id rel_;

@@ -90,6 +90,7 @@ public:
   bool try_reserve_latches(std::size_t) override { return true; }
   void release_reserved_latches() override {}
   bool latches_reserved() const override { return false; }
+  std::size_t latches_in_reserve() const override { return 0; }
   void half_applied(const std::string& why) override {
     TIDEMARK_CHECK_DETAIL(false, "a test's change never fails half applied", why);
   }
