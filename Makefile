@@ -12,6 +12,8 @@ BUILD ?= build
 BUILD_SAN ?= build-sanitize
 BUILD_TSAN ?= build-tsan
 JOBS ?= $(shell nproc)
+# ON compiles the libraries and the tool as unity builds (faster from scratch; .ci/run).
+UNITY_BUILD ?= OFF
 PACKAGES = libcaf-dev liburing-dev liblz4-dev libboost-dev doctest-dev cmake g++ python3 pkg-config make
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # CMake's build as a make of its own: nested in this one, its makes would print
@@ -35,7 +37,7 @@ deps:
 	fi
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DTIDEMARK_UNITY_BUILD=$(UNITY_BUILD) >/dev/null
 	$(CMAKE_BUILD) $(BUILD) -j $(JOBS)
 
 # Only what the demo needs (the libraries and the tidemark program: minutes, where the
@@ -63,7 +65,7 @@ test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
 test-sanitize: deps
-	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_SANITIZE=ON -DTIDEMARK_CRASH_LOOPS=12 -DTIDEMARK_BAD_READ_CYCLES=10 -DTIDEMARK_TREE_PROPERTY_OPS=100000 -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_UNITY_BUILD=$(UNITY_BUILD) -DTIDEMARK_SANITIZE=ON -DTIDEMARK_CRASH_LOOPS=12 -DTIDEMARK_BAD_READ_CYCLES=10 -DTIDEMARK_TREE_PROPERTY_OPS=100000 -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
 	$(CMAKE_BUILD) $(BUILD_SAN) -j $(JOBS)
 	cd $(BUILD_SAN) && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp \
 	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
@@ -74,7 +76,7 @@ test-sanitize: deps
 # and messages) are not checked; their mutexes still count. tests/tsan.supp says why each
 # suppression is there.
 test-tsan: deps
-	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_TSAN=ON \
+	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_UNITY_BUILD=$(UNITY_BUILD) -DTIDEMARK_TSAN=ON \
 	  -DTIDEMARK_BUILD_TOOLS=OFF -DTIDEMARK_BUILD_EXAMPLES=OFF -DTIDEMARK_TREE_PROPERTY_OPS=100000 \
 	  -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
 	$(CMAKE_BUILD) $(BUILD_TSAN) -j $(JOBS)

@@ -21,13 +21,6 @@ constexpr std::size_t right_at = node_header_offset + 16;
 constexpr std::size_t left_at = node_header_offset + 20;
 static_assert(left_at + 4 + 8 == slots_offset, "the node header ends where the slots begin");
 
-template <class T>
-T load(const unsigned char* page, std::size_t at) {
-  T value;
-  std::memcpy(&value, page + at, sizeof(T));
-  return value;
-}
-
 std::size_t item_length(const item_view& item, std::size_t key_length) {
   return item_header_size + key_length + item.payload_length;
 }

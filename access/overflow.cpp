@@ -10,16 +10,9 @@ namespace tidemark::access {
 
 namespace {
 
-constexpr std::size_t magic_at = storage::page_header_size;
-constexpr std::size_t next_at = magic_at + 4;
-constexpr std::size_t length_at = magic_at + 8;
-
-template <class T>
-T load(const unsigned char* page, std::size_t at) {
-  T value;
-  std::memcpy(&value, page + at, sizeof(T));
-  return value;
-}
+constexpr std::size_t overflow_magic_at = storage::page_header_size;
+constexpr std::size_t overflow_next_at = overflow_magic_at + 4;
+constexpr std::size_t overflow_length_at = overflow_magic_at + 8;
 
 std::string describe(rel_id rel, block_id block) {
   return "relation " + std::to_string(rel) + " block " + std::to_string(block);
@@ -60,12 +53,12 @@ std::string item_value(page_store& store, rel_id rel, const item_view& item) {
                                  " ends after " + std::to_string(value.size()) + " of its " +
                                  std::to_string(ref.length) + " bytes");
     page_guard page = store.latch({rel, block}, latch_mode::shared);
-    auto length = load<std::uint32_t>(page.bytes(), length_at);
-    if (load<std::uint32_t>(page.bytes(), magic_at) != overflow_magic ||
+    auto length = load<std::uint32_t>(page.bytes(), overflow_length_at);
+    if (load<std::uint32_t>(page.bytes(), overflow_magic_at) != overflow_magic ||
         length > overflow_capacity(store.page_size()) || length > ref.length - value.size())
       throw tidemark::data_error(describe(rel, block) + " is not the overflow page its chain says");
     value.append(reinterpret_cast<const char*>(page.bytes() + overflow_data_offset), length);
-    block = load<block_id>(page.bytes(), next_at);
+    block = load<block_id>(page.bytes(), overflow_next_at);
   }
   return value;
 }
@@ -83,10 +76,10 @@ std::string check_chain(page_store& store, rel_id rel, overflow_ref ref, std::ve
       (*seen)[block] = true;
     }
     page_guard page = store.latch({rel, block}, latch_mode::shared);
-    if (load<std::uint32_t>(page.bytes(), magic_at) != overflow_magic)
+    if (load<std::uint32_t>(page.bytes(), overflow_magic_at) != overflow_magic)
       return describe(rel, block) + " is in an overflow chain but is not an overflow page";
-    length += load<std::uint32_t>(page.bytes(), length_at);
-    block = load<block_id>(page.bytes(), next_at);
+    length += load<std::uint32_t>(page.bytes(), overflow_length_at);
+    block = load<block_id>(page.bytes(), overflow_next_at);
   }
   if (block != 0 || length != ref.length)
     return "an overflow chain of relation " + std::to_string(rel) + " from block " +
@@ -104,9 +97,9 @@ std::string check_free_list(page_store& store, rel_id rel, block_id head, std::u
              std::to_string(block) + ", which is not a free block";
     seen[block] = true;
     page_guard page = store.latch({rel, block}, latch_mode::shared);
-    if (load<std::uint32_t>(page.bytes(), magic_at) != free_magic)
+    if (load<std::uint32_t>(page.bytes(), overflow_magic_at) != free_magic)
       return describe(rel, block) + " is on the free list but is not a free page";
-    block = load<block_id>(page.bytes(), next_at);
+    block = load<block_id>(page.bytes(), overflow_next_at);
   }
   if (found != count)
     return "the free list of relation " + std::to_string(rel) + " has " + std::to_string(found) +
@@ -158,10 +151,10 @@ std::pair<page_guard*, page_changes*> page_allocator::take_page() {
       page = {&pages_[i], &changes_[i]};
   if (page.first == nullptr)
     page = hold(store_.latch({rel_, head}, latch_mode::exclusive));
-  if (load<std::uint32_t>(page.first->bytes(), magic_at) != free_magic)
+  if (load<std::uint32_t>(page.first->bytes(), overflow_magic_at) != free_magic)
     throw tidemark::data_error(describe(rel_, head) +
                                " is on the free list but is not a free page");
-  set_free_list(load<block_id>(page.first->bytes(), next_at), -1);
+  set_free_list(load<block_id>(page.first->bytes(), overflow_next_at), -1);
   return page;
 }
 
@@ -178,7 +171,7 @@ overflow_ref page_allocator::write_chain(std::string_view value) {
     std::uint32_t header[4] = {overflow_magic, i + 1 < count ? chain[i + 1].first->id().block : 0,
                                static_cast<std::uint32_t>(length), 0};
     page_edit edit(chain[i].first->mutable_bytes(), page_size, chain[i].second);
-    edit.write(magic_at, header, sizeof header);
+    edit.write(overflow_magic_at, header, sizeof header);
     edit.write(overflow_data_offset, value.data() + at, length);
   }
   return {static_cast<std::uint32_t>(value.size()), chain.front().first->id().block};
@@ -190,13 +183,13 @@ void page_allocator::free_chain(overflow_ref ref) {
   for (std::size_t i = 0; i < pages; ++i) {
     // Reached only through the leaf the caller holds exclusively: nobody waits here.
     auto [page, changes] = hold(store_.latch({rel_, block}, latch_mode::exclusive));
-    TIDEMARK_CHECK(load<std::uint32_t>(page->bytes(), magic_at) == overflow_magic,
+    TIDEMARK_CHECK(load<std::uint32_t>(page->bytes(), overflow_magic_at) == overflow_magic,
                    "a chain is checked (check_chain) before it is freed");
-    block_id next = load<block_id>(page->bytes(), next_at);
+    block_id next = load<block_id>(page->bytes(), overflow_next_at);
     TIDEMARK_CHECK(next != block, "a chain checked before the change does not loop");
     std::uint32_t header[2] = {free_magic, free_head()};
     page_edit edit(page->mutable_bytes(), store_.page_size(), changes);
-    edit.write(magic_at, header, sizeof header);
+    edit.write(overflow_magic_at, header, sizeof header);
     set_free_list(block, +1);
     block = next;
   }

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace tidemark::access {
@@ -65,5 +66,13 @@ private:
   std::size_t page_size_;
   page_changes* log_;
 };
+
+/// The value of type T at `offset` of a page (write_value's reader), unaligned.
+template <class T>
+T load(const unsigned char* page, std::size_t offset) {
+  T value;
+  std::memcpy(&value, page + offset, sizeof(T));
+  return value;
+}
 
 } // namespace tidemark::access

@@ -13,13 +13,6 @@ namespace tidemark::access {
 
 namespace {
 
-template <class T>
-T load(const unsigned char* page, std::size_t at) {
-  T value;
-  std::memcpy(&value, page + at, sizeof(T));
-  return value;
-}
-
 // The entry at `slot` of a latched leaf, its value read from its chain when it has one.
 std::pair<std::string, std::string> entry_of(page_store& store, rel_id rel, const node_view& node,
                                              std::size_t slot) {
@@ -287,7 +280,7 @@ void apply_split(split_plan& plan, page_store& store, rel_id rel) {
 }
 
 // The latches a split plan holds.
-std::size_t latches_held(const split_plan& plan) {
+std::size_t plan_latches(const split_plan& plan) {
   std::size_t held = (plan.parent ? 1 : 0) + (plan.meta ? 1 : 0);
   for (const split_step& step : plan.steps)
     held += (step.node ? 1 : 0) + (step.old_right ? 1 : 0);
@@ -490,7 +483,7 @@ tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std:
   std::size_t fresh = plan.steps.size() + (plan.meta ? 1 : 0); // new nodes, a new root
   std::size_t in_reserve = store_.latches_in_reserve();
   if (fresh > in_reserve && !reserved.try_reserve(fresh - in_reserve)) {
-    attempt.latches = latches_held(plan) + fresh;
+    attempt.latches = plan_latches(plan) + fresh;
     return attempt;
   }
   apply_split(plan, store_, rel_);

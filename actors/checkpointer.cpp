@@ -72,8 +72,7 @@ checkpoint_run& current_run(checkpointer_state& st) {
 
 void trace(context& ctx, actor_role to, trace_type type, std::uint64_t a = 0, std::uint64_t b = 0,
            std::uint64_t c = 0) {
-  if (ctx.store.trace)
-    ctx.store.trace->record(actor_role::checkpointer, to, type, a, b, c);
+  ctx.trace(actor_role::checkpointer, to, type, a, b, c);
 }
 
 // ---- schedule (C4) -----------------------------------------------------------------------

@@ -215,6 +215,13 @@ struct context {
   bool failed() const { return failure_.failed(); }
   std::string failure() const { return failure_.failure(); }
 
+  /// Records one message flow in the trace, when tracing is on.
+  void trace(messages::actor_role from, messages::actor_role to, messages::trace_type type,
+             std::uint64_t a = 0, std::uint64_t b = 0, std::uint64_t c = 0) const {
+    if (store.trace)
+      store.trace->record(from, to, type, a, b, c);
+  }
+
 private:
   mutable std::mutex control_mutex_;
   storage::control_data control_;

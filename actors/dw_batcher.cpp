@@ -44,12 +44,6 @@ struct dw_batcher_state {
 
 using dw_batcher_pointer = dw_batcher_actor::stateful_pointer<dw_batcher_state>;
 
-void trace(context& ctx, actor_role from, actor_role to, trace_type type, std::uint64_t a,
-           std::uint64_t b = 0) {
-  if (ctx.store.trace)
-    ctx.store.trace->record(from, to, type, a, b);
-}
-
 // What a batch's in-place writes do to each file it touches: bytes and range (for the
 // sync worker's pacing), one element per segment, in the order the batch first touches it.
 std::vector<storage::file_write> writes_of(context& ctx,
@@ -92,9 +86,9 @@ void on_chunks_synced(dw_batcher_pointer self, const std::vector<std::uint32_t>&
                           "a chunk reported synced was awaiting its fsync",
                           "chunk " + std::to_string(chunk));
     ctx.store.ring->advance(chunk, dw_state::data_fsynced);
-    trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_fsynced, chunk);
+    ctx.trace(actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_fsynced, chunk);
     // Traced before the release: a writer may take the chunk the moment it is free.
-    trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_free, chunk);
+    ctx.trace(actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_free, chunk);
     ctx.store.ring->release(chunk);
     st.hurried.erase(chunk);
   }
@@ -142,8 +136,8 @@ void hurry_retirement(dw_batcher_pointer self, bool writer_waiting) {
   }
   if (request.files.empty())
     return;
-  trace(ctx, actor_role::dw_batcher, actor_role::sync_worker, trace_type::sync_now,
-        request.files.size());
+  ctx.trace(actor_role::dw_batcher, actor_role::sync_worker, trace_type::sync_now,
+            request.files.size());
   self->send(st.sync_worker, std::move(request));
 }
 
@@ -209,8 +203,8 @@ bool may_gather(const dw_batcher_state& st, actor_role source) {
 // that pile up share one ring fsync. A small background batch may wait for company.
 void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) {
   auto& st = self->state;
-  trace(*st.ctx, source, actor_role::dw_batcher, trace_type::dw_batch_ready, chunk,
-        st.ctx->store.ring->entries(chunk).size());
+  st.ctx->trace(source, actor_role::dw_batcher, trace_type::dw_batch_ready, chunk,
+                st.ctx->store.ring->entries(chunk).size());
   st.queued.emplace_back(chunk, source);
   if (!may_gather(st, source)) {
     drain_soon(self);
@@ -240,8 +234,8 @@ bool write_record(dw_batcher_pointer self, std::uint32_t chunk, actor_role sourc
     fail_batch(ctx, chunk, std::string("doublewrite batch failed: ") + error.what());
     return true;
   }
-  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_written, chunk,
-        entries.size());
+  ctx.trace(actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_written, chunk,
+            entries.size());
   st.group.emplace_back(chunk, source);
   return true;
 }
@@ -257,8 +251,8 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
     st.writes.push_back({entries[i].id, ring.slot_memory(chunk, static_cast<std::uint32_t>(i))});
   std::vector<storage::file_write> written = writes_of(ctx, entries);
   std::vector<file_ref> files = refs_of(written);
-  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_inplace_write, chunk,
-        st.writes.size());
+  ctx.trace(actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_inplace_write, chunk,
+            st.writes.size());
   try {
     // D1: only after DWB_FSYNCED. No writeback is started here: the pages wait in the page
     // cache, coalescing, for the sync worker's paced write-back and the fsync that retires
@@ -276,7 +270,7 @@ void write_in_place(dw_batcher_pointer self, std::uint32_t chunk, actor_role sou
   for (const storage::dw_entry& entry : entries)
     ctx.store.pool->finish_write(entry.buffer, true, offer); // W2: registered before reported clean
   ring.advance(chunk, dw_state::data_written);
-  trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_written, chunk);
+  ctx.trace(actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_data_written, chunk);
   st.awaiting_fsync.emplace(chunk, files);
   self->send(st.sync_worker, sync_notify{std::move(files), chunk});
   ask_synced(self); // behind the notify: the sync worker knows the chunk when it answers
@@ -329,7 +323,7 @@ void write_queued(dw_batcher_pointer self) {
         return;
       }
       for (const auto& [chunk, source] : st.group) {
-        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_fsynced, chunk);
+        ctx.trace(actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_fsynced, chunk);
         if (ctx.failed())
           fail_batch(ctx, chunk, ctx.failure()); // an in-place write before it failed
         else
@@ -346,8 +340,7 @@ void write_queued(dw_batcher_pointer self) {
         return;
       }
       if (retry)
-        trace(ctx, actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_horizon_synced,
-              0);
+        ctx.trace(actor_role::dw_batcher, actor_role::dw_batcher, trace_type::dw_horizon_synced, 0);
     }
     if (ctx.failed()) {
       fail_queued_batches(self);

@@ -128,12 +128,6 @@ struct sync_worker_state {
 
 using sync_worker_pointer = sync_worker_actor::stateful_pointer<sync_worker_state>;
 
-void trace(context& ctx, role from, role to, trace_type type, std::uint64_t a = 0,
-           std::uint64_t b = 0, std::uint64_t c = 0) {
-  if (ctx.store.trace)
-    ctx.store.trace->record(from, to, type, a, b, c);
-}
-
 // Answers the batcher's outstanding synced_chunks_request with every chunk covered since
 // the last answer, if it asked and there is one.
 void tell_synced(sync_worker_pointer self) {
@@ -155,7 +149,7 @@ void notify_synced(sync_worker_pointer self, const storage::file_tag& tag) {
   for (std::uint32_t chunk : found->second) {
     auto left = st.files_left.find(chunk);
     if (--left->second == 0) {
-      trace(*st.ctx, role::sync_worker, role::dw_batcher, trace_type::files_synced, chunk);
+      st.ctx->trace(role::sync_worker, role::dw_batcher, trace_type::files_synced, chunk);
       st.synced_chunks.push_back(chunk);
       st.files_left.erase(left);
     }
@@ -180,8 +174,8 @@ void fail_file(sync_worker_pointer self, const storage::file_tag& tag, const cha
                const std::exception& error) {
   context& ctx = *self->state.ctx;
   ctx.fail(std::string(what) + " failed: " + error.what());
-  trace(ctx, role::sync_worker, role::checkpointer, trace_type::fsync_failed, tag.segment.rel,
-        tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
+  ctx.trace(role::sync_worker, role::checkpointer, trace_type::fsync_failed, tag.segment.rel,
+            tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
   fail_notifications(self);
 }
 
@@ -198,8 +192,8 @@ bool fsync_file(sync_worker_pointer self, const storage::file_tag& tag, std::uin
   *micros = static_cast<std::uint64_t>(
     std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - start).count());
   ctx.counters.syncs.fsyncs.fetch_add(1, std::memory_order_relaxed);
-  trace(ctx, role::sync_worker, role::sync_worker, trace_type::fsync, tag.segment.rel,
-        tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
+  ctx.trace(role::sync_worker, role::sync_worker, trace_type::fsync, tag.segment.rel,
+            tag.segment.segno, static_cast<std::uint64_t>(tag.kind));
   notify_synced(self, tag);
   return true;
 }
@@ -214,8 +208,8 @@ bool write_back_piece_of(sync_worker_pointer self, const storage::file_tag& tag,
     fail_file(self, tag, "write-back", error);
     return false;
   }
-  trace(ctx, role::sync_worker, role::sync_worker, trace_type::write_back, tag.segment.rel,
-        tag.segment.segno, offset);
+  ctx.trace(role::sync_worker, role::sync_worker, trace_type::write_back, tag.segment.rel,
+            tag.segment.segno, offset);
   return true;
 }
 
@@ -251,8 +245,8 @@ void sync_step(sync_worker_pointer self) {
     }
   }
   if (walk.done()) {
-    trace(ctx, role::sync_worker, role::checkpointer, trace_type::sync_phase_done,
-          phase.result.files);
+    ctx.trace(role::sync_worker, role::checkpointer, trace_type::sync_phase_done,
+              phase.result.files);
     phase.promise.deliver(phase.result);
     st.phase.reset();
     return;
@@ -345,10 +339,10 @@ caf::result<sync_phase_done> begin_sync_phase(sync_worker_pointer self,
                                       phase.walk.bytes_total));
   phase.promise = self->make_response_promise<sync_phase_done>();
   auto promise = phase.promise;
-  trace(*st.ctx, role::sync_worker, role::sync_worker, trace_type::sync_phase_begin, phase.cycle,
-        phase.walk.files.size(),
-        static_cast<std::uint64_t>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(phase.walk.span).count()));
+  st.ctx->trace(role::sync_worker, role::sync_worker, trace_type::sync_phase_begin, phase.cycle,
+                phase.walk.files.size(),
+                static_cast<std::uint64_t>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(phase.walk.span).count()));
   st.phase = std::move(phase);
   sync_step(self);
   return promise;
@@ -365,8 +359,8 @@ void on_deadline(sync_worker_pointer self, const sync_deadline& deadline) {
   if (ends + (walk.ends() - now) / 8 >= walk.ends())
     return; // only ever sooner, and by enough to matter: the plan it has still holds
   walk.replan(now, ends - now);
-  trace(*st.ctx, role::sync_worker, role::sync_worker, trace_type::sync_phase_replanned,
-        deadline.ms_left);
+  st.ctx->trace(role::sync_worker, role::sync_worker, trace_type::sync_phase_replanned,
+                deadline.ms_left);
   sync_step(self); // due sooner now: the step waiting on the old plan is stale
 }
 
@@ -375,8 +369,8 @@ void on_hurry(sync_worker_pointer self) {
   auto& st = self->state;
   if (!st.phase || st.phase->hurried)
     return;
-  trace(*st.ctx, role::sync_worker, role::sync_worker, trace_type::sync_phase_hurried,
-        st.phase->result.files, st.phase->walk.files.size());
+  st.ctx->trace(role::sync_worker, role::sync_worker, trace_type::sync_phase_hurried,
+                st.phase->result.files, st.phase->walk.files.size());
   st.phase->hurried = true;
   sync_step(self); // the step waiting on the plan is stale
 }
@@ -386,16 +380,16 @@ void on_notify(sync_worker_pointer self, const sync_notify& request) {
   auto& st = self->state;
   if (st.ctx->failed())
     return; // the batcher's synced_chunks_request gets the error
-  trace(*st.ctx, role::dw_batcher, role::sync_worker, trace_type::sync_notify, request.chunk,
-        request.files.size());
+  st.ctx->trace(role::dw_batcher, role::sync_worker, trace_type::sync_notify, request.chunk,
+                request.files.size());
   TIDEMARK_CHECK_DETAIL(!request.files.empty() &&
                           st.files_left.emplace(request.chunk, request.files.size()).second,
                         "a doublewrite chunk is registered once, for at least one file",
                         "chunk " + std::to_string(request.chunk));
   for (const file_ref& f : request.files) {
     st.waiting[to_tag(f)].push_back(request.chunk);
-    trace(*st.ctx, role::dw_batcher, role::sync_worker, trace_type::notify_file, request.chunk,
-          f.rel, f.segno);
+    st.ctx->trace(role::dw_batcher, role::sync_worker, trace_type::notify_file, request.chunk,
+                  f.rel, f.segno);
   }
 }
 

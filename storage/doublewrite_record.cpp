@@ -18,7 +18,7 @@ constexpr std::uint32_t header_magic = 0x48444d54; // "TMDH"
 constexpr std::uint32_t header_version = 1;
 constexpr std::uint16_t entry_lz4 = 1;
 
-struct record_header {
+struct ring_record_header {
   std::uint32_t magic;
   std::uint32_t crc;
   std::uint32_t length;
@@ -27,7 +27,7 @@ struct record_header {
   std::uint32_t page_size;
   std::uint32_t reserved;
 };
-static_assert(sizeof(record_header) == 32);
+static_assert(sizeof(ring_record_header) == 32);
 
 struct slot_header {
   std::uint32_t magic;
@@ -48,7 +48,7 @@ struct entry_header {
 };
 static_assert(sizeof(entry_header) == 4);
 
-constexpr std::size_t crc_from = offsetof(record_header, length);
+constexpr std::size_t crc_from = offsetof(ring_record_header, length);
 
 std::size_t round_up(std::size_t n) {
   return (n + ring_record_alignment - 1) / ring_record_alignment * ring_record_alignment;
@@ -57,13 +57,13 @@ std::size_t round_up(std::size_t n) {
 } // namespace
 
 std::size_t max_record_bytes(std::uint32_t batch_pages, std::size_t page_size) {
-  return round_up(sizeof(record_header) +
+  return round_up(sizeof(ring_record_header) +
                   std::size_t(batch_pages) * (sizeof(entry_header) + page_size));
 }
 
 std::size_t encode_batch(const unsigned char* const* images, std::uint32_t count,
                          std::size_t page_size, std::uint64_t sequence, unsigned char* out) {
-  std::size_t at = sizeof(record_header);
+  std::size_t at = sizeof(ring_record_header);
   for (std::uint32_t i = 0; i < count; ++i) {
     entry_header e{static_cast<std::uint16_t>(page_size), 0};
     unsigned char* stored = out + at + sizeof e;
@@ -80,13 +80,13 @@ std::size_t encode_batch(const unsigned char* const* images, std::uint32_t count
     std::memcpy(out + at, &e, sizeof e);
     at += sizeof e + e.stored;
   }
-  record_header h{record_magic,
-                  0,
-                  static_cast<std::uint32_t>(at),
-                  count,
-                  sequence,
-                  static_cast<std::uint32_t>(page_size),
-                  0};
+  ring_record_header h{record_magic,
+                       0,
+                       static_cast<std::uint32_t>(at),
+                       count,
+                       sequence,
+                       static_cast<std::uint32_t>(page_size),
+                       0};
   std::memcpy(out, &h, sizeof h);
   h.crc = crc32c(out + crc_from, at - crc_from);
   std::memcpy(out, &h, sizeof h);
@@ -172,7 +172,7 @@ bool newest_ring_header(const unsigned char* slots, ring_header* header, unsigne
 ring_record_info inspect_ring_record(const unsigned char* record, std::size_t available,
                                      std::size_t page_size) {
   ring_record_info info;
-  record_header h;
+  ring_record_header h;
   if (available < sizeof h)
     return info;
   std::memcpy(&h, record, sizeof h);
@@ -209,7 +209,7 @@ ring_record_info inspect_ring_record(const unsigned char* record, std::size_t av
 void for_each_record_image(const unsigned char* record, std::size_t page_size,
                            unsigned char* scratch,
                            const std::function<void(const ring_image& image)>& image) {
-  record_header h;
+  ring_record_header h;
   std::memcpy(&h, record, sizeof h);
   std::size_t at = sizeof h;
   for (std::uint32_t i = 0; i < h.count; ++i) {

@@ -14,6 +14,10 @@
 
 namespace tidemark::tools {
 
+/// The program's exit statuses: success, a failure the command reports (a check that found
+/// damage, a lost commit), and bad input (a usage or configuration error).
+constexpr int exit_ok = 0, exit_failure = 1, exit_usage = 2;
+
 /// The command line is wrong (an unknown flag, a missing or malformed value): the program
 /// prints the command's usage line after the message. Exit status 2, as every config_error.
 class bad_usage : public config_error {

@@ -24,8 +24,6 @@ using namespace tidemark::workload;
 
 namespace {
 
-constexpr int exit_ok = 0, exit_failure = 1;
-
 constexpr const char* workload_file_name = "workload.conf";
 
 // The workload `init` recorded in the directory's workload.conf: "tpcb_scale = N" and

@@ -24,7 +24,6 @@ namespace tidemark::tools {
 
 namespace {
 
-constexpr int exit_ok = 0, exit_failure = 1;
 constexpr const char* promote_signal = "promote.signal";
 constexpr const char* standby_conf = "standby.conf";
 

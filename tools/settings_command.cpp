@@ -12,8 +12,6 @@ namespace tidemark::tools {
 
 namespace {
 
-constexpr int exit_ok = 0;
-
 const char* intro =
   "Every setting of a data directory. tidemark init writes them all to DIR/tidemark.conf\n"
   "(--set KEY=VALUE there changes one); edit that file to change them for good, or give\n"

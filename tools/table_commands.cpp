@@ -12,8 +12,6 @@ namespace tidemark::tools {
 
 namespace {
 
-constexpr int exit_ok = 0;
-
 std::unique_ptr<database> open_read_only(const cli_args& args) {
   open_options options;
   options.read_only = true;

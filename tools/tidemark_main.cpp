@@ -14,8 +14,6 @@ using namespace tidemark::tools;
 
 namespace {
 
-constexpr int exit_ok = 0, exit_failure = 1, exit_usage = 2;
-
 int dispatch(int argc, char** argv, const command*& current) {
   std::string name = argv[1];
   if (name == "-h" || name == "--help") {

@@ -1,4 +1,4 @@
-// Keyed tables under four threads for TIDEMARK_TABLE_STRESS_SECONDS (60 in the release
+// Keyed tables under four threads for TIDEMARK_TABLE_STRESS_SECONDS (30 in the release
 // build), through the public API: random puts, erases, counter deltas, gets of other
 // threads' keys and range scans, small and overflow-sized values. Each thread alone writes
 // its own keys and a count of them (in the same transactions), so the committed
@@ -22,7 +22,7 @@
 #include <vector>
 
 #ifndef TIDEMARK_TABLE_STRESS_SECONDS
-#define TIDEMARK_TABLE_STRESS_SECONDS 60
+#define TIDEMARK_TABLE_STRESS_SECONDS 30
 #endif
 
 using namespace tidemark;
