@@ -19,7 +19,8 @@ constexpr std::size_t dead_at = node_header_offset + 12;
 constexpr std::size_t high_key_at = node_header_offset + 14;
 constexpr std::size_t right_at = node_header_offset + 16;
 constexpr std::size_t left_at = node_header_offset + 20;
-static_assert(left_at + 4 + 8 == slots_offset, "the node header ends where the slots begin");
+constexpr std::size_t next_free_at = node_header_offset + 24;
+static_assert(next_free_at + 4 + 4 == slots_offset, "the node header ends where the slots begin");
 
 std::size_t item_length(const item_view& item, std::size_t key_length) {
   return item_header_size + key_length + item.payload_length;
@@ -62,6 +63,7 @@ std::uint16_t node_view::level() const { return load<std::uint16_t>(page_, level
 std::size_t node_view::slot_count() const { return load<std::uint16_t>(page_, slot_count_at); }
 std::uint32_t node_view::right() const { return load<std::uint32_t>(page_, right_at); }
 std::uint32_t node_view::left() const { return load<std::uint32_t>(page_, left_at); }
+std::uint32_t node_view::next_free() const { return load<std::uint32_t>(page_, next_free_at); }
 bool node_view::has_high_key() const { return load<std::uint16_t>(page_, high_key_at) != 0; }
 
 key_view node_view::high_key() const {
@@ -200,6 +202,21 @@ void replace_item(page_edit& edit, std::size_t slot, std::uint16_t flags, std::u
 
 void set_right(page_edit& edit, std::uint32_t block) { edit.write_value(right_at, block); }
 void set_left(page_edit& edit, std::uint32_t block) { edit.write_value(left_at, block); }
+
+void set_child(page_edit& edit, std::size_t slot, std::uint32_t block) {
+  node_view node(edit.bytes(), edit.page_size());
+  TIDEMARK_CHECK(node.kind() == node_kind::inner && slot < node.slot_count(),
+                 "a child is set in an inner node's item");
+  std::size_t at = load<std::uint16_t>(edit.bytes(), slots_offset + slot * slot_size);
+  edit.write_value(at + 4, block); // after the item's key length and flags
+}
+
+void mark_deleted(page_edit& edit, std::uint32_t next_free) {
+  node_view node(edit.bytes(), edit.page_size());
+  TIDEMARK_CHECK(node.is_leaf() && node.slot_count() == 0, "only an empty leaf is deleted");
+  edit.write_value(kind_at, static_cast<std::uint16_t>(node_kind::deleted));
+  edit.write_value(next_free_at, next_free);
+}
 
 void compact_node(page_edit& edit) {
   node_view node(edit.bytes(), edit.page_size());

@@ -15,7 +15,8 @@
 //                              its level, whose keys have no upper bound)
 //       48     4  right        right sibling's block; 0: none
 //       52     4  left         left sibling's block; 0: none
-//       56     8  reserved     zero
+//       56     4  next_free    a deleted node's next block on the table's free list
+//       60     4  reserved     zero
 //       64        slot array: slot_count × u16 item offsets, sorted by the items' keys
 //
 //   item:  u16 key_length, u16 flags, u32 aux, key bytes, payload
@@ -57,7 +58,10 @@ constexpr std::size_t slot_size = 2;
 constexpr std::size_t item_header_size = 8;
 constexpr std::size_t max_key_size = 1024;
 
-enum class node_kind : std::uint16_t { leaf = 1, inner = 2 };
+/// A deleted node is a leaf unlinked from its tree (tree::remove_empty_leaf), on the free
+/// list: no items, its high key and sibling links as they were, so that a reader who read
+/// its block number before it was unlinked moves right from it.
+enum class node_kind : std::uint16_t { leaf = 1, inner = 2, deleted = 3 };
 
 constexpr std::uint16_t item_overflow = 1; // leaf: the payload is an overflow_ref
 
@@ -105,6 +109,9 @@ public:
   bool is_node() const;
   node_kind kind() const;
   bool is_leaf() const { return kind() == node_kind::leaf; }
+  bool is_deleted() const { return kind() == node_kind::deleted; }
+  /// A deleted node's next block on the free list (0: the last).
+  std::uint32_t next_free() const;
   std::uint16_t level() const;
   std::size_t slot_count() const;
   std::uint32_t right() const;
@@ -156,6 +163,10 @@ void replace_item(page_edit& edit, std::size_t slot, std::uint16_t flags, std::u
                   std::string_view payload);
 void set_right(page_edit& edit, std::uint32_t block);
 void set_left(page_edit& edit, std::uint32_t block);
+/// Inner nodes: points the item at `slot` to another child.
+void set_child(page_edit& edit, std::size_t slot, std::uint32_t block);
+/// Turns an empty leaf into a deleted node that links to `next_free` on the free list.
+void mark_deleted(page_edit& edit, std::uint32_t next_free);
 /// Rewrites the item area without dead bytes (same slots, same high key).
 void compact_node(page_edit& edit);
 /// Rewrites the whole node: `items` in order, the high key (none when `high_key` is null),

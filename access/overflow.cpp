@@ -88,6 +88,15 @@ std::string check_chain(page_store& store, rel_id rel, overflow_ref ref, std::ve
   return {};
 }
 
+std::optional<block_id> next_free(const unsigned char* page, std::size_t page_size) {
+  if (load<std::uint32_t>(page, overflow_magic_at) == free_magic)
+    return load<block_id>(page, overflow_next_at);
+  node_view node(page, page_size);
+  if (node.is_node() && node.is_deleted())
+    return node.next_free();
+  return std::nullopt;
+}
+
 std::string check_free_list(page_store& store, rel_id rel, block_id head, std::uint32_t count,
                             std::vector<bool>& seen) {
   std::uint32_t found = 0;
@@ -97,9 +106,11 @@ std::string check_free_list(page_store& store, rel_id rel, block_id head, std::u
              std::to_string(block) + ", which is not a free block";
     seen[block] = true;
     page_guard page = store.latch({rel, block}, latch_mode::shared);
-    if (load<std::uint32_t>(page.bytes(), overflow_magic_at) != free_magic)
-      return describe(rel, block) + " is on the free list but is not a free page";
-    block = load<block_id>(page.bytes(), overflow_next_at);
+    std::optional<block_id> next = next_free(page.bytes(), store.page_size());
+    if (!next)
+      return describe(rel, block) + " is on the free list but is neither a free page nor a "
+                                    "deleted node";
+    block = *next;
   }
   if (found != count)
     return "the free list of relation " + std::to_string(rel) + " has " + std::to_string(found) +
@@ -121,15 +132,19 @@ block_id page_allocator::free_head() const {
   return load<block_id>(meta_.bytes(), meta_free_head_at);
 }
 
-void page_allocator::set_free_list(block_id head, std::int64_t count_change) {
-  page_edit edit(meta_.mutable_bytes(), store_.page_size(), &meta_changes_);
-  auto count = load<std::uint32_t>(meta_.bytes(), meta_free_count_at);
-  edit.write_value(meta_free_head_at, head);
-  edit.write_value(meta_free_count_at, static_cast<std::uint32_t>(count + count_change));
+page_edit page_allocator::edit_meta() {
   if (!meta_logged_) {
     logged_.push_back({&meta_, &meta_changes_});
     meta_logged_ = true;
   }
+  return page_edit(meta_.mutable_bytes(), store_.page_size(), &meta_changes_);
+}
+
+void page_allocator::set_free_list(block_id head, std::int64_t count_change) {
+  auto count = load<std::uint32_t>(meta_.bytes(), meta_free_count_at);
+  page_edit edit = edit_meta();
+  edit.write_value(meta_free_head_at, head);
+  edit.write_value(meta_free_count_at, static_cast<std::uint32_t>(count + count_change));
 }
 
 std::pair<page_guard*, page_changes*> page_allocator::hold(page_guard page) {
@@ -141,21 +156,36 @@ std::pair<page_guard*, page_changes*> page_allocator::hold(page_guard page) {
 
 // A page off the free list (latched: only the free list, which the meta latch guards, leads
 // to it; or already held, freed earlier in this change), or a new block.
+// A deleted node at the head waits until no operation may still hold its number
+// (page_store::reusable): a new block is given out meanwhile.
 std::pair<page_guard*, page_changes*> page_allocator::take_page() {
   block_id head = free_head();
-  if (head == 0)
+  if (head == 0 || !store_.reusable({rel_, head}))
     return hold(store_.latch({rel_, store_.new_block(rel_)}, latch_mode::exclusive));
   std::pair<page_guard*, page_changes*> page{nullptr, nullptr};
   for (std::size_t i = 0; i < pages_.size() && page.first == nullptr; ++i)
     if (pages_[i].id().block == head)
       page = {&pages_[i], &changes_[i]};
-  if (page.first == nullptr)
+  if (page.first == nullptr) {
     page = hold(store_.latch({rel_, head}, latch_mode::exclusive));
-  if (load<std::uint32_t>(page.first->bytes(), overflow_magic_at) != free_magic)
+    if (node_view(page.first->bytes(), store_.page_size()).is_node())
+      logged_.back().reuses_unlinked = true; // a deleted node's block
+  }
+  std::optional<block_id> next = next_free(page.first->bytes(), store_.page_size());
+  if (!next)
     throw tidemark::data_error(describe(rel_, head) +
-                               " is on the free list but is not a free page");
-  set_free_list(load<block_id>(page.first->bytes(), overflow_next_at), -1);
+                               " is on the free list but is neither a free page nor a deleted "
+                               "node");
+  set_free_list(*next, -1);
   return page;
+}
+
+std::pair<page_guard*, page_changes*> page_allocator::take_node_page() { return take_page(); }
+
+void page_allocator::free_deleted_leaf(page_guard& leaf, page_changes& changes) {
+  page_edit edit(leaf.mutable_bytes(), store_.page_size(), &changes);
+  mark_deleted(edit, free_head());
+  set_free_list(leaf.id().block, +1);
 }
 
 overflow_ref page_allocator::write_chain(std::string_view value) {

@@ -2,7 +2,8 @@
 //
 // Overflow page, after the page header: u32 overflow_magic, u32 next block (0: the last),
 // u32 bytes of the value on this page, u32 reserved; the bytes from offset 48.
-// Free page: u32 free_magic, u32 next free block (0: the last).
+// Free page: u32 free_magic, u32 next free block (0: the last). The free list also holds
+// deleted nodes (node.hpp), linked through their next_free field.
 // The meta page (tree.hpp) holds the free list's head and length.
 //
 // A leaf item with item_overflow carries an overflow_ref as its payload: the value's
@@ -25,6 +26,7 @@
 #include "access/page_store.hpp"
 
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -63,6 +65,9 @@ std::string item_value(page_store& store, rel_id rel, const item_view& item);
 /// pages; with `seen`, no page reached before (each is marked). Returns the first problem
 /// or an empty string.
 std::string check_chain(page_store& store, rel_id rel, overflow_ref ref, std::vector<bool>* seen);
+/// The next block on the free list after `page` (a free page or a deleted node); none when
+/// it is neither.
+std::optional<block_id> next_free(const unsigned char* page, std::size_t page_size);
 /// Checks the free list from `head`: `count` free pages, none reached before (marked).
 std::string check_free_list(page_store& store, rel_id rel, block_id head, std::uint32_t count,
                             std::vector<bool>& seen);
@@ -84,6 +89,14 @@ public:
   overflow_ref write_chain(std::string_view value);
   /// Puts every page of the chain on the free list.
   void free_chain(overflow_ref ref);
+  /// A page for a new node (a split's), from the free list first, latched and logged in
+  /// this change; the caller builds the whole node in it.
+  std::pair<page_guard*, page_changes*> take_node_page();
+  /// Makes `leaf` (empty, latched and logged by the caller, already unlinked from its
+  /// tree in this change) a deleted node at the head of the free list.
+  void free_deleted_leaf(page_guard& leaf, page_changes& changes);
+  /// An edit of the meta page, logged in this change.
+  page_edit edit_meta();
 
 private:
   std::pair<page_guard*, page_changes*> take_page();

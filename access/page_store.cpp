@@ -54,6 +54,23 @@ void latch_reservation::release() {
   held_ = false;
 }
 
+void page_store::note_unlinked(page_id id) {
+  std::uint64_t epoch = epochs_.retire();
+  std::lock_guard<std::mutex> lock(unlinked_mutex_);
+  unlinked_[id] = epoch;
+}
+
+bool page_store::reusable(page_id id) {
+  std::lock_guard<std::mutex> lock(unlinked_mutex_);
+  auto found = unlinked_.find(id);
+  if (found == unlinked_.end())
+    return epochs_.passed(changes_began_);
+  if (!epochs_.passed(found->second))
+    return false;
+  unlinked_.erase(found);
+  return true;
+}
+
 page_guard page_store::make_guard(page_id id, std::uint64_t handle, unsigned char* bytes,
                                   latch_mode mode) {
   page_guard guard;

@@ -24,13 +24,16 @@
 //    marked committed in the commit-status log before log_change() returns.
 #pragma once
 
+#include "access/operation_epochs.hpp"
 #include "access/page_changes.hpp"
 #include "storage/relation_files.hpp"
 #include "storage/types.hpp"
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -95,6 +98,7 @@ private:
 struct logged_page {
   page_guard* page;
   page_changes* changes;
+  bool reuses_unlinked = false; // the block was a deleted node's (record_reuses_unlinked)
 };
 
 class page_store {
@@ -150,6 +154,18 @@ public:
       root_hints_[rel].store(root, std::memory_order_relaxed);
   }
 
+  /// Every tree operation runs in a section of these (operation_epochs.hpp).
+  operation_epochs& epochs() { return epochs_; }
+  /// A leaf was unlinked from its tree just now: its block goes on the free list, but is
+  /// not given out again while an operation that may hold its number is in progress.
+  void note_unlinked(page_id id);
+  /// Whether a block on the free list may be given out now. Blocks unlinked before this
+  /// store began taking changes (before a restart, or replayed on a standby since
+  /// promoted) wait only for the operations in progress then.
+  bool reusable(page_id id);
+  /// The store takes changes from now on (opened for writing, or promoted).
+  void begin_changes() { changes_began_ = epochs_.retire(); }
+
 protected:
   friend class page_guard;
   page_guard make_guard(page_id id, std::uint64_t handle, unsigned char* bytes, latch_mode mode);
@@ -159,6 +175,10 @@ protected:
   virtual void unlatch(page_id id, std::uint64_t handle, latch_mode mode) = 0;
 
 private:
+  operation_epochs epochs_;
+  std::mutex unlinked_mutex_;
+  std::map<page_id, std::uint64_t> unlinked_; // block -> the epoch it was unlinked in
+  std::uint64_t changes_began_ = 0;
   std::unique_ptr<std::atomic<block_id>[]> root_hints_ {
     new std::atomic<block_id>[ storage::max_relations ]()
   };

@@ -158,6 +158,9 @@ void pool_page_store::half_applied(const std::string& why) {
 void pool_page_store::encode(storage::record_builder& record, const std::vector<logged_page>& pages,
                              storage::xid_t xid, lsn_t redo_lsn) const {
   record.reset(xid == 0 ? storage::record_type::structure : storage::record_type::transaction, xid);
+  for (const logged_page& page : pages)
+    if (page.reuses_unlinked)
+      record.set_flags(storage::record_reuses_unlinked);
   for (const logged_page& page : pages) {
     const unsigned char* bytes = page.page->bytes();
     bool image = full_page_writes_ && storage::page_lsn(bytes) <= redo_lsn;

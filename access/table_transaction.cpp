@@ -66,6 +66,7 @@ void table_transaction::abort() {
   meta_tables_.clear();
   newest_seen_ = 0;
   extra_latches_ = 0;
+  emptied_.clear();
   active_ = false;
 }
 
@@ -76,6 +77,7 @@ void table_transaction::abort() {
 constexpr std::size_t read_latches = 2;
 
 std::optional<std::string> table_transaction::read_committed(rel_id table, key_view key) {
+  operation_epochs::section section(store_.epochs());
   latch_reservation reserved(store_);
   reserved.reserve(read_latches);
   tree t(store_, table);
@@ -199,6 +201,7 @@ bool table_transaction::recorded_range::covers(key_view key) const {
 
 std::optional<table_entry> table_transaction::committed_step(rel_id table, const std::string* key,
                                                              bool inclusive, bool forward) {
+  operation_epochs::section section(store_.epochs());
   latch_reservation reserved(store_);
   reserved.reserve(read_latches);
   tree t(store_, table);
@@ -321,8 +324,11 @@ lsn_t table_transaction::commit() {
   storage::refuse_outside_transaction(active_, "commit");
   lsn_t end = 0;
   try {
+    operation_epochs::section section(store_.epochs());
     while (try_commit(&end) == attempt::again) {
     }
+    for (const auto& [table, key] : emptied_) // structure changes of their own, after it
+      tree(store_, table).remove_empty_leaf(key);
   } catch (...) {
     abort();
     throw;
@@ -708,6 +714,7 @@ lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves,
       if (!changes[i].empty()) {
         changes[i].collapse(leaves[i].guard.bytes(), page_size);
         logged.push_back({&leaves[i].guard, &changes[i]});
+        note_if_emptied(leaves[i]);
       }
     }
     build_new_trees(new_pages, new_changes, logged);
@@ -719,6 +726,14 @@ lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves,
     throw;
   }
   return store_.log_change(logged, xid_);
+}
+
+// A leaf the commit left empty is unlinked after it (tree::remove_empty_leaf), found by a
+// key it held.
+void table_transaction::note_if_emptied(const latched_leaf& leaf) {
+  node_view node(leaf.guard.bytes(), store_.page_size());
+  if (node.slot_count() == 0 && node.left() != 0 && !leaf.writes.empty())
+    emptied_.emplace_back(leaf.id.rel, leaf.writes.front()->first.key);
 }
 
 // The meta page and root leaf of each new tree, for the commit record. Nothing fails here:

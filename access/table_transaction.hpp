@@ -24,6 +24,10 @@
 //      them find the room step 3 checked), and logs every changed leaf in one record. When
 //      its overflow pages need more room than it reserved and none is free at once, it
 //      releases everything and starts again with that room reserved up front.
+//   6. after the latches are released, unlinks each leaf it left empty (a structure change
+//      of its own: tree::remove_empty_leaf).
+// The whole commit runs in an operation_epochs section: the leaves it found in step 1 are
+// block numbers, and a block is not given out again while it may still hold one.
 // Why this is serializable: at the moment every latch is held, every read still holds and
 // no other commit can change those leaves; the writes become visible at once when the
 // latches are released. Why no deadlock: the leaves are latched in one global order, and
@@ -152,6 +156,7 @@ private:
   void validate_reads(std::vector<latched_leaf>& leaves,
                       const std::map<table_key, std::size_t>& leaf_of);
   [[noreturn]] void conflict(std::vector<latched_leaf>& leaves, const std::string& what);
+  void note_if_emptied(const latched_leaf& leaf);
   lsn_t apply_and_log(std::vector<latched_leaf>& leaves,
                       const std::map<table_key, std::size_t>& leaf_of);
   /// Checks what applying needs (chains to free intact, the latches and the record within
@@ -183,6 +188,7 @@ private:
   std::vector<rel_id> new_trees_;
   std::set<rel_id> meta_tables_;  // tables whose meta page the commit latches (chains)
   std::size_t extra_latches_ = 0; // pages beyond the leaves the last attempt found it needs
+  std::vector<std::pair<rel_id, std::string>> emptied_; // a key of each leaf it emptied
 };
 
 } // namespace tidemark::access

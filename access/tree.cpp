@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <functional>
 
 namespace tidemark::access {
@@ -96,7 +97,8 @@ struct split_plan {
   std::vector<split_step> steps;
   page_guard parent;
   std::size_t parent_slot = 0;
-  page_guard meta;
+  page_guard meta;       // always: the new blocks come from the free list first
+  bool new_root = false; // the root split: the meta page points to a new root
 };
 
 // The leaf's split (steps[0], its node latched), for the items from `from` on that it
@@ -168,6 +170,9 @@ std::optional<page_id> plan_upward(split_plan& plan, page_store& store, rel_id r
                                    const descent& path) {
   std::size_t page_size = store.page_size();
   std::optional<page_id> busy;
+  plan.meta = store.try_latch({rel, meta_block}, latch_mode::exclusive);
+  if (!plan.meta)
+    return page_id{rel, meta_block};
   for (std::size_t level = 0;; ++level) {
     split_step& step = plan.steps.back();
     node_view node(step.node.bytes(), page_size);
@@ -178,10 +183,10 @@ std::optional<page_id> plan_upward(split_plan& plan, page_store& store, rel_id r
     }
     block_id split_block = step.node.id().block;
     if (level >= path.inner.size()) { // the top of this descent: still the root?
-      plan.meta = store.try_latch({rel, meta_block}, latch_mode::exclusive);
-      if (plan.meta && load<block_id>(plan.meta.bytes(), meta_root_at) == split_block)
-        return std::nullopt;
-      return page_id{rel, meta_block}; // busy, or the tree grew since: descend again
+      if (load<block_id>(plan.meta.bytes(), meta_root_at) != split_block)
+        return page_id{rel, meta_block}; // the tree grew since: descend again
+      plan.new_root = true;
+      return std::nullopt;
     }
     plan.parent = latch_parent(store, rel, path.inner[level], step.separator, &busy);
     if (busy)
@@ -212,8 +217,8 @@ std::optional<page_id> plan_upward(split_plan& plan, page_store& store, rel_id r
 }
 
 // Builds one split node's two parts: the left stays in its block, the right goes to the
-// new block, and the old right sibling's left link moves to it.
-void build_split_step(split_step& step, page_guard& fresh,
+// new block (`right_edit`), and the old right sibling's left link moves to it.
+void build_split_step(split_step& step, page_edit& right_edit,
                       const std::function<page_edit(page_guard&)>& edit_of, std::size_t page_size) {
   node_view node(step.node.bytes(), page_size);
   node_kind kind = node.kind();
@@ -228,7 +233,6 @@ void build_split_step(split_step& step, page_guard& fresh,
     right.front().key.clear(); // minus infinity
   page_edit left_edit = edit_of(step.node);
   build_node(left_edit, kind, level, left, &step.separator, step.new_block, old_left);
-  page_edit right_edit = edit_of(fresh);
   build_node(right_edit, kind, level, right, old_high ? &*old_high : nullptr, old_right,
              step.node.id().block);
   if (step.old_right) {
@@ -240,35 +244,38 @@ void build_split_step(split_step& step, page_guard& fresh,
 // Everything is latched: new blocks, every page built, one logged change. Nothing fails.
 void apply_split(split_plan& plan, page_store& store, rel_id rel) {
   std::size_t page_size = store.page_size();
-  std::vector<page_guard> fresh;
-  for (split_step& step : plan.steps) {
-    step.new_block = store.new_block(rel);
-    fresh.push_back(store.latch({rel, step.new_block}, latch_mode::exclusive));
-  }
-  page_guard new_root;
-  if (plan.meta)
-    new_root = store.latch({rel, store.new_block(rel)}, latch_mode::exclusive);
-  std::vector<page_changes> changes(plan.steps.size() * 3 + 2);
   std::vector<logged_page> logged;
+  page_changes meta_changes;
+  page_allocator pages(store, rel, plan.meta, meta_changes, logged);
+  std::vector<std::pair<page_guard*, page_changes*>> fresh;
+  for (split_step& step : plan.steps) {
+    fresh.push_back(pages.take_node_page());
+    step.new_block = fresh.back().first->id().block;
+  }
+  std::pair<page_guard*, page_changes*> new_root{nullptr, nullptr};
+  if (plan.new_root)
+    new_root = pages.take_node_page();
+  std::deque<page_changes> changes; // the split's own pages'; addresses stay put
   std::function<page_edit(page_guard&)> edit_of = [&](page_guard& page) {
-    page_changes* log = &changes[logged.size()];
+    page_changes* log = &changes.emplace_back();
     logged.push_back({&page, log});
     return page_edit(page.mutable_bytes(), page_size, log);
   };
   for (std::size_t k = 0; k < plan.steps.size(); ++k) {
     if (k > 0) // the downlink to the level below's new block
       plan.steps[k].items[plan.steps[k].child_slot].aux = plan.steps[k - 1].new_block;
-    build_split_step(plan.steps[k], fresh[k], edit_of, page_size);
+    page_edit right(fresh[k].first->mutable_bytes(), page_size, fresh[k].second);
+    build_split_step(plan.steps[k], right, edit_of, page_size);
   }
   const split_step& top = plan.steps.back();
-  if (plan.meta) {
+  if (plan.new_root) {
     auto level = static_cast<std::uint16_t>(node_view(top.node.bytes(), page_size).level() + 1);
-    page_edit root_edit = edit_of(new_root);
+    page_edit root_edit(new_root.first->mutable_bytes(), page_size, new_root.second);
     std::vector<node_item> root_items{{"", 0, top.node.id().block, {}},
                                       {top.separator, 0, top.new_block, {}}};
     build_node(root_edit, node_kind::inner, level, root_items, nullptr, 0, 0);
-    page_edit meta_edit = edit_of(plan.meta);
-    meta_edit.write_value(meta_root_at, new_root.id().block);
+    page_edit meta_edit = pages.edit_meta();
+    meta_edit.write_value(meta_root_at, new_root.first->id().block);
     meta_edit.write_value(meta_level_at, level);
   } else {
     page_edit parent_edit = edit_of(plan.parent);
@@ -338,7 +345,7 @@ page_guard tree::latch_node(block_id block, latch_mode mode) {
 page_guard tree::move_right(page_guard node, key_view key, latch_mode mode) {
   for (;;) {
     node_view view(node.bytes(), store_.page_size());
-    if (view.below_high_key(key))
+    if (!view.is_deleted() && view.below_high_key(key)) // a deleted node's keys went right
       return node;
     block_id right = view.right();
     TIDEMARK_CHECK(right != 0, "a node with a high key has a right sibling");
@@ -399,6 +406,7 @@ page_guard tree::latch_leaf(key_view key, latch_mode mode, descent* path) {
 // ---- single-key operations -----------------------------------------------------------------
 
 std::optional<std::string> tree::get(key_view key) {
+  operation_epochs::section section(store_.epochs());
   page_guard leaf = latch_leaf(key, latch_mode::shared);
   node_view view(leaf.bytes(), store_.page_size());
   bool found;
@@ -409,6 +417,7 @@ std::optional<std::string> tree::get(key_view key) {
 }
 
 bool tree::put(key_view key, std::string_view value) {
+  operation_epochs::section section(store_.epochs());
   TIDEMARK_CHECK(inline_value_fits(store_.page_size(), key.size(), value.size()),
                  "the caller checks a key and value against the limits");
   std::size_t footprint = item_footprint(key.size(), value.size());
@@ -436,6 +445,7 @@ bool tree::put(key_view key, std::string_view value) {
 }
 
 bool tree::erase(key_view key) {
+  operation_epochs::section section(store_.epochs());
   page_guard leaf = latch_leaf(key, latch_mode::exclusive);
   node_view view(leaf.bytes(), store_.page_size());
   bool found;
@@ -446,6 +456,10 @@ bool tree::erase(key_view key) {
   page_edit edit(leaf.mutable_bytes(), store_.page_size(), &changes);
   erase_item(edit, slot);
   store_.log_change({{&leaf, &changes}});
+  if (view.slot_count() == 0 && view.left() != 0) {
+    leaf.release();
+    remove_empty_leaf(key);
+  }
   return true;
 }
 
@@ -453,6 +467,7 @@ bool tree::erase(key_view key) {
 
 void tree::make_room(const std::vector<pending_item>& items) {
   TIDEMARK_CHECK(!store_.latches_reserved(), "splits are made holding no reservation");
+  operation_epochs::section section(store_.epochs());
   latch_reservation reserved(store_);
   // Leaf by leaf from the first item: split the one covering items[from] until it can take
   // the items it covers, then go on past them.
@@ -480,7 +495,7 @@ tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std:
     return attempt; // room enough (maybe another split made it)
   if ((attempt.busy = plan_upward(plan, store_, rel_, path)))
     return attempt;
-  std::size_t fresh = plan.steps.size() + (plan.meta ? 1 : 0); // new nodes, a new root
+  std::size_t fresh = plan.steps.size() + (plan.new_root ? 1 : 0); // new nodes, a new root
   std::size_t in_reserve = store_.latches_in_reserve();
   if (fresh > in_reserve && !reserved.try_reserve(fresh - in_reserve)) {
     attempt.latches = plan_latches(plan) + fresh;
@@ -491,10 +506,103 @@ tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std:
   return attempt;
 }
 
+// ---- removing empty leaves -----------------------------------------------------------------
+
+namespace {
+
+// A removal holds the leaf, its parent (and the next one right while it looks for the
+// downlink), both siblings and the meta page.
+constexpr std::size_t removal_latches = 6;
+
+// The parent of leaf `leaf`, from the descent's, right until the one holding its downlink
+// (*slot): latched with try_latch, a busy page in *busy; unheld when not found.
+page_guard latch_parent_of(page_store& store, rel_id rel, block_id from, block_id leaf,
+                           std::size_t* slot, std::optional<page_id>* busy) {
+  for (block_id block = from; block != 0;) {
+    page_guard parent = store.try_latch({rel, block}, latch_mode::exclusive);
+    if (!parent) {
+      *busy = page_id{rel, block};
+      return {};
+    }
+    node_view node(parent.bytes(), store.page_size());
+    for (std::size_t i = 0; i < node.slot_count(); ++i)
+      if (node.item(i).child() == leaf) {
+        *slot = i;
+        return parent;
+      }
+    block = node.right();
+  }
+  return {};
+}
+
+} // namespace
+
+void tree::remove_empty_leaf(key_view key) {
+  TIDEMARK_CHECK(!store_.latches_reserved(), "a removal is made holding no reservation");
+  operation_epochs::section section(store_.epochs());
+  latch_reservation reserved(store_);
+  reserved.reserve(removal_latches);
+  while (std::optional<page_id> busy = try_remove_empty_leaf(key))
+    store_.wait_for(*busy);
+}
+
+std::optional<page_id> tree::try_remove_empty_leaf(key_view key) {
+  std::size_t page_size = store_.page_size();
+  descent path;
+  page_guard leaf = latch_leaf(key, latch_mode::exclusive, &path);
+  node_view node(leaf.bytes(), page_size);
+  if (node.slot_count() != 0 || node.left() == 0 || path.inner.empty())
+    return std::nullopt;
+  std::optional<page_id> busy;
+  std::size_t slot = 0;
+  page_guard parent = latch_parent_of(store_, rel_, path.inner[0], leaf.id().block, &slot, &busy);
+  if (!parent)
+    return busy;
+  node_view above(parent.bytes(), page_size);
+  if (slot + 1 >= above.slot_count())
+    return std::nullopt; // the parent's last child
+  block_id right_block = above.item(slot + 1).child();
+  TIDEMARK_CHECK(node.right() == right_block,
+                 "a leaf's right sibling under the same parent has the next downlink");
+  page_guard left = store_.try_latch({rel_, node.left()}, latch_mode::exclusive);
+  if (!left)
+    return page_id{rel_, node.left()};
+  page_guard right = store_.try_latch({rel_, right_block}, latch_mode::exclusive);
+  if (!right)
+    return page_id{rel_, right_block};
+  page_guard meta_page = store_.try_latch({rel_, meta_block}, latch_mode::exclusive);
+  if (!meta_page)
+    return page_id{rel_, meta_block};
+  TIDEMARK_CHECK(node_view(left.bytes(), page_size).right() == leaf.id().block &&
+                   node_view(right.bytes(), page_size).left() == leaf.id().block,
+                 "a leaf's siblings link to it");
+  // One change: the parent's downlink to the leaf goes to its right sibling (which takes
+  // its key space) and the sibling's own downlink goes; the siblings link to each other.
+  std::vector<logged_page> logged;
+  page_changes meta_changes, parent_changes, left_changes, right_changes, leaf_changes;
+  page_allocator pages(store_, rel_, meta_page, meta_changes, logged);
+  page_edit parent_edit(parent.mutable_bytes(), page_size, &parent_changes);
+  erase_item(parent_edit, slot + 1);
+  set_child(parent_edit, slot, right_block);
+  page_edit left_edit(left.mutable_bytes(), page_size, &left_changes);
+  set_right(left_edit, right_block);
+  page_edit right_edit(right.mutable_bytes(), page_size, &right_changes);
+  set_left(right_edit, left.id().block);
+  pages.free_deleted_leaf(leaf, leaf_changes);
+  logged.push_back({&parent, &parent_changes});
+  logged.push_back({&left, &left_changes});
+  logged.push_back({&right, &right_changes});
+  logged.push_back({&leaf, &leaf_changes});
+  store_.log_change(logged);
+  store_.note_unlinked(leaf.id());
+  return std::nullopt;
+}
+
 // ---- ordered reads -------------------------------------------------------------------------
 
 std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key, bool inclusive,
                                                                     lsn_t* newest) {
+  operation_epochs::section section(store_.epochs());
   page_guard leaf = latch_leaf(key, latch_mode::shared);
   for (;;) {
     node_view view(leaf.bytes(), store_.page_size());
@@ -516,6 +624,14 @@ std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key
 
 std::optional<std::pair<std::string, std::string>>
 tree::last_before(const std::string* key, bool inclusive, lsn_t* newest) {
+  operation_epochs::section section(store_.epochs());
+  for (;;) // again from the top when a step left met a leaf unlinked meanwhile
+    if (std::optional<std::optional<entry>> found = try_last_before(key, inclusive, newest))
+      return *found;
+}
+
+std::optional<std::optional<tree::entry>> tree::try_last_before(const std::string* key,
+                                                                bool inclusive, lsn_t* newest) {
   page_guard leaf;
   std::size_t slot;
   if (key != nullptr) {
@@ -528,7 +644,7 @@ tree::last_before(const std::string* key, bool inclusive, lsn_t* newest) {
     leaf = latch_node(root.root, latch_mode::shared);
     for (;;) {
       node_view view(leaf.bytes(), store_.page_size());
-      if (view.right() != 0) {
+      if (view.right() != 0) { // a deleted node always has one
         block_id right = view.right();
         leaf.release();
         leaf = latch_node(right, latch_mode::shared);
@@ -547,17 +663,27 @@ tree::last_before(const std::string* key, bool inclusive, lsn_t* newest) {
     if (newest != nullptr)
       *newest = std::max(*newest, storage::page_lsn(leaf.bytes()));
     if (slot > 0)
-      return entry_of(store_, rel_, view, slot - 1);
+      return std::optional<entry>(entry_of(store_, rel_, view, slot - 1));
     // Everything left of this leaf is below its keys: the left sibling, or, when that one
-    // split since, the last node of the chain from it to this leaf.
+    // split since, the last node of the chain from it to this leaf. A leaf on the way
+    // unlinked meanwhile (this one, its left sibling) means: from the top again.
     block_id here = leaf.id().block, left = view.left();
+    std::optional<std::string> here_high;
+    if (view.has_high_key())
+      here_high = std::string(view.high_key());
     leaf.release();
     if (left == 0)
-      return std::nullopt;
+      return std::optional<entry>();
     leaf = latch_node(left, latch_mode::shared);
-    while (node_view(leaf.bytes(), store_.page_size()).right() != here) {
-      block_id right = node_view(leaf.bytes(), store_.page_size()).right();
-      TIDEMARK_CHECK(right != 0, "the right links from a left sibling lead back to the node");
+    for (;;) {
+      node_view node(leaf.bytes(), store_.page_size());
+      if (node.is_deleted())
+        return std::nullopt;
+      if (node.right() == here)
+        break;
+      if (!node.has_high_key() || (here_high && compare_keys(node.high_key(), *here_high) >= 0))
+        return std::nullopt; // past where this leaf was: it was unlinked
+      block_id right = node.right();
       leaf.release();
       leaf = latch_node(right, latch_mode::shared);
     }
@@ -566,6 +692,7 @@ tree::last_before(const std::string* key, bool inclusive, lsn_t* newest) {
 }
 
 std::vector<block_id> tree::leaves_between(const std::string* low, const std::string* high) {
+  operation_epochs::section section(store_.epochs());
   std::vector<block_id> leaves;
   page_guard leaf = latch_leaf(low != nullptr ? key_view(*low) : key_view(), latch_mode::shared);
   for (;;) {

@@ -9,8 +9,14 @@
 // WAL record each (page_store::log_change), made under the exclusive latches of every page
 // they change: redo applies all of one or none, so no crash leaves a split half done. They
 // are never undone: a transaction that fails after asking for room leaves the split.
-// Nodes are never deleted yet: an erase leaves its bytes dead in the leaf until compaction
-// reuses them, and a leaf emptied by erases stays in the tree.
+// An erase leaves its bytes dead in the leaf until compaction reuses them. A leaf emptied
+// by a commit is unlinked right after it (remove_empty_leaf, as nbtree deletes empty pages;
+// leaves are not merged while they hold keys): one structure change takes it out of its
+// parent and its siblings' links and puts it on the free list as a deleted node, its key
+// space going to its right sibling. Its links stay, so a reader who read its number before
+// moves right from it; its block is given out again only once every operation that might
+// hold that number has ended (operation_epochs.hpp): each public operation below runs in
+// a section. Inner nodes are never deleted.
 //
 // Latching (page_store.hpp's protocol): readers latch one node at a time, top down and
 // left to right. A single put or erase latches its leaf alone. A split latches the leaf
@@ -72,7 +78,7 @@ public:
   /// Inserts or replaces; true when the key was new. The value must fit inline
   /// (inline_value_fits).
   bool put(key_view key, std::string_view value);
-  /// True when the key was there.
+  /// True when the key was there. A leaf it empties is unlinked (remove_empty_leaf).
   bool erase(key_view key);
 
   /// The leaf that covers `key`, latched in `mode` (moving right past splits).
@@ -89,6 +95,12 @@ public:
   /// The last key < `key` (<= with `inclusive`), with its value; `key` null: the last key.
   std::optional<std::pair<std::string, std::string>>
   last_before(const std::string* key, bool inclusive, lsn_t* newest = nullptr);
+
+  /// Unlinks the leaf covering `key` when it is empty (one structure change): its key
+  /// space goes to its right sibling, it becomes a deleted node on the free list. Left as
+  /// it is when it is not empty, the leftmost leaf (a descent may start there), or its
+  /// parent's last child (its right sibling has another parent).
+  void remove_empty_leaf(key_view key);
   /// The leaves from the one covering `low` (null: the leftmost) to the one covering `high`
   /// (null: the rightmost), left to right, as the right links had them a moment ago.
   std::vector<block_id> leaves_between(const std::string* low, const std::string* high);
@@ -107,6 +119,12 @@ private:
   /// page_store::root_hint): each node's own level says when the next one is a leaf.
   page_guard descend_from(block_id block, key_view key, latch_mode mode);
   page_guard latch_node(block_id block, latch_mode mode);
+  using entry = std::pair<std::string, std::string>;
+  /// last_before(), or none when a leaf on its way left was unlinked meanwhile.
+  std::optional<std::optional<entry>> try_last_before(const std::string* key, bool inclusive,
+                                                      lsn_t* newest);
+  /// One attempt at remove_empty_leaf(): a page to wait for when a latch was not granted.
+  std::optional<page_id> try_remove_empty_leaf(key_view key);
   struct split_attempt {
     std::optional<page_id> busy; // a try_latch failed: wait for it (nothing is held)
     std::size_t latches = 0;     // the split holds this many at once, more than reserved

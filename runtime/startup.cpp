@@ -251,6 +251,7 @@ void replay(engine& e, recovery_outcome& report, storage::received_wal* arrival)
     options.checkpoint_replayed = [&e](storage::lsn_t at, const storage::checkpoint_payload& p) {
       e.standby.note_replayed_checkpoint({at, p.redo_lsn, p.next_xid, p.time_unix_ms});
     };
+    options.before_reusing_unlinked = [&e] { e.tables->epochs().wait_for_sections(); };
   } else {
     options.progress_every = e.config.recovery_progress_interval;
   }

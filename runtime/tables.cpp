@@ -39,6 +39,7 @@ auto in_own_transaction(instance_session& session, const char* operation, Body b
 } // namespace
 
 void ensure_catalog(engine& e) {
+  e.tables->begin_changes(); // blocks of leaves unlinked before wait for today's readers
   if (!access::catalog::exists(*e.tables))
     access::catalog::create(*e.tables);
 }

@@ -29,7 +29,9 @@ namespace tidemark::runtime {
 
 class instance;
 
-/// Makes the catalog's tree when the directory has none (one structure record).
+/// The store starts taking changes (page_store::begin_changes: leaves a standby's redo
+/// unlinked are reused only after the reads in progress at promotion), and the catalog's
+/// tree is made when the directory has none (one structure record).
 void ensure_catalog(engine& e);
 /// Removes the files of `relation`, a table whose catalog entry is gone (see above).
 void remove_table_files(instance& db, storage::rel_id relation);

@@ -100,6 +100,8 @@ redo_summary replay(wal_reader& reader, buffer_pool& pool, xid_t next_xid_at_che
       }
       if (record->header.xid != 0)
         summary.next_xid = std::max(summary.next_xid, record->header.xid + 1);
+      if ((record->header.flags & record_reuses_unlinked) && options.before_reusing_unlinked)
+        options.before_reusing_unlinked();
       redo_record(*record, pool, summary);
       if (status != nullptr && record->type() == record_type::transaction)
         status->set(record->header.xid, xact_status::committed, record->end_lsn());

@@ -46,6 +46,9 @@ struct redo_options {
   std::atomic<std::uint64_t>* records = nullptr;
   /// Called after each checkpoint record is replayed, with its position and payload.
   std::function<void(lsn_t, const checkpoint_payload&)> checkpoint_replayed;
+  /// Called before a record with record_reuses_unlinked is replayed (a standby: returns
+  /// once no read in progress may hold the reused block's number).
+  std::function<void()> before_reusing_unlinked;
 };
 
 /// Replays every record the reader returns. Pages are left dirty in the pool; each

@@ -147,6 +147,8 @@ void record_builder::reset(record_type type, xid_t xid) {
   payload_crc_ = 0;
 }
 
+void record_builder::set_flags(std::uint8_t flags) { header().flags = flags; }
+
 void record_builder::begin_block(page_id id) {
   TIDEMARK_CHECK(block_start_ == 0 && block_count_ < max_blocks_per_record,
                  "record_builder: one block open at a time, at most max_blocks_per_record");

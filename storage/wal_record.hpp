@@ -47,6 +47,13 @@ enum class record_type : std::uint8_t {
   structure = 3,   // a keyed table's structure change (a split): pages only, no transaction
 };
 
+/// record_header::flags.
+enum record_flags : std::uint8_t {
+  /// The change gives out a block a leaf deletion unlinked from its tree: a standby's redo
+  /// waits for the reads in progress before it replays it (access/operation_epochs.hpp).
+  record_reuses_unlinked = 1,
+};
+
 struct record_header {
   std::uint32_t total_length;
   std::uint32_t crc;
@@ -57,7 +64,7 @@ struct record_header {
   std::uint8_t type;
   std::uint8_t block_count;      // low byte of the number of blocks
   std::uint8_t block_count_high; // its high byte (zero in records of 255 blocks or fewer)
-  std::uint8_t reserved;
+  std::uint8_t flags;            // record_flags
   std::uint32_t main_length;
 
   std::size_t blocks() const { return block_count | std::size_t{block_count_high} << 8; }
@@ -113,6 +120,8 @@ inline std::size_t max_record_length(std::size_t page_size) {
 class record_builder {
 public:
   void reset(record_type type, xid_t xid);
+  /// Sets record_header::flags (before finish()).
+  void set_flags(std::uint8_t flags);
   void begin_block(page_id id);
   void add_i64(std::uint16_t offset, std::int64_t delta);
   void write_bytes(std::uint16_t offset, const void* data, std::uint16_t length);

@@ -156,6 +156,44 @@ TEST_CASE("ascending inserts fill leaves nearly full") {
   CHECK(store.blocks(table_rel) < minimum_leaves * 105 / 100);
 }
 
+TEST_CASE("a queue (inserts at one end, erases at the other) keeps its size: empty leaves go") {
+  // Keys in increasing order, the oldest erased once 2 000 are in: every leaf empties in
+  // turn, is unlinked, and its block comes back for the next split.
+  memory_page_store store(4096);
+  tree::create(store, table_rel);
+  tree t(store, table_rel);
+  constexpr int window = 2000, total = 40 * window;
+  auto key_of = [](int i) {
+    char key[16];
+    std::snprintf(key, sizeof key, "q%09d", i);
+    return std::string(key);
+  };
+  std::map<std::string, std::string> model;
+  block_id settled = 0;
+  for (int i = 0; i < total; ++i) {
+    std::string value(100 + i % 150, char('a' + i % 26));
+    t.put(key_of(i), value);
+    model[key_of(i)] = value;
+    if (i >= window) {
+      REQUIRE(t.erase(key_of(i - window)));
+      model.erase(key_of(i - window));
+    }
+    if (i == 4 * window)
+      settled = store.blocks(table_rel);
+  }
+  REQUIRE(check_tree(store, table_rel) == "");
+  expect_scans(t, model);
+  MESSAGE("blocks with " << window << " keys queued: " << settled << " after " << 4 * window
+                         << " inserts, " << store.blocks(table_rel) << " after " << total);
+  CHECK(store.blocks(table_rel) <= settled + settled / 10);
+  // Erasing everything leaves the leftmost leaf and the rightmost of each parent.
+  for (int i = total - window; i < total; ++i)
+    REQUIRE(t.erase(key_of(i)));
+  REQUIRE(check_tree(store, table_rel) == "");
+  CHECK(!t.first_from("", true));
+  CHECK(!t.last_before(nullptr, false));
+}
+
 TEST_CASE("four threads of puts, erases, gets and scans leave the tree their models say") {
   memory_page_store store(4096);
   tree::create(store, table_rel);

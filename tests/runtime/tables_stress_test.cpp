@@ -1,7 +1,8 @@
-// Keyed tables under four threads for TIDEMARK_TABLE_STRESS_SECONDS (30 in the release
+// Keyed tables under four threads for TIDEMARK_TABLE_STRESS_SECONDS (60 in the release
 // build), through the public API: random puts, erases, counter deltas, gets of other
-// threads' keys and range scans, small and overflow-sized values. Each thread alone writes
-// its own keys and a count of them (in the same transactions), so the committed
+// threads' keys and range scans both ways, small and overflow-sized values, runs of keys
+// erased at once (so leaves empty and are unlinked while others scan). Each thread alone
+// writes its own keys and a count of them (in the same transactions), so the committed
 // transactions give a model of the table; every committed scan of a thread's keys must
 // find exactly as many as that thread's count says (a missing or phantom key in a
 // serializable snapshot would break it). At the end, after a clean restart, the table
@@ -12,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -22,7 +24,7 @@
 #include <vector>
 
 #ifndef TIDEMARK_TABLE_STRESS_SECONDS
-#define TIDEMARK_TABLE_STRESS_SECONDS 30
+#define TIDEMARK_TABLE_STRESS_SECONDS 60
 #endif
 
 using namespace tidemark;
@@ -53,6 +55,12 @@ std::string random_value(std::mt19937_64& random) {
 void write_some(session& s, const table& t, int w, std::mt19937_64& random, worker_result& out) {
   std::map<std::string, std::string> next = out.model;
   s.begin();
+  if (random() % 8 == 0) { // a run of its keys erased: leaves empty and are unlinked
+    int from = int(random() % keys_per_thread);
+    for (int k = from; k < std::min(keys_per_thread, from + 40); ++k)
+      if (next.erase(key_of(w, k)) != 0)
+        s.erase(t, key_of(w, k));
+  }
   for (int n = 1 + int(random() % 4); n > 0; --n) {
     std::string key = key_of(w, int(random() % keys_per_thread));
     if (next.count(key) != 0 && random() % 2 == 0) {
