@@ -75,6 +75,32 @@ std::string key_of(int i) {
   return key;
 }
 
+// The pages database::tables() lists for `name`.
+std::uint64_t pages_of(database& db, const std::string& name) {
+  for (const table_info& info : db.tables())
+    if (info.name == name)
+      return info.pages;
+  FAIL("table '" << name << "' is listed");
+  return 0;
+}
+
+// One transaction of a queue in `t`: 20 keys added after the last one, and each key
+// `window` places before a new one erased; `model` follows the commit.
+void queue_commit(session& s, const table& t, int window, int& next,
+                  std::map<std::string, std::string>& model) {
+  s.begin();
+  for (int i = 0; i < 20; ++i, ++next) {
+    std::string value(50 + next % 300, char('a' + next % 26));
+    s.put(t, key_of(next), value);
+    model[key_of(next)] = value;
+    if (next >= window) {
+      s.erase(t, key_of(next - window));
+      model.erase(key_of(next - window));
+    }
+  }
+  s.commit();
+}
+
 } // namespace
 
 TEST_CASE("tables: create, open, list and drop, kept across a restart") {
@@ -632,13 +658,7 @@ TEST_CASE("tables: a table of constant size keeps its size under replacements an
   };
   auto random_key = [&] { return "key-" + std::to_string(random() % 1000000000); };
   std::map<std::string, std::string> model;
-  auto table_pages = [&] {
-    for (const table_info& info : db->tables())
-      if (info.name == "churn")
-        return info.pages;
-    FAIL("the table is listed");
-    return std::uint64_t{0};
-  };
+  auto table_pages = [&] { return pages_of(*db, "churn"); };
   constexpr int rows = 2000, changes_per_commit = 20;
   while (model.size() < rows) {
     s.begin();
@@ -685,28 +705,12 @@ TEST_CASE("tables: a queue keeps its size: leaves its erases empty are unlinked 
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("queue");
   session s = db->open_session();
-  auto table_pages = [&] {
-    for (const table_info& info : db->tables())
-      if (info.name == "queue")
-        return info.pages;
-    FAIL("the table is listed");
-    return std::uint64_t{0};
-  };
-  constexpr int rows = 2000, per_commit = 20;
+  auto table_pages = [&] { return pages_of(*db, "queue"); };
+  constexpr int rows = 2000;
   std::map<std::string, std::string> model;
   std::uint64_t filled = 0;
   for (int next = 0; next < 11 * rows;) {
-    s.begin();
-    for (int i = 0; i < per_commit; ++i, ++next) {
-      std::string value(100 + next % 150, char('a' + next % 26));
-      s.put(t, key_of(next), value);
-      model[key_of(next)] = value;
-      if (next >= rows) {
-        s.erase(t, key_of(next - rows));
-        model.erase(key_of(next - rows));
-      }
-    }
-    s.commit();
+    queue_commit(s, t, rows, next, model);
     if (next == 2 * rows)
       filled = table_pages();
   }
@@ -746,19 +750,8 @@ TEST_CASE("tables: unlinked leaves and their reused blocks survive power losses,
       table t = round == 0 ? db->create_table("queue") : db->open_table("queue");
       session s = db->open_session();
       REQUIRE(contents(s, t) == model);
-      for (int commits = 20 + int(random() % 100); commits > 0; --commits) {
-        s.begin();
-        for (int i = 0; i < 20; ++i, ++next) {
-          std::string value(50 + next % 300, char('a' + next % 26));
-          s.put(t, key_of(next), value);
-          model[key_of(next)] = value;
-          if (next >= rows) {
-            s.erase(t, key_of(next - rows));
-            model.erase(key_of(next - rows));
-          }
-        }
-        s.commit();
-      }
+      for (int commits = 20 + int(random() % 100); commits > 0; --commits)
+        queue_commit(s, t, rows, next, model);
       db->simulate_power_loss();
     }
     open_options open;
