@@ -52,7 +52,8 @@ class Tidemark:
     def run(self, *args, timeout=300, cwd=None):
         """Runs the program to its end (in `cwd`, when given). One that outlives `timeout` is
         a hang: its threads' stacks are printed (gdb, where installed) before it is killed
-        and the test fails."""
+        and the test fails. A sanitizer's report in its stderr is printed whole, since the
+        tests quote only the end of stderr and a report's first lines say what it found."""
         process = subprocess.Popen([self.binary, *args], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, cwd=cwd)
         try:
@@ -62,6 +63,7 @@ class Tidemark:
             process.kill()
             process.communicate()
             raise
+        print_sanitizer_report(stderr, f"{self.binary} {' '.join(args)}")
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
     def init(self, directory, scale=1, settings=SMALL, schema="tables"):
@@ -86,6 +88,17 @@ class Tidemark:
                 report = json.load(f)
         os.unlink(report_path)
         return result, report
+
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "WARNING: ThreadSanitizer")
+
+
+def print_sanitizer_report(stderr, what):
+    """The whole of a sanitizer's report in a program's stderr, for the test's log."""
+    starts = [stderr.find(m) for m in SANITIZER_MARKERS if m in stderr]
+    if starts:
+        print(f"SANITIZER REPORT from {what}:\n{stderr[max(0, min(starts) - 200):]}", flush=True)
 
 
 def print_stacks(pid, what):
