@@ -476,7 +476,8 @@ buffer_id buffer_pool::clock_sweep_victim() {
       copy_storage.resize(page_size_);
     page_id victim_id;
     lsn_t lsn;
-    if (victim_writer_ != nullptr && start_write(b, copy_storage.data(), &victim_id, &lsn)) {
+    if (victim_writer_ != nullptr &&
+        start_write(b, copy_storage.data(), &victim_id, &lsn, false, true)) {
       victim_write outcome;
       try {
         outcome = victim_writer_->write_victim(b, victim_id, lsn, copy_storage.data(),
@@ -620,7 +621,7 @@ void buffer_pool::mark_dirty(buffer_id buffer) {
 // ---- writes ------------------------------------------------------------------------------
 
 bool buffer_pool::start_write(buffer_id buffer, void* copy, page_id* id, lsn_t* lsn,
-                              bool only_reusable) {
+                              bool only_reusable, bool never_wait) {
   std::atomic<std::uint32_t>& state = descriptors_[buffer].state;
   std::uint32_t s = state.load(std::memory_order_acquire);
   for (;;) {
@@ -634,7 +635,14 @@ bool buffer_pool::start_write(buffer_id buffer, void* copy, page_id* id, lsn_t* 
   }
   // Dirty + I/O in progress: the buffer cannot be retagged until finish_write.
   *id = descriptors_[buffer].tag;
-  lock_shared(buffer);
+  if (never_wait) {
+    if (!try_lock_shared(buffer)) {
+      finish_write(buffer, false); // not written: still dirty
+      return false;
+    }
+  } else {
+    lock_shared(buffer);
+  }
   std::memcpy(copy, page(buffer), page_size_);
   unlock_shared(buffer);
   *lsn = page_lsn(copy);

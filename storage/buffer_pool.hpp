@@ -17,7 +17,9 @@
 //  - A write of a buffer copies the page under a shared latch between start_write() and
 //    finish_write(); dirty stays set until the write finishes, and stays set after it if
 //    the page was dirtied again meanwhile (just dirtied). So a dirty buffer is never
-//    evicted, and a write never reports newer changes clean.
+//    evicted, and a write never reports newer changes clean. A session writing a dirty
+//    victim never waits for its latch (it may hold latches the victim's holder waits
+//    for): it passes that victim by.
 //  - Sessions reserve their pins up front (reserve_pins), so the pool never runs out of
 //    unpinned buffers however small it is: writers (bgwriter, checkpointer) pin nothing.
 //  - The victim supply (a lock-free queue the bgwriter fills with clean, reusable buffers)
@@ -148,8 +150,11 @@ public:
   /// Starts writing `buffer` if it is valid, dirty and not being written. On success the
   /// page is copied to `copy` (page_size bytes) and its tag and LSN returned.
   /// With `only_reusable`, buffers that are pinned or recently used are skipped (bgwriter).
+  /// With `never_wait`, a buffer someone holds latched exclusively is not written (false):
+  /// a session sweeping for a victim may hold latches that holder is waiting for
+  /// (PostgreSQL's BufferAlloc takes the content lock conditionally for the same reason).
   bool start_write(buffer_id buffer, void* copy, page_id* id, lsn_t* lsn,
-                   bool only_reusable = false);
+                   bool only_reusable = false, bool never_wait = false);
   /// Ends a write started by start_write; clears dirty unless dirtied again meanwhile.
   /// With `offer`, a buffer that is then clean and reusable joins the victim supply.
   void finish_write(buffer_id buffer, bool succeeded, bool offer = false);
