@@ -99,8 +99,8 @@ operation_epochs::section::~section() {
 
 std::uint64_t operation_epochs::retire() { return registry_->epoch.fetch_add(1); }
 
-bool operation_epochs::passed(std::uint64_t epoch) const {
-  std::lock_guard<std::mutex> lock(registry_->mutex);
+// True when every section in progress entered after `epoch` (the registry's mutex held).
+bool operation_epochs::passed_locked(std::uint64_t epoch) const {
   for (const epoch_slot& s : registry_->slots) {
     std::uint64_t entered = s.entered.load();
     if (entered != 0 && entered <= epoch)
@@ -109,19 +109,16 @@ bool operation_epochs::passed(std::uint64_t epoch) const {
   return true;
 }
 
+bool operation_epochs::passed(std::uint64_t epoch) const {
+  std::lock_guard<std::mutex> lock(registry_->mutex);
+  return passed_locked(epoch);
+}
+
 void operation_epochs::wait_for_sections() {
   std::uint64_t now = retire();
   std::unique_lock<std::mutex> lock(registry_->mutex);
   registry_->waiters.fetch_add(1);
-  auto all_after = [&] {
-    for (const epoch_slot& s : registry_->slots) {
-      std::uint64_t entered = s.entered.load();
-      if (entered != 0 && entered <= now)
-        return false;
-    }
-    return true;
-  };
-  registry_->ended.wait(lock, all_after);
+  registry_->ended.wait(lock, [&] { return passed_locked(now); });
   registry_->waiters.fetch_sub(1);
 }
 

@@ -61,6 +61,8 @@ public:
   void wait_for_sections();
 
 private:
+  bool passed_locked(std::uint64_t epoch) const;
+
   std::shared_ptr<registry> registry_;
 };
 
