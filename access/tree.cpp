@@ -71,7 +71,7 @@ std::string choose_leaf_separator(const std::vector<pending_item>& existing,
   bool ascending = rightmost && !merged.back().existing && !pending.empty() &&
                    (existing.empty() || compare_keys(pending.front().key, existing.back().key) > 0);
   std::size_t packed =
-    std::max(existing_total, std::min(total - merged.back().footprint, capacity * 9 / 10));
+    std::max(existing_total, std::min(total - merged.back().footprint, append_capacity(page_size)));
   std::size_t target = ascending ? packed : total / 2;
   std::size_t best = 0, best_distance = ~std::size_t{0};
   std::size_t left_total = 0, left_existing = 0;
@@ -241,8 +241,9 @@ void build_split_step(split_step& step, page_edit& right_edit,
   }
 }
 
-// Everything is latched: new blocks, every page built, one logged change. Nothing fails.
-void apply_split(split_plan& plan, page_store& store, rel_id rel) {
+// Everything is latched: new blocks, every page built, one logged change (its end LSN
+// returned). Nothing fails.
+lsn_t apply_split(split_plan& plan, page_store& store, rel_id rel) {
   std::size_t page_size = store.page_size();
   std::vector<logged_page> logged;
   page_changes meta_changes;
@@ -283,7 +284,7 @@ void apply_split(split_plan& plan, page_store& store, rel_id rel) {
   }
   for (logged_page& page : logged)
     page.changes->collapse(page.page->bytes(), page_size);
-  store.log_change(logged);
+  return store.log_change(logged);
 }
 
 // The latches a split plan holds.
@@ -292,6 +293,24 @@ std::size_t plan_latches(const split_plan& plan) {
   for (const split_step& step : plan.steps)
     held += (step.node ? 1 : 0) + (step.old_right ? 1 : 0);
   return held;
+}
+
+// A split planned from its leaf (steps[0], latched): latches upwards, takes the new pages'
+// room from `reserved`, and applies it; or says what stopped it.
+split_attempt complete_split(split_plan& plan, const descent& path, page_store& store, rel_id rel,
+                             latch_reservation& reserved) {
+  split_attempt done;
+  if ((done.busy = plan_upward(plan, store, rel, path)))
+    return done;
+  std::size_t fresh = plan.steps.size() + (plan.new_root ? 1 : 0); // new nodes, a new root
+  std::size_t in_reserve = store.latches_in_reserve();
+  if (fresh > in_reserve && !reserved.try_reserve(fresh - in_reserve)) {
+    done.latches = plan_latches(plan) + fresh;
+    return done;
+  }
+  done.end = apply_split(plan, store, rel);
+  done.split = true;
+  return done;
 }
 
 } // namespace
@@ -484,8 +503,8 @@ void tree::make_room(const std::vector<pending_item>& items) {
   }
 }
 
-tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_t from,
-                                    latch_reservation& reserved) {
+split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_t from,
+                              latch_reservation& reserved) {
   descent path;
   split_plan plan;
   plan.steps.resize(1);
@@ -493,17 +512,74 @@ tree::split_attempt tree::try_split(const std::vector<pending_item>& items, std:
   split_attempt attempt;
   if (!plan_leaf_split(plan.steps[0], items, from, &attempt.covered, store_.page_size()))
     return attempt; // room enough (maybe another split made it)
-  if ((attempt.busy = plan_upward(plan, store_, rel_, path)))
-    return attempt;
-  std::size_t fresh = plan.steps.size() + (plan.new_root ? 1 : 0); // new nodes, a new root
-  std::size_t in_reserve = store_.latches_in_reserve();
-  if (fresh > in_reserve && !reserved.try_reserve(fresh - in_reserve)) {
-    attempt.latches = plan_latches(plan) + fresh;
+  return complete_split(plan, path, store_, rel_, reserved);
+}
+
+// ---- bulk loading --------------------------------------------------------------------------
+
+std::optional<lsn_t> tree::append(const std::vector<node_item>& entries) {
+  TIDEMARK_CHECK(!store_.latches_reserved(), "an append is made holding no reservation");
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    TIDEMARK_CHECK(i == 0 || compare_keys(entries[i - 1].key, entries[i].key) < 0,
+                   "appended entries come in key order");
+    TIDEMARK_CHECK(!(entries[i].flags & item_overflow) &&
+                     inline_value_fits(store_.page_size(), entries[i].key.size(),
+                                       entries[i].payload.size()),
+                   "appended values are inline");
+    bytes += entries[i].footprint();
+  }
+  TIDEMARK_CHECK(!entries.empty() && bytes <= append_capacity(store_.page_size()),
+                 "appended entries fill one leaf at most");
+  operation_epochs::section section(store_.epochs());
+  latch_reservation reserved(store_);
+  for (;;) {
+    split_attempt attempt = try_append(entries, reserved);
+    if (attempt.latches > 0) { // room for all of them, reserved holding nothing
+      reserved.release();
+      reserved.reserve(attempt.latches);
+    } else if (attempt.busy) {
+      store_.wait_for(*attempt.busy);
+    } else {
+      return attempt.split ? std::optional<lsn_t>(attempt.end) : std::nullopt;
+    }
+  }
+}
+
+split_attempt tree::try_append(const std::vector<node_item>& entries, latch_reservation& reserved) {
+  std::size_t page_size = store_.page_size();
+  descent path;
+  split_plan plan;
+  plan.steps.resize(1);
+  split_step& step = plan.steps[0];
+  step.node = latch_leaf(entries.back().key, latch_mode::exclusive, &path);
+  node_view leaf(step.node.bytes(), page_size);
+  split_attempt attempt;
+  step.items = node_items(leaf);
+  if (leaf.right() != 0 ||
+      (!step.items.empty() && compare_keys(step.items.back().key, entries.front().key) >= 0))
+    return attempt;         // keys at or past the entries: not an append
+  if (step.items.empty()) { // the entries fill the empty rightmost leaf, if nothing is left of it
+    if (leaf.left() != 0)
+      return attempt; // its lower bound, in its parent, may be above the first entry
+    page_changes changes;
+    page_edit edit(step.node.mutable_bytes(), page_size, &changes);
+    build_node(edit, node_kind::leaf, 0, entries, nullptr, 0, leaf.left());
+    changes.collapse(step.node.bytes(), page_size);
+    attempt.end = store_.log_change({{&step.node, &changes}});
+    attempt.split = true;
     return attempt;
   }
-  apply_split(plan, store_, rel_);
-  attempt.split = true;
-  return attempt;
+  // A split whose right part is the entries: the leaf keeps its items, under a high key.
+  step.separator = shortest_separator(step.items.back().key, entries.front().key);
+  std::size_t kept = 0;
+  for (const node_item& item : step.items)
+    kept += item.footprint();
+  if (kept + item_header_size + step.separator.size() > page_size - slots_offset)
+    return attempt; // no room for the high key
+  step.split = step.items.size();
+  step.items.insert(step.items.end(), entries.begin(), entries.end());
+  return complete_split(plan, path, store_, rel_, reserved);
 }
 
 // ---- removing empty leaves -----------------------------------------------------------------

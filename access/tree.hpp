@@ -64,6 +64,15 @@ struct pending_item {
   std::size_t footprint = 0; // item_footprint() of the item as it will be stored
 };
 
+/// What one attempt at a split (or an append) came to; tree's own bookkeeping.
+struct split_attempt {
+  std::optional<page_id> busy; // a try_latch failed: wait for it (nothing is held)
+  std::size_t latches = 0;     // the split holds this many at once, more than reserved
+  bool split = false;          // one split was made
+  lsn_t end = 0;               // ... and logged, its change ending here
+  std::size_t covered = 0;     // when none of these: the items the leaf covers, room enough
+};
+
 class tree {
 public:
   tree(page_store& store, rel_id rel) : store_(store), rel_(rel) {}
@@ -87,6 +96,15 @@ public:
   /// far as the moment of each look goes: others may fill them again before the caller
   /// latches them, and it then asks again.
   void make_room(const std::vector<pending_item>& items);
+
+  /// Bulk loading: `entries` (leaf items in key order, values inline, together within
+  /// append_capacity()) become a new rightmost leaf in one structure change, which also
+  /// gives the old rightmost leaf its high key and right link and the parent its downlink
+  /// (splitting upwards as any split does); into an empty rightmost leaf they go as they
+  /// are. Returns the change's end LSN; none, with nothing changed, when the rightmost
+  /// leaf holds a key not below the first entry or has no room left for a high key (the
+  /// caller then puts them the usual way).
+  std::optional<lsn_t> append(const std::vector<node_item>& entries);
 
   /// The first key >= `key` (> with `inclusive` false), with its value. `*newest`, when
   /// given, is raised to the LSN of every leaf looked at.
@@ -125,12 +143,9 @@ private:
                                                       lsn_t* newest);
   /// One attempt at remove_empty_leaf(): a page to wait for when a latch was not granted.
   std::optional<page_id> try_remove_empty_leaf(key_view key);
-  struct split_attempt {
-    std::optional<page_id> busy; // a try_latch failed: wait for it (nothing is held)
-    std::size_t latches = 0;     // the split holds this many at once, more than reserved
-    bool split = false;          // one split was made
-    std::size_t covered = 0;     // when none of these: the items the leaf covers, room enough
-  };
+  /// One attempt at append(): the same outcomes as a split's (`split`: appended; none of
+  /// busy, latches and split: declined).
+  split_attempt try_append(const std::vector<node_item>& entries, latch_reservation& reserved);
   /// One attempt at a split of the leaf covering items[from], its new pages latched from
   /// `reserved`.
   split_attempt try_split(const std::vector<pending_item>& items, std::size_t from,
@@ -139,6 +154,13 @@ private:
   page_store& store_;
   rel_id rel_;
 };
+
+/// The item bytes (slots included) a bulk load puts in one leaf: nine tenths of a node,
+/// as a split of the rightmost leaf under ascending inserts leaves it, so that the leaf
+/// still takes its high key and a few replacements that grow.
+constexpr std::size_t append_capacity(std::size_t page_size) {
+  return (page_size - slots_offset) * 9 / 10;
+}
 
 /// True when a key and value of these sizes make a leaf item (slot included) no larger
 /// than max_item_size for the page size.

@@ -254,7 +254,21 @@ base_backup_report database::base_backup(const std::string& new_dir, const std::
 void database::promote() {
   refuse_in_callback("promote");
   impl_->check_open("promote");
-  impl_->db->promote();
+  // Tables the primary dropped lose their files now: their handles stop working first,
+  // and the calls that passed their checks before end before the files go.
+  impl_->db->promote([this](const std::vector<storage::rel_id>& dropped) {
+    {
+      std::lock_guard<std::mutex> guard(impl_->tables_mutex);
+      for (auto it = impl_->tables.begin(); it != impl_->tables.end();)
+        if (std::find(dropped.begin(), dropped.end(), it->second->relation) != dropped.end()) {
+          it->second->dropped.store(true, std::memory_order_release);
+          it = impl_->tables.erase(it);
+        } else {
+          ++it;
+        }
+    }
+    impl_->wait_for_calls_in_flight();
+  });
   impl_->recovery = impl_->db->recovery();
 }
 

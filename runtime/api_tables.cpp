@@ -6,6 +6,7 @@
 #include "runtime/api_impl.hpp"
 
 #include "access/catalog.hpp"
+#include "access/tree.hpp"
 #include "runtime/tables.hpp"
 
 #include <algorithm>
@@ -330,18 +331,17 @@ struct table_loader::state {
   std::thread::id thread;
   std::shared_ptr<const table::state> handle;
   std::string last_key;
-  bool any = false;      // last_key holds a key
-  bool in_batch = false; // the session's transaction holds the batch in progress
-  bool finished = false; // finish() ran, or a commit failed
-  std::size_t batch_bytes = 0, batch_limit = 0;
-  std::uint64_t batch_entries = 0; // in the batch in progress
-  std::uint64_t loaded = 0;        // entries committed
+  bool any = false;                    // last_key holds a key
+  bool finished = false;               // finish() ran, or a change failed
+  std::vector<access::node_item> leaf; // the next leaf's entries, not yet in the table
+  std::size_t leaf_bytes = 0, leaf_capacity = 0;
+  std::uint64_t loaded = 0; // entries in the table (durable at finish)
 };
 
 namespace {
 
-// One call on a loader: its session's, refused once the load is over or from another
-// thread.
+// One call on a loader: its session's, refused once the load is over, from another thread,
+// or while the session is inside a transaction of its own.
 class loader_call {
 public:
   loader_call(table_loader::state* loader, const char* operation)
@@ -351,6 +351,9 @@ public:
     if (loader->thread != std::this_thread::get_id())
       throw usage_error(std::string(operation) +
                         ": the loader is used from another thread than its session's");
+    if (call_->internal.in_transaction())
+      throw usage_error(std::string(operation) +
+                        ": the session is inside a transaction; commit() or rollback() it first");
   }
   session::impl& owner() const { return call_.impl(); }
 
@@ -359,22 +362,39 @@ private:
   session_call call_;
 };
 
-// Commits the batch in progress without waiting for its fsync, refused as any commit is
-// when its table was dropped meanwhile; a failure ends the load.
-void commit_batch(table_loader::state& loader, session::impl& s) {
-  if (!loader.in_batch)
+// Entries put the usual way, as one transaction committed without waiting for its fsync.
+void commit_entries(const table_loader::state& loader, session::impl& s,
+                    const std::vector<access::node_item>& entries, relation_id relation) {
+  runtime::instance_session& internal = s.internal;
+  internal.begin();
+  ++s.transaction_epoch;
+  s.used_tables.assign(1, loader.handle); // its commit is refused once the table is dropped
+  for (const access::node_item& entry : entries)
+    internal.put(relation, entry.key, entry.payload);
+  refuse_dropped_tables(s);
+  internal.commit_unsettled();
+  ++s.transaction_epoch;
+}
+
+// The leaf in progress goes into the table: appended as a new rightmost leaf (one record),
+// or committed the usual way when `append` is false (a value on overflow pages) or the
+// table holds a key at or past its first (another session put one). A failure ends the
+// load, the entries added before it staying.
+void add_leaf(table_loader::state& loader, session::impl& s, bool append) {
+  if (loader.leaf.empty())
     return;
-  loader.in_batch = false;
-  loader.batch_bytes = 0;
-  std::uint64_t entries = loader.batch_entries;
-  loader.batch_entries = 0;
   try {
-    refuse_dropped_tables(s);
-    s.internal.commit_unsettled();
-    ++s.transaction_epoch;
-    loader.loaded += entries;
+    relation_id relation = relation_of(*s.db, loader.handle, "table_loader::add");
+    if (!append || !s.internal.append_entries(relation, loader.leaf))
+      commit_entries(loader, s, loader.leaf, relation);
+    loader.loaded += loader.leaf.size();
+    loader.leaf.clear();
+    loader.leaf_bytes = 0;
   } catch (...) {
-    ++s.transaction_epoch;
+    if (s.internal.in_transaction()) {
+      s.internal.rollback();
+      ++s.transaction_epoch;
+    }
     loader.finished = true;
     throw;
   }
@@ -396,28 +416,14 @@ table_loader session::load(const table& t) {
   loader->owner = impl_;
   loader->thread = std::this_thread::get_id();
   loader->handle = t.state_;
-  // A leaf's worth: the items of a batch fill about one page.
-  loader->batch_limit = s->db->engine().config.page_size * 7 / 8;
+  loader->leaf_capacity = access::append_capacity(s->db->engine().config.page_size);
   return table_loader(std::move(loader));
 }
 
 table_loader::table_loader(std::unique_ptr<state> s) : state_(std::move(s)) {}
 table_loader::table_loader(table_loader&&) noexcept = default;
 table_loader& table_loader::operator=(table_loader&&) noexcept = default;
-
-table_loader::~table_loader() {
-  if (!state_ || state_->finished || !state_->in_batch)
-    return;
-  if (std::shared_ptr<session::impl> s = state_->owner.lock()) {
-    try {
-      session_call call(s.get(), "~table_loader");
-      call->internal.rollback(); // the batch in progress; earlier batches stay
-      ++call->transaction_epoch;
-    } catch (const std::exception&) {
-      // the session is closed or busy: its next begin() or the close ends the transaction
-    }
-  }
-}
+table_loader::~table_loader() = default; // the leaf in progress was never in the table
 
 void table_loader::add(std::string_view key, std::string_view value) {
   loader_call call(state_.get(), "table_loader::add");
@@ -427,27 +433,28 @@ void table_loader::add(std::string_view key, std::string_view value) {
   if (loader.any && access::compare_keys(key, loader.last_key) <= 0)
     throw usage_error("table_loader::add: keys come in increasing order; this one is not after "
                       "the previous one");
-  runtime::instance_session& s = call.owner().internal;
-  if (!loader.in_batch) {
-    s.begin();
-    ++call.owner().transaction_epoch;
-    call.owner().used_tables.clear();
-    loader.in_batch = true;
+  relation_of(*call.owner().db, loader.handle, "table_loader::add");
+  access::node_item entry{std::string(key), 0, static_cast<std::uint32_t>(value.size()),
+                          std::string(value)};
+  std::size_t page_size = call.owner().db->engine().config.page_size;
+  if (!access::inline_value_fits(page_size, key.size(), value.size())) {
+    // A value on overflow pages: the leaf so far, then this entry the usual way.
+    add_leaf(loader, call.owner(), true);
+    loader.leaf.push_back(std::move(entry));
+    add_leaf(loader, call.owner(), false);
+  } else {
+    if (loader.leaf_bytes + entry.footprint() > loader.leaf_capacity)
+      add_leaf(loader, call.owner(), true);
+    loader.leaf_bytes += entry.footprint();
+    loader.leaf.push_back(std::move(entry));
   }
-  // Noted as the batch's table, so that its commit is refused once the table is dropped.
-  relation_id relation = use_table(call.owner(), loader.handle, "table_loader::add");
-  s.put(relation, key, value);
   loader.last_key.assign(key);
   loader.any = true;
-  loader.batch_bytes += key.size() + value.size() + 16;
-  ++loader.batch_entries;
-  if (loader.batch_bytes >= loader.batch_limit)
-    commit_batch(loader, call.owner());
 }
 
 std::uint64_t table_loader::finish() {
   loader_call call(state_.get(), "table_loader::finish");
-  commit_batch(*state_, call.owner());
+  add_leaf(*state_, call.owner(), true);
   state_->finished = true;
   call.owner().internal.settle();
   return state_->loaded;

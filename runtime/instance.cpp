@@ -264,10 +264,17 @@ std::unique_ptr<instance> instance::open_once(const std::string& dir,
   return db;
 }
 
-void instance::remove_leftover_tables() {
-  if (std::size_t removed = remove_dropped_tables(*this))
-    engine_->log("LOG:  removed the files of " + std::to_string(removed) +
-                 " dropped table(s) a crash had left behind");
+void instance::remove_leftover_tables(
+  const std::function<void(const std::vector<storage::rel_id>&)>& before_removing) {
+  std::vector<storage::rel_id> dropped = dropped_table_relations(*this);
+  if (dropped.empty())
+    return;
+  if (before_removing)
+    before_removing(dropped);
+  for (storage::rel_id relation : dropped)
+    remove_table_files(*this, relation);
+  engine_->log("LOG:  removed the files of " + std::to_string(dropped.size()) +
+               " dropped table(s) left behind");
 }
 
 void instance::log_recovery() const {

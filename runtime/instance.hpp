@@ -29,6 +29,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,8 +102,10 @@ public:
   const recovery_outcome& recovery() const { return recovery_; }
   /// Standby only: ends streaming, replays what arrived, runs the end-of-recovery
   /// checkpoint in the next generation and accepts writes. usage_error before the copy is
-  /// consistent (backup_end_lsn not yet received) or when not a standby.
-  void promote();
+  /// consistent (backup_end_lsn not yet received) or when not a standby. The files of
+  /// tables the primary dropped go then, after `before_removing(relations)` returns (the
+  /// public API marks their handles and waits for the calls in flight).
+  void promote(const std::function<void(const std::vector<storage::rel_id>&)>& before_removing);
   bool is_standby() const { return standby_.has_value(); }
   standby_status standby() const;
   /// The primary's view of its standbys (empty without replication_listen).
@@ -130,8 +133,10 @@ private:
                                              const instance_options& options);
   void request_checkpoint(messages::checkpoint_reason reason);
   void log_recovery() const;
-  /// After recovery (open for writing, promote): files of dropped tables a crash left.
-  void remove_leftover_tables();
+  /// After recovery (open for writing, promote): files of dropped tables a crash left (or,
+  /// on a standby, its primary's drops), once `before_removing` has been told of them.
+  void remove_leftover_tables(
+    const std::function<void(const std::vector<storage::rel_id>&)>& before_removing = {});
   void start_actors();
   void stop_actors();
   bool uses_network() const;

@@ -5,6 +5,7 @@
 #include "runtime/session.hpp"
 
 #include "runtime/instance.hpp"
+#include "storage/check.hpp"
 
 #include <caf/send.hpp>
 
@@ -229,10 +230,22 @@ storage::xid_t instance_session::commit() { return commit_and(true); }
 
 storage::xid_t instance_session::commit_unsettled() { return commit_and(false); }
 
+bool instance_session::append_entries(storage::rel_id table,
+                                      const std::vector<access::node_item>& entries) {
+  check_writable("table_loader::add");
+  check_running();
+  TIDEMARK_CHECK(!txn_->active(), "a bulk load appends outside a transaction");
+  std::optional<storage::lsn_t> end = access::tree(*db_->internals().tables, table).append(entries);
+  if (!end)
+    return false;
+  unsettled_end_ = std::max(unsettled_end_, *end);
+  return true;
+}
+
 void instance_session::settle() {
   storage::lsn_t end = unsettled_end_;
   unsettled_end_ = 0;
-  settle_commit(unsettled_xid_, end, 0);
+  settle_commit(unsettled_xid_, end, 0, "the bulk load's changes up to now");
 }
 
 storage::xid_t instance_session::commit_and(bool settle_now) {
@@ -258,7 +271,7 @@ storage::xid_t instance_session::commit_and(bool settle_now) {
     throw;
   }
   if (settle_now) {
-    settle_commit(xid, end, seen);
+    settle_commit(xid, end, seen, "transaction " + std::to_string(xid));
   } else {
     unsettled_end_ = std::max({unsettled_end_, end, seen});
     unsettled_xid_ = xid;
@@ -266,13 +279,14 @@ storage::xid_t instance_session::commit_and(bool settle_now) {
   return xid;
 }
 
-void instance_session::settle_commit(storage::xid_t xid, storage::lsn_t end, storage::lsn_t seen) {
+void instance_session::settle_commit(storage::xid_t xid, storage::lsn_t end, storage::lsn_t seen,
+                                     const std::string& what) {
   try {
     wait_durable(std::max(end, seen));
     wait_for_standby(end);
   } catch (const storage::position_stopped& error) {
-    throw tidemark::commit_outcome_unknown("transaction " + std::to_string(xid) +
-                                             " is durable here, but no synchronous standby "
+    throw tidemark::commit_outcome_unknown(what +
+                                             ": durable here, but no synchronous standby "
                                              "confirmed it before " +
                                              error.what() + "; after a failover it may be absent",
                                            xid);
@@ -280,15 +294,12 @@ void instance_session::settle_commit(storage::xid_t xid, storage::lsn_t end, sto
     db_->internals().fail(error.what()); // W3, as the wal_writer does: say it before returning
     if (end == 0)
       throw tidemark::engine_stopped_error(
-        "transaction " + std::to_string(xid) +
-        " read changes that may not be durable: " + error.what());
+        what + " read changes that may not be durable: " + error.what());
     throw tidemark::commit_outcome_unknown(
-      "the outcome of transaction " + std::to_string(xid) +
-        " is unknown: its WAL record was "
-        "written but the engine stopped before it was durable (" +
+      "the outcome of " + what +
+        " is unknown: its WAL was written but the engine stopped before it was durable (" +
         error.what() +
-        "); after the "
-        "next open it is either wholly present or wholly absent",
+        "); after the next open each commit is either wholly present or wholly absent",
       xid);
   }
 }

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tidemark::runtime {
 
@@ -75,6 +76,11 @@ public:
   /// settle() then waits until every such commit is (a bulk load's batches, durable
   /// together at its end).
   storage::xid_t commit_unsettled();
+  /// Outside a transaction, a bulk load's leaf: `entries` (in key order, values inline,
+  /// within access::append_capacity) become the table's new rightmost leaf in one record
+  /// (access::tree::append), durable once settle() returns. False, nothing changed, when
+  /// the table holds a key at or past the first entry.
+  bool append_entries(storage::rel_id table, const std::vector<access::node_item>& entries);
   void settle();
   /// The id of the transaction begun last (valid between begin() and commit()).
   storage::xid_t transaction_id() const;
@@ -98,7 +104,8 @@ private:
   storage::xid_t commit_and(bool settle_now);
   /// Waits until a commit's record and what it read are durable (and, with
   /// synchronous_standby, on a standby), or says why that is unknown.
-  void settle_commit(storage::xid_t xid, storage::lsn_t end, storage::lsn_t seen);
+  void settle_commit(storage::xid_t xid, storage::lsn_t end, storage::lsn_t seen,
+                     const std::string& what);
 
   instance* db_;
   std::unique_ptr<storage::page_transaction> txn_;

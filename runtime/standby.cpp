@@ -134,7 +134,8 @@ void instance::end_standby_stream() {
     std::rethrow_exception(standby_redo_error_);
 }
 
-void instance::promote() {
+void instance::promote(
+  const std::function<void(const std::vector<storage::rel_id>&)>& before_removing) {
   if (!standby_)
     throw tidemark::usage_error("promote: the database is not a standby");
   engine& e = *engine_;
@@ -176,7 +177,7 @@ void instance::promote() {
   arrival_.reset();
   e.recovering.store(false);
   ensure_catalog(e); // a primary from before keyed tables had none to stream
-  remove_leftover_tables();
+  remove_leftover_tables(before_removing);
   e.log("LOG:  promoted: redo ended at " + storage::format_lsn(recovery_.end_lsn) + " after " +
         std::to_string(recovery_.records) + " records; now generation " +
         std::to_string(e.control().generation) + ", accepting writes");

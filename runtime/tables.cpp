@@ -53,20 +53,18 @@ void remove_table_files(instance& db, storage::rel_id relation) {
                                         segment.rel, segment.segno}});
 }
 
-std::size_t remove_dropped_tables(instance& db) {
+std::vector<storage::rel_id> dropped_table_relations(instance& db) {
   engine& e = db.internals();
   std::set<storage::rel_id> named;
   access::table_transaction reader(*e.tables); // outside a transaction: committed reads
   for (const access::table_info& table : access::catalog::list(reader))
     named.insert(table.relation);
-  std::size_t removed = 0;
+  std::vector<storage::rel_id> dropped;
   const storage::rel_id handed_out = access::catalog::next_relation(reader); // none beyond
   for (storage::rel_id relation = access::first_table_relation; relation < handed_out; ++relation)
-    if (named.count(relation) == 0 && e.store.files->segment_count(relation) > 0) {
-      remove_table_files(db, relation);
-      ++removed;
-    }
-  return removed;
+    if (named.count(relation) == 0 && e.store.files->segment_count(relation) > 0)
+      dropped.push_back(relation);
+  return dropped;
 }
 
 std::optional<access::table_info> find_table(instance_session& session, std::string_view name) {

@@ -14,7 +14,8 @@
 //    buffer or a sync request of it still in flight is skipped, and the sync worker is
 //    told to forget the removed segments (PostgreSQL's unlink path). Files a crash left
 //    behind (the catalog entry gone, the files not yet) are removed at the next open for
-//    writing or promotion (remove_dropped_tables), once recovery has run.
+//    writing or promotion (dropped_table_relations), once recovery has run; at a promotion,
+//    after the public API has marked their handles and waited for the calls in flight.
 #pragma once
 
 #include "access/catalog.hpp"
@@ -35,9 +36,9 @@ class instance;
 void ensure_catalog(engine& e);
 /// Removes the files of `relation`, a table whose catalog entry is gone (see above).
 void remove_table_files(instance& db, storage::rel_id relation);
-/// Removes the files of every table relation the catalog does not name. Returns how many
-/// relations had files.
-std::size_t remove_dropped_tables(instance& db);
+/// The table relations that have files but no catalog entry: dropped (a crash came
+/// before their files went, or, on a standby, the primary dropped them).
+std::vector<storage::rel_id> dropped_table_relations(instance& db);
 
 /// The table named `name`, read outside a transaction (durable when it returns); none
 /// when there is no such table, or no catalog yet (a directory only ever opened

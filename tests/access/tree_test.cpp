@@ -156,6 +156,62 @@ TEST_CASE("ascending inserts fill leaves nearly full") {
   CHECK(store.blocks(table_rel) < minimum_leaves * 105 / 100);
 }
 
+TEST_CASE("appended leaves: one record per leaf, a valid tree, replayed byte for byte") {
+  // Batches of sorted keys, each a leaf's worth, appended to a tree that grows three levels
+  // (4 KiB pages, keys with long shared prefixes so that inner nodes fill too).
+  memory_page_store store(4096, true);
+  tree::create(store, table_rel);
+  tree t(store, table_rel);
+  std::map<std::string, std::string> model;
+  std::vector<node_item> batch;
+  std::size_t batch_bytes = 0, appends = 0;
+  std::size_t records_before = store.record_count();
+  auto append_batch = [&] {
+    REQUIRE(t.append(batch).has_value());
+    ++appends;
+    batch.clear();
+    batch_bytes = 0;
+  };
+  for (int i = 0; i < 60000; ++i) {
+    char number[16];
+    std::snprintf(number, sizeof number, "%09d", i);
+    std::string key = "user/" + std::string(300, 'p') + number;
+    std::string value(i % 50, char('a' + i % 26));
+    node_item item{key, 0, static_cast<std::uint32_t>(value.size()), value};
+    if (batch_bytes + item.footprint() > append_capacity(store.page_size()))
+      append_batch();
+    batch_bytes += item.footprint();
+    batch.push_back(item);
+    model[key] = value;
+  }
+  append_batch();
+  REQUIRE(check_tree(store, table_rel) == "");
+  expect_scans(t, model);
+  std::size_t records = store.record_count() - records_before;
+  std::size_t blocks = store.blocks(table_rel) - 2; // the new blocks past the meta page and root
+  MESSAGE(appends << " appends made " << records << " records and " << blocks << " blocks");
+  CHECK(records == appends); // the first filled the empty root; each other one a leaf
+  CHECK(records <= blocks + 1);
+  memory_page_store replayed(4096);
+  store.replay_into(replayed);
+  for (block_id block = 0; block < store.blocks(table_rel); ++block)
+    REQUIRE(replayed.bytes_of({table_rel, block}) == store.bytes_of({table_rel, block}));
+  // Keys not above the tree's are no append: declined, nothing changed.
+  std::string low = "user/0";
+  std::size_t records_then = store.record_count();
+  CHECK_FALSE(t.append({node_item{low, 0, 1, "x"}}).has_value());
+  CHECK_FALSE(t.append({node_item{model.rbegin()->first, 0, 1, "x"}}).has_value());
+  CHECK(store.record_count() == records_then);
+  CHECK(t.get(low) == std::nullopt);
+  // A put in the middle, and appends again after it.
+  t.put(low, "y");
+  REQUIRE(t.append({node_item{"zzz", 0, 1, "z"}}).has_value());
+  model[low] = "y";
+  model["zzz"] = "z";
+  REQUIRE(check_tree(store, table_rel) == "");
+  expect_scans(t, model);
+}
+
 TEST_CASE("a queue (inserts at one end, erases at the other) keeps its size: empty leaves go") {
   // Keys in increasing order, the oldest erased once 2 000 are in: every leaf empties in
   // turn, is unlinked, and its block comes back for the next split.

@@ -5,7 +5,8 @@
 // zero), the others end in conflict_error because redo changed what they read. Writes on
 // the standby are refused (and so are a checkpoint and a read-only open of it); after
 // promotion they are accepted. Keyed tables likewise, while the primary's queue of keys
-// has its emptied leaves unlinked and their blocks reused under the standby's readers.
+// has its emptied leaves unlinked and their blocks reused under the standby's readers; a
+// table the primary drops loses its files and its handles at the standby's promotion.
 #include <tidemark/database.hpp>
 
 #include "scratch_directory.hpp"
@@ -228,6 +229,26 @@ TEST_CASE("standby: keyed tables, created and changed on the primary, read whole
   CHECK_THROWS_AS(reader.put(on_standby, "x", "y"), usage_error); // a standby only reads
   reader.rollback();
   CHECK_THROWS_AS(standby->create_table("other"), usage_error);
-  standby->close();
+
+  // Dropped on the primary: the standby's handle reads the table as it last was until a
+  // promotion removes its files; from then on it is refused as a dropped table's.
+  primary->drop_table("balances");
+  auto listed = [&] {
+    for (const table_info& info : standby->tables())
+      if (info.name == "balances")
+        return true;
+    return false;
+  };
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (listed() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield(); // until the standby replays the drop
+  REQUIRE_FALSE(listed());
+  CHECK(reader.get(on_standby, "account-1").has_value());
   primary->close();
+  standby->promote();
+  CHECK_THROWS_WITH_AS(reader.get(on_standby, "account-1"), doctest::Contains("was dropped"),
+                       usage_error);
+  CHECK_THROWS_AS(standby->open_table("balances"), usage_error);
+  CHECK(standby->tables().empty());
+  standby->close();
 }
