@@ -660,6 +660,78 @@ TEST_CASE("tables: a bulk load fills an empty table in key order, durable at fin
   MESSAGE("a load cut by a power loss kept " << half.size() << " of 30000 entries");
 }
 
+TEST_CASE("tables: a bulk load beside sessions writing into the same table") {
+  // The loader adds the even keys; another session commits the odd ones among them at its
+  // own pace (landing in leaves the load built, or in the one it builds next: then that
+  // leaf is committed the usual way) and, once half the load is in, keys above all of it
+  // (every later leaf the usual way); a third scans the table in transactions. Everything
+  // any of them committed is there, in order, and the trees check.
+  scratch_directory scratch;
+  auto db = create_and_open(scratch.dir);
+  table t = db->create_table("shared");
+  constexpr int count = 40000;
+  std::atomic<int> loaded{0};
+  std::atomic<bool> done{false};
+  std::set<std::string> written;
+  std::thread writer([&] {
+    session w = db->open_session();
+    int high = 0;
+    for (int i = 1; i < count; i += 20) {
+      w.begin();
+      for (int k = i; k < i + 20 && k < count; k += 2) {
+        w.put(t, key_of(k), "odd");
+        written.insert(key_of(k));
+      }
+      if (loaded.load() >= count / 4) { // half the load is in
+        w.put(t, "z" + std::to_string(high), "high");
+        written.insert("z" + std::to_string(high++));
+      }
+      w.commit();
+    }
+  });
+  std::uint64_t scans = 0, out_of_order = 0;
+  std::thread reader([&] { // stretches of 300 entries: a commit holds their leaves at once
+    session r = db->open_session();
+    for (int start = 0; !done.load(); start = (start + 7919) % count) {
+      r.begin();
+      std::string last;
+      bool first = true;
+      int seen = 0;
+      for (table_cursor c = r.cursor(t, {key_of(start), true, std::nullopt, true});
+           seen < 300 && c.next(); last = c.key(), first = false, ++seen)
+        if (!first && !(last < c.key()))
+          ++out_of_order;
+      try {
+        r.commit();
+        ++scans;
+      } catch (const conflict_error&) {
+      }
+    }
+  });
+  session s = db->open_session();
+  table_loader loader = s.load(t);
+  for (int i = 0; i < count; i += 2) {
+    loader.add(key_of(i), std::string(40, 'e'));
+    loaded.store(i / 2 + 1);
+  }
+  CHECK(loader.finish() == count / 2);
+  writer.join();
+  done.store(true);
+  reader.join();
+  std::map<std::string, std::string> all = contents(s, t);
+  CHECK(out_of_order == 0);
+  CHECK(all.size() == count / 2 + written.size());
+  for (int i = 0; i < count; i += 2)
+    REQUIRE(all[key_of(i)] == std::string(40, 'e'));
+  for (const std::string& key : written)
+    REQUIRE(all.count(key) == 1);
+  MESSAGE(scans << " scans committed beside the load; " << written.size() << " keys written");
+  db->close();
+  file_check_report check = database::check_files(scratch.dir);
+  CHECK(check.failures == 0);
+  CHECK(check.tables_checked == 2);
+}
+
 TEST_CASE("tables: a table of constant size keeps its size under replacements and erases") {
   // 2 000 rows, one in ten with a value on overflow pages; then 10 x 2 000 changes, each a
   // replacement (a new size, inline or on a chain) or an erase with an insert of a new key,
