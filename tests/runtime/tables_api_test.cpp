@@ -663,30 +663,35 @@ TEST_CASE("tables: a bulk load fills an empty table in key order, durable at fin
 TEST_CASE("tables: a bulk load beside sessions writing into the same table") {
   // The loader adds the even keys; another session commits the odd ones among them at its
   // own pace (landing in leaves the load built, or in the one it builds next: then that
-  // leaf is committed the usual way) and, once half the load is in, keys above all of it
-  // (every later leaf the usual way); a third scans the table in transactions. Everything
-  // any of them committed is there, in order, and the trees check.
+  // leaf is committed the usual way) and, once half the load is in, keys above all of it:
+  // the load waits for the first, so that every later leaf of it is committed the usual
+  // way. A third session scans the table in transactions. Everything any of them
+  // committed is there, in order, and the trees check.
   scratch_directory scratch;
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("shared");
   constexpr int count = 40000;
-  std::atomic<int> loaded{0};
+  std::promise<void> half_loaded, high_written;
   std::atomic<bool> done{false};
   std::set<std::string> written;
-  std::thread writer([&] {
+  std::thread writer([&, half = half_loaded.get_future()] {
     session w = db->open_session();
     int high = 0;
     for (int i = 1; i < count; i += 20) {
+      if (i >= count / 2 && high == 0)
+        half.wait();
       w.begin();
       for (int k = i; k < i + 20 && k < count; k += 2) {
         w.put(t, key_of(k), "odd");
         written.insert(key_of(k));
       }
-      if (loaded.load() >= count / 4) { // half the load is in
+      if (i >= count / 2) {
         w.put(t, "z" + std::to_string(high), "high");
         written.insert("z" + std::to_string(high++));
       }
       w.commit();
+      if (high == 1)
+        high_written.set_value();
     }
   });
   std::uint64_t scans = 0, out_of_order = 0;
@@ -712,7 +717,10 @@ TEST_CASE("tables: a bulk load beside sessions writing into the same table") {
   table_loader loader = s.load(t);
   for (int i = 0; i < count; i += 2) {
     loader.add(key_of(i), std::string(40, 'e'));
-    loaded.store(i / 2 + 1);
+    if (i == count / 2) {
+      half_loaded.set_value();
+      high_written.get_future().wait();
+    }
   }
   CHECK(loader.finish() == count / 2);
   writer.join();
