@@ -244,8 +244,10 @@ bool instance_session::append_entries(storage::rel_id table,
 
 void instance_session::settle() {
   storage::lsn_t end = unsettled_end_;
+  storage::xid_t xid = unsettled_xid_; // the last transaction among them (0: none)
   unsettled_end_ = 0;
-  settle_commit(unsettled_xid_, end, 0, "the bulk load's changes up to now");
+  unsettled_xid_ = 0;
+  settle_commit(xid, end, 0, "the bulk load's changes up to now");
 }
 
 storage::xid_t instance_session::commit_and(bool settle_now) {

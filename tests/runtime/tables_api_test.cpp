@@ -671,6 +671,8 @@ TEST_CASE("tables: a bulk load beside sessions writing into the same table") {
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("shared");
   constexpr int count = 40000;
+  session s = db->open_session();
+  table_loader loader = s.load(t); // while the table is empty
   std::promise<void> half_loaded, high_written;
   std::atomic<bool> done{false};
   std::set<std::string> written;
@@ -713,8 +715,6 @@ TEST_CASE("tables: a bulk load beside sessions writing into the same table") {
       }
     }
   });
-  session s = db->open_session();
-  table_loader loader = s.load(t);
   for (int i = 0; i < count; i += 2) {
     loader.add(key_of(i), std::string(40, 'e'));
     if (i == count / 2) {
