@@ -9,6 +9,7 @@
 //    rule, for example D7: doublewrite requires data_checksums).
 #pragma once
 
+#include "actors/standby_quorum.hpp"
 #include "storage/directory_sync.hpp"
 #include "storage/io_engine.hpp"
 
@@ -83,6 +84,11 @@ struct settings {
   std::uint64_t max_standby_wal_size = 1ull << 30; // bytes
   enum class standby_wait { off, remote_write, remote_flush, remote_apply };
   standby_wait synchronous_standby = standby_wait::off;
+  // Which standbys, and how many, a synchronous commit waits for (standby_quorum.hpp).
+  standby_quorum synchronous_standby_names;
+  // A standby not heard from for this long no longer counts for synchronous commits
+  // (PostgreSQL's wal_sender_timeout): one frozen (SIGSTOP) stays connected, silent.
+  std::chrono::milliseconds wal_sender_timeout{10'000};
   std::uint32_t doublewrite_batch_pages = 64;
   // How long the batcher may hold a small batch of the bgwriter's or the checkpointer's so
   // that later ones share its ring fdatasync (0: every group is synced at once).

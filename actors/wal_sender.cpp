@@ -72,6 +72,7 @@ struct wal_sender_state {
   std::unique_ptr<storage::wal_segment_reader> wal;
   std::vector<storage::standby_slot_record> persisted; // as standby_slots says now
   std::uint64_t ticks = 0;
+  bool superseded = false; // a standby of a newer generation met (admit)
   static inline const char* name = "wal_sender";
 };
 
@@ -107,6 +108,26 @@ std::optional<std::string> refuse(const wal_sender_state& st, const standby_posi
                 "not feed it"
               : ": it was seeded from an older primary; seed it again with tidemark basebackup");
   return std::nullopt;
+}
+
+// refuse(), and a standby of a newer generation of this system tells this primary that one
+// of its copies was promoted since: it stops acknowledging synchronous commits for good
+// (the commits waiting, and every later one, end in commit_outcome_unknown), so that two
+// primaries never both acknowledge commits as on a standby, and says so in its log.
+std::optional<std::string> admit(wal_sender_state& st, const standby_position& who) {
+  std::optional<std::string> why = refuse(st, who);
+  if (why && who.system_id == st.system_id && who.generation > st.generation && !st.superseded) {
+    st.superseded = true;
+    const std::string what =
+      "standby " + in_quotes(who.name) + " follows generation " + std::to_string(who.generation) +
+      " of this system and this primary is generation " + std::to_string(st.generation) +
+      ": a standby was promoted since, and this is an old primary";
+    st.ctx->log("WARNING:  " + what +
+                ". It no longer acknowledges synchronous commits; stop it, and seed it again "
+                "from the new primary before it serves again");
+    st.ctx->sender.acknowledged.stop(what);
+  }
+  return why;
 }
 
 std::string gone_text(const std::string& name, lsn_t from) {
@@ -175,22 +196,31 @@ void persist_slots(wal_sender_state& st) {
   }
 }
 
-// Publishes the synchronous standby's position to waiting commits.
+// Whether a standby counts for synchronous commits now: streaming and heard from within
+// wal_sender_timeout (one frozen by SIGSTOP stays connected, silent).
+bool live(const wal_sender_state& st, const standby_slot& slot, clock_type::time_point now) {
+  return slot.connected && !slot.backup && now - slot.heard <= st.ctx->config.wal_sender_timeout;
+}
+
+// Publishes to waiting commits the position the quorum of synchronous_standby_names has
+// reached among the live standbys.
 void publish_acknowledged(wal_sender_state& st) {
   using wait = settings::standby_wait;
   const wait mode = st.ctx->config.synchronous_standby;
   if (mode == wait::off)
     return;
-  lsn_t best = 0;
+  const auto now = clock_type::now();
+  std::vector<standby_quorum::member> members;
   for (const auto& [name, slot] : st.slots) {
-    if (!slot.connected || slot.backup)
+    if (!live(st, slot, now))
       continue;
     const standby_position& p = slot.position;
-    best = std::max(best, mode == wait::remote_write   ? p.written
-                          : mode == wait::remote_flush ? p.flushed
-                                                       : p.replayed);
+    members.push_back({name, mode == wait::remote_write   ? p.written
+                             : mode == wait::remote_flush ? p.flushed
+                                                          : p.replayed});
   }
-  st.ctx->sender.acknowledged.publish(best);
+  st.ctx->sender.acknowledged.publish(
+    st.ctx->config.synchronous_standby_names.acknowledged(members));
 }
 
 standby_slot& note_position(wal_sender_state& st, const standby_position& who) {
@@ -440,7 +470,7 @@ void start_sender(sender_pointer self, context* ctx, checkpointer_actor checkpoi
 // primary's durable WAL (it followed another primary) or already recycled.
 caf::result<primary_position> open_stream(sender_pointer self, stream_open& open) {
   auto& st = self->state;
-  if (auto why = refuse(st, open.standby))
+  if (auto why = admit(st, open.standby))
     return refusal(*why);
   const lsn_t flushed = st.ctx->store.wal->flushed_lsn();
   const std::string& name = open.standby.name;
@@ -469,7 +499,7 @@ caf::result<primary_position> open_stream(sender_pointer self, stream_open& open
 // Durable WAL from fetch.from, at once when there is some, else when the next flush comes.
 caf::result<wal_chunk> fetch_wal(sender_pointer self, wal_fetch& fetch) {
   auto& st = self->state;
-  if (auto why = refuse(st, fetch.standby))
+  if (auto why = admit(st, fetch.standby))
     return refusal(*why);
   note_position(st, fetch.standby);
   update_keep(st);
@@ -544,7 +574,7 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
     [=](wal_fetch& fetch) -> caf::result<wal_chunk> { return fetch_wal(self, fetch); },
     [=](standby_feedback& feedback) {
       auto& st = self->state;
-      if (refuse(st, feedback.standby))
+      if (admit(st, feedback.standby))
         return;
       note_position(st, feedback.standby);
       update_keep(st);
@@ -577,6 +607,7 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
       auto& st = self->state;
       serve_waiting(st, true);
       update_keep(st);
+      publish_acknowledged(st); // a standby fallen silent no longer counts
       persist_slots(st);
       log_standbys(st);
       self->delayed_send(self, heartbeat_interval, tick_atom::value);

@@ -22,13 +22,19 @@
 //    a standby disconnects, and within a second of any other change, so that a restarted primary
 //    keeps its standbys' WAL; the runtime reads them before its first checkpoint and hands them
 //    over at spawn.
-//  - A standby of another system or generation is refused with an error naming both.
+//  - A standby of another system or generation is refused with an error naming both. One
+//    of a newer generation means a copy of this primary was promoted since: the primary
+//    logs a warning and stops acknowledging synchronous commits for good (they end in
+//    commit_outcome_unknown), so that the old and the new primary never both acknowledge
+//    commits as held by a standby.
 //  - Base backup pages are verified as they are copied; a page that fails (it was being
 //    written) is copied again through the buffer pool, which never holds a torn page.
 //  - Every ten seconds it logs each connected standby's positions and lag.
-//  - The synchronous standby's position (the most advanced connected standby's written,
-//    flushed or replayed WAL, as synchronous_standby says) is published to waiting
-//    commits (context::sender.acknowledged).
+//  - The position the quorum of synchronous_standby_names has reached (written, flushed or
+//    replayed WAL, as synchronous_standby says) among the live standbys — connected and
+//    heard from within wal_sender_timeout — is published to waiting commits
+//    (context::sender.acknowledged; actors/standby_quorum.hpp), on every report and every
+//    second.
 //
 // It reads WAL and data files (blocking pread) on a scheduler thread, not detached: a
 // detached actor's thread lives until the last reference to the actor is gone, and CAF's

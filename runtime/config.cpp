@@ -457,8 +457,24 @@ std::vector<setting_entry> background_settings() {
                           {"remote_write", wait::remote_write},
                           {"remote_flush", wait::remote_flush},
                           {"remote_apply", wait::remote_apply}},
-                         "whether a commit also waits for a standby to have written, flushed or "
+                         "whether a commit also waits for standbys to have written, flushed or "
                          "replayed it"),
+    {"synchronous_standby_names", false, "list", "",
+     "'' (any one standby), a, b, ... (FIRST 1), FIRST k (a, b, ...), ANY k (a, b, ...); '*': "
+     "any name",
+     [](settings& s, const std::string& v) {
+       try {
+         s.synchronous_standby_names = actors::standby_quorum::parse(v);
+       } catch (const std::invalid_argument& error) {
+         throw config_error(std::string("invalid value for synchronous_standby_names: ") +
+                            error.what());
+       }
+     },
+     [](const settings& s) { return s.synchronous_standby_names.to_string(); },
+     "which standbys, and how many, a synchronous commit waits for"},
+    time_setting("wal_sender_timeout", &settings::wal_sender_timeout, milliseconds(1000),
+                 milliseconds(1000), milliseconds(3'600'000), false,
+                 "a standby silent this long no longer counts for synchronous commits"),
     count_setting("doublewrite_batch_pages", &settings::doublewrite_batch_pages, "pages", 1, 1024,
                   "pages per doublewrite batch"),
     time_setting("doublewrite_flush_delay", &settings::doublewrite_flush_delay, milliseconds(1),

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <set>
 
 namespace tidemark::runtime {
 
@@ -238,6 +239,9 @@ std::vector<messages::standby_view> instance::standbys() {
 namespace {
 
 constexpr std::uint32_t chunk_bytes = 1u << 20;
+// A primary answers a connection's handshake at once; a peer that accepts the connection
+// and stays silent (not a Tidemark primary, or a dying one) is given up after this.
+constexpr auto connect_timeout = std::chrono::seconds(10);
 
 struct backup_client {
   caf::actor_system_config config;
@@ -249,13 +253,33 @@ struct backup_client {
     config.load<caf::io::middleman>();
     config.set("logger.verbosity", caf::atom("quiet"));
     system = std::make_unique<caf::actor_system>(config);
-    auto found =
-      system->middleman().remote_actor<messages::wal_sender_actor>(primary.host, primary.port);
-    if (!found)
-      throw tidemark::replication_error("base backup: cannot reach the primary at " + primary.host +
-                                        ":" + std::to_string(primary.port) + ": " +
-                                        system->render(found.error()));
-    sender = *found;
+    const std::string where = primary.host + ":" + std::to_string(primary.port);
+    std::string failure;
+    { // the middleman's own connect, with a deadline (remote_actor would wait for good)
+      caf::scoped_actor self{*system};
+      self
+        ->request(system->middleman().actor_handle(), connect_timeout, caf::connect_atom::value,
+                  primary.host, primary.port)
+        .receive(
+          [&](const caf::node_id&, caf::strong_actor_ptr& peer, const std::set<std::string>& ifs) {
+            if (!peer)
+              failure = "no actor is published there";
+            else if (ifs !=
+                     system->message_types(caf::detail::type_list<messages::wal_sender_actor>{}))
+              failure = "it is not a WAL sender of this Tidemark version";
+            else
+              sender = caf::actor_cast<messages::wal_sender_actor>(std::move(peer));
+          },
+          [&](const caf::error& e) {
+            failure = e == caf::sec::request_timeout
+                        ? "no answer to the connection's handshake within " +
+                            std::to_string(connect_timeout.count()) + " s"
+                        : system->render(e);
+          });
+    }
+    if (!failure.empty())
+      throw tidemark::replication_error("base backup: cannot reach the primary at " + where + ": " +
+                                        failure);
   }
 
   template <class Reply, class Request>

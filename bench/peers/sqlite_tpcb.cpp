@@ -266,9 +266,10 @@ void run(const tpcb::options& o) {
   auto setup = [&](int c) {
     client& cl = clients[c];
     cl.db = open_db(path, false);
+    // Before the pragmas: another client's connection may hold the lock while they run.
+    sqlite3_busy_handler(cl.db, busy_wait, nullptr);
     exec(cl.db, "PRAGMA synchronous=FULL");
     exec(cl.db, ("PRAGMA cache_size=-" + std::to_string(o.cache_mb * 1024)).c_str());
-    sqlite3_busy_handler(cl.db, busy_wait, nullptr);
     auto prep = [&](const char* sql) {
       sqlite3_stmt* st = nullptr;
       check(cl.db, sqlite3_prepare_v3(cl.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr),

@@ -15,7 +15,7 @@ struct setting_description {
   std::string name; // "shared_buffers"
   /// "size" (B, kB, MB, GB, TB), "duration" (ms, s, min, h, d), "integer", "real",
   /// "boolean" (on, off; also true/false, yes/no, 1/0), "enum" (one of `allowed`),
-  /// "address" (HOST:PORT).
+  /// "address" (HOST:PORT), "list" (standby names: synchronous_standby_names).
   std::string type;
   std::string default_value; // as database::setting() shows it: "128MB", "5min", "on"; "" none
   std::string unit;          // what a number without a unit counts ("MB", "pages", "s"); may be ""

@@ -1,5 +1,6 @@
 """Replication commands used wrongly get a clear error and change nothing: a base backup
-into a non-empty directory or from a primary that is not there, a standby or promotion of
+into a non-empty directory, from a primary that is not there or from a port that accepts
+and stays silent, a standby or promotion of
 a directory that is not a standby, a normal open of a standby, a standby refused by a
 primary of another system; a standby promoted before it is consistent stays a standby;
 and after a failover a standby seeded from the promoted copy refuses the old primary
@@ -9,7 +10,8 @@ import socket
 import subprocess
 import time
 
-from harness import (Primary, Tidemark, check, finish, parse_args, remove, scratch, tree_digest)
+from harness import (Primary, Tidemark, check, finish, parse_args, poll_until, remove, scratch,
+                     tree_digest)
 
 SETTINGS = ["shared_buffers=256", "log_checkpoints=off"]
 
@@ -49,6 +51,22 @@ def main():
         check(r.returncode == 1 and "cannot reach the primary" in r.stderr,
               f"basebackup from nowhere: {r.returncode} {r.stderr}")
         check(not os.path.exists(os.path.join(work, "x")), "a failed basebackup left a directory")
+        # A port that accepts connections and stays silent (the kernel completes the TCP
+        # handshake; nothing answers CAF's): basebackup gives up with a clear error
+        # instead of waiting for good.
+        silent = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        try:
+            r = tm.run("basebackup", "-D", os.path.join(work, "x"), "--primary",
+                       f"127.0.0.1:{silent.getsockname()[1]}", timeout=120)
+            check(r.returncode == 1 and "cannot reach the primary" in r.stderr
+                  and "handshake" in r.stderr,
+                  f"basebackup from a silent port: {r.returncode} {r.stderr}")
+            check(not os.path.exists(os.path.join(work, "x")),
+                  "a basebackup from a silent port left a directory")
+        finally:
+            silent.close()
         r = tm.run("basebackup", "-D", primary, "--primary", unreachable)
         check(r.returncode == 2 and "not empty" in r.stderr, f"basebackup into a data directory: {r.stderr}")
         r = tm.run("basebackup", "-D", os.path.join(work, "y"), "--primary", "localhost")
@@ -111,13 +129,23 @@ def main():
             check(r.returncode == 0, f"basebackup from the promoted standby: {r.stderr}")
         finally:
             promoted.stop()
-        old = Primary(tm, primary, os.path.join(work, "old.log"), SETTINGS)
+        # The old primary waits for a synchronous standby: meeting one of the newer
+        # generation, it stops acknowledging (its waiting commits end, unacknowledged).
+        old = Primary(tm, primary, os.path.join(work, "old.log"), SETTINGS,
+                      extra=["synchronous_standby=remote_flush"])
         try:
             text = standby_until_refused(tm, third, os.path.join(work, "third.log"),
                                          ["--primary", old.address])
             check("refused this standby" in text and "generation" in text,
                   f"a standby of the promoted copy was not refused by the old primary: "
                   f"{text[-2000:]}")
+            check(poll_until(lambda: old.process.poll() is not None, 60),
+                  "the old primary's commits still wait after it met a newer generation")
+            with open(old.log) as f:
+                log = f.read()
+            check("this is an old primary" in log and "no longer acknowledges" in log
+                  and "no synchronous standby confirmed" in log,
+                  f"the old primary did not say it was superseded: {log[-3000:]}")
         finally:
             old.stop()
     finally:

@@ -148,6 +148,16 @@ TEST_CASE("describe_settings: every listed value and range is what the parser ke
       for (const std::string& v : values)
         joined += (joined.empty() ? "" : ", ") + v;
       CHECK(error_for(key, other).find(joined) != std::string::npos);
+    } else if (d.type == "list") {
+      CHECK(accepts(key, "ANY 2 (a, b, c)"));
+      CHECK(shown_after(key, "any 2 (a,b,c)") == "ANY 2 (a, b, c)");
+      CHECK(shown_after(key, "a, b") == "FIRST 1 (a, b)");
+      CHECK(shown_after(key, "2 (a, *)") == "FIRST 2 (a, *)");
+      CHECK_FALSE(accepts(key, "ANY 0 (a)"));
+      CHECK_FALSE(accepts(key, "FIRST 3 (a, b)"));
+      CHECK_FALSE(accepts(key, "ANY 2 (a, a)"));
+      CHECK_FALSE(accepts(key, "ANY 2 a, b"));
+      CHECK_FALSE(accepts(key, "a b"));
     } else if (d.type == "address") {
       CHECK(accepts(key, "127.0.0.1:0"));
       CHECK(accepts(key, "''"));
