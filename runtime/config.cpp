@@ -401,46 +401,11 @@ std::vector<setting_entry> layout_and_commit_settings() {
   };
 }
 
-// Checkpoints, the background writers, recovery, replication, torn-page protection and
-// logging, in the listing's order.
-std::vector<setting_entry> background_settings() {
-  using io = storage::io_method;
-  using sync = storage::directory_sync_method;
+// Streaming replication: where the WAL sender listens, the WAL it keeps, and what a
+// synchronous commit waits for.
+std::vector<setting_entry> replication_settings() {
   using wait = settings::standby_wait;
   return {
-    time_setting("checkpoint_timeout", &settings::checkpoint_timeout, milliseconds(1000),
-                 milliseconds(1000), milliseconds(86'400'000), false,
-                 "time between automatic checkpoints"),
-    size_setting("max_wal_size", false, &settings::max_wal_size, MiB, 128 * KiB, TiB,
-                 "WAL volume that triggers a checkpoint"),
-    real_setting("checkpoint_completion_target", &settings::checkpoint_completion_target, 0, 1,
-                 "fraction of the interval a checkpoint spreads its writes over"),
-    time_setting("bgwriter_delay", &settings::bgwriter_delay, milliseconds(1), milliseconds(10),
-                 milliseconds(10'000), false, "background writer round"),
-    time_setting("write_back_sweep", &settings::write_back_sweep, milliseconds(1000),
-                 milliseconds(1000), milliseconds(3'600'000), true,
-                 "one paced write-back pass over the data files written since their fsync (0: "
-                 "off)"),
-    count_setting("bgwriter_lru_maxpages", &settings::bgwriter_lru_maxpages, "buffers", 0,
-                  1073741823, "most buffers the background writer writes per round"),
-    real_setting("bgwriter_lru_multiplier", &settings::bgwriter_lru_multiplier, 0, 10,
-                 "clean buffers kept ahead of demand, as a multiple of recent allocations"),
-    bool_setting("synchronous_commit", false, &settings::synchronous_commit,
-                 "acknowledge commits only once their WAL is durable"),
-    choice_setting<io>("io_method", &settings::io, {{"io_uring", io::io_uring}, {"sync", io::sync}},
-                       "how batches of page writes are issued (one io_uring submission, or a "
-                       "call each)"),
-    choice_setting<sync>("recovery_init_sync_method", &settings::recovery_init_sync_method,
-                         {{"fsync", sync::fsync}, {"syncfs", sync::syncfs}},
-                         "after a crash, how the directory is made durable first (fsync each "
-                         "file, or syncfs)"),
-    bool_setting("recovery_prefetch", false, &settings::recovery_prefetch,
-                 "redo reads the blocks of the WAL records ahead of it in the background"),
-    size_setting("recovery_prefetch_distance", false, &settings::recovery_prefetch_distance, KiB,
-                 8 * KiB, GiB, "how far ahead of redo prefetch reads, in bytes of WAL"),
-    time_setting("recovery_progress_interval", &settings::recovery_progress_interval,
-                 milliseconds(1000), milliseconds(100), milliseconds(3'600'000), true,
-                 "how often a recovery logs where it is (0: never)"),
     {"replication_listen", false, "address", "", "HOST:PORT (port 0: any free port), or '' (none)",
      [](settings& s, const std::string& v) {
        if (!v.empty())
@@ -475,6 +440,53 @@ std::vector<setting_entry> background_settings() {
     time_setting("wal_sender_timeout", &settings::wal_sender_timeout, milliseconds(1000),
                  milliseconds(1000), milliseconds(3'600'000), false,
                  "a standby silent this long no longer counts for synchronous commits"),
+  };
+}
+
+// Checkpoints, the background writers and recovery, in the listing's order.
+std::vector<setting_entry> background_settings() {
+  using io = storage::io_method;
+  using sync = storage::directory_sync_method;
+  return {
+    time_setting("checkpoint_timeout", &settings::checkpoint_timeout, milliseconds(1000),
+                 milliseconds(1000), milliseconds(86'400'000), false,
+                 "time between automatic checkpoints"),
+    size_setting("max_wal_size", false, &settings::max_wal_size, MiB, 128 * KiB, TiB,
+                 "WAL volume that triggers a checkpoint"),
+    real_setting("checkpoint_completion_target", &settings::checkpoint_completion_target, 0, 1,
+                 "fraction of the interval a checkpoint spreads its writes over"),
+    time_setting("bgwriter_delay", &settings::bgwriter_delay, milliseconds(1), milliseconds(10),
+                 milliseconds(10'000), false, "background writer round"),
+    time_setting("write_back_sweep", &settings::write_back_sweep, milliseconds(1000),
+                 milliseconds(1000), milliseconds(3'600'000), true,
+                 "one paced write-back pass over the data files written since their fsync (0: "
+                 "off)"),
+    count_setting("bgwriter_lru_maxpages", &settings::bgwriter_lru_maxpages, "buffers", 0,
+                  1073741823, "most buffers the background writer writes per round"),
+    real_setting("bgwriter_lru_multiplier", &settings::bgwriter_lru_multiplier, 0, 10,
+                 "clean buffers kept ahead of demand, as a multiple of recent allocations"),
+    bool_setting("synchronous_commit", false, &settings::synchronous_commit,
+                 "acknowledge commits only once their WAL is durable"),
+    choice_setting<io>("io_method", &settings::io, {{"io_uring", io::io_uring}, {"sync", io::sync}},
+                       "how batches of page writes are issued (one io_uring submission, or a "
+                       "call each)"),
+    choice_setting<sync>("recovery_init_sync_method", &settings::recovery_init_sync_method,
+                         {{"fsync", sync::fsync}, {"syncfs", sync::syncfs}},
+                         "after a crash, how the directory is made durable first (fsync each "
+                         "file, or syncfs)"),
+    bool_setting("recovery_prefetch", false, &settings::recovery_prefetch,
+                 "redo reads the blocks of the WAL records ahead of it in the background"),
+    size_setting("recovery_prefetch_distance", false, &settings::recovery_prefetch_distance, KiB,
+                 8 * KiB, GiB, "how far ahead of redo prefetch reads, in bytes of WAL"),
+    time_setting("recovery_progress_interval", &settings::recovery_progress_interval,
+                 milliseconds(1000), milliseconds(100), milliseconds(3'600'000), true,
+                 "how often a recovery logs where it is (0: never)"),
+  };
+}
+
+// Torn-page protection, the actor scheduler and logging, in the listing's order.
+std::vector<setting_entry> protection_and_logging_settings() {
+  return {
     count_setting("doublewrite_batch_pages", &settings::doublewrite_batch_pages, "pages", 1, 1024,
                   "pages per doublewrite batch"),
     time_setting("doublewrite_flush_delay", &settings::doublewrite_flush_delay, milliseconds(1),
@@ -497,8 +509,9 @@ std::vector<setting_entry> background_settings() {
 const std::vector<setting_entry>& setting_table() {
   static const std::vector<setting_entry> table = [] {
     std::vector<setting_entry> all = layout_and_commit_settings();
-    for (setting_entry& entry : background_settings())
-      all.push_back(std::move(entry));
+    for (auto part : {background_settings, replication_settings, protection_and_logging_settings})
+      for (setting_entry& entry : part())
+        all.push_back(std::move(entry));
     return all;
   }();
   return table;

@@ -110,6 +110,9 @@ private:
 int cmd_basebackup(const cli_args& args) {
   std::string dir = args.required("-D");
   std::string primary = args.required("--primary");
+  if (args.has("--name") && args.text("--name").empty())
+    throw config_error("--name is empty: a standby name is 1 to 64 letters, digits, '.', '_' "
+                       "or '-' (without --name, basebackup picks one)");
   base_backup_report report =
     database::base_backup(dir, primary, args.text("--name"), [](const std::string& line) {
       std::fprintf(stderr, "%s\n", line.c_str());
@@ -137,14 +140,14 @@ int cmd_standby(const cli_args& args) {
   options.primary = args.text("--primary");
   if (::pipe(stop_pipe) != 0)
     throw io_error(std::string("pipe: ") + std::strerror(errno), errno);
-  directory_watch watch(dir, false);
   // Until open() returns (crash recovery may take a while), SIGINT and SIGTERM end the
   // process at once, as a crash would, which a standby survives; from then on they stop
-  // the standby cleanly.
+  // the standby cleanly. open() names a directory that is missing or not a standby's.
   auto db = database::open(dir, options);
   ::signal(SIGINT, on_stop_signal);
   ::signal(SIGTERM, on_stop_signal);
   ::unlink((dir + "/" + promote_signal).c_str()); // a request from before this start
+  directory_watch watch(dir, false);              // a request made from here on; the loop looks too
   {
     standby_status s = db->standby();
     std::fprintf(stderr,
@@ -153,7 +156,11 @@ int cmd_standby(const cli_args& args) {
   }
   auto last = std::chrono::steady_clock::now();
   std::uint64_t last_records = 0;
-  workload::json_object r;
+  // Complete from the first moment: a promotion before the first status interval still
+  // reports where the standby was.
+  workload::json_object r = status_json(db->standby(), 0);
+  if (args.has("--json"))
+    r.write_file(args.text("--json"));
   bool promote = false, failed = false;
   for (;;) {
     int event = watch.wait(promote_signal, interval);
@@ -224,6 +231,8 @@ int cmd_promote(const cli_args& args) {
   std::string dir = args.required("-D");
   auto timeout = std::chrono::milliseconds(
     static_cast<std::int64_t>(args.real("--timeout", 60, 1, 86400) * 1000));
+  if (!exists(dir))
+    throw config_error("data directory \"" + dir + "\" does not exist");
   if (!exists(dir + "/" + standby_conf))
     throw config_error("\"" + dir + "\" is not a standby (no standby.conf)");
   open_options options = options_with_faults(args); // used when it promotes the directory itself

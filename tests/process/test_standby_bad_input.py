@@ -69,6 +69,16 @@ def main():
             silent.close()
         r = tm.run("basebackup", "-D", primary, "--primary", unreachable)
         check(r.returncode == 2 and "not empty" in r.stderr, f"basebackup into a data directory: {r.stderr}")
+        r = tm.run("basebackup", "-D", os.path.join(work, "y"), "--primary", unreachable,
+                   "--name", "")
+        check(r.returncode == 2 and "--name is empty" in r.stderr,
+              f"basebackup with an empty --name: {r.returncode} {r.stderr}")
+        missing = os.path.join(work, "missing")
+        for command in ("standby", "promote"):
+            r = tm.run(command, "-D", missing)
+            check(r.returncode == 2 and "does not exist" in r.stderr,
+                  f"{command} of a missing directory: {r.returncode} {r.stderr}")
+        check(not os.path.exists(missing), "standby or promote made a missing directory")
         r = tm.run("basebackup", "-D", os.path.join(work, "y"), "--primary", "localhost")
         check(r.returncode == 2 and "HOST:PORT" in r.stderr, f"basebackup with a bad address: {r.stderr}")
 
