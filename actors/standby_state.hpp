@@ -15,12 +15,14 @@
 // and replaced whole under their locks.
 #pragma once
 
+#include "messages/replication.hpp"
 #include "storage/types.hpp"
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace tidemark::actors {
 
@@ -49,6 +51,11 @@ public:
   /// Being promoted: the next end-of-recovery checkpoint starts the next generation (the
   /// checkpointer owns the control file, so it makes the change).
   std::atomic<bool> promoting{false};
+  /// The primary refused this standby (another system, generation, or WAL it no longer
+  /// has): streaming stopped for good; error() says why.
+  std::atomic<bool> refused{false};
+  /// What the synchronous standbys' quorum had confirmed, as the primary last said.
+  std::atomic<storage::lsn_t> primary_acknowledged{0};
 
   void set_error(const std::string& why) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -58,6 +65,15 @@ public:
   std::string error() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return error_;
+  }
+  /// Every standby of the primary (this one too) as the primary last heard of it.
+  void note_peers(std::vector<messages::standby_peer> peers) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    peers_ = std::move(peers);
+  }
+  std::vector<messages::standby_peer> peers() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peers_;
   }
   void note_replayed_checkpoint(const replayed_checkpoint& c) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -71,6 +87,7 @@ public:
 private:
   mutable std::mutex mutex_;
   std::string error_;
+  std::vector<messages::standby_peer> peers_;
   replayed_checkpoint replayed_;
 };
 

@@ -52,6 +52,8 @@ std::string primary_text(const receiver_state& st) {
 void note_primary(context& ctx, const primary_position& p) {
   ctx.standby.primary_flushed.store(p.flushed);
   ctx.standby.primary_unix_micros.store(p.unix_micros);
+  ctx.standby.primary_acknowledged.store(p.acknowledged);
+  ctx.standby.note_peers(p.standbys);
 }
 
 void retry_later(receiver_pointer self) {
@@ -89,6 +91,7 @@ void refused(receiver_pointer self, const std::string& why) {
   auto& st = self->state;
   drop_sender_for_good(self);
   set_error(*st.ctx, why);
+  st.ctx->standby.refused.store(true);
   st.ctx->log("ERROR:  the primary at " + primary_text(st) + " refused this standby: " + why);
 }
 

@@ -78,6 +78,13 @@ struct wal_sender_state {
 
 using sender_pointer = wal_sender_actor::stateful_pointer<wal_sender_state>;
 
+// Whether a standby counts for synchronous commits now: streaming and heard from within
+// wal_sender_timeout (one frozen by SIGSTOP stays connected, silent).
+bool live(const wal_sender_state& st, const standby_slot& slot, clock_type::time_point now) {
+  return slot.connected && !slot.backup && now - slot.heard <= st.ctx->config.wal_sender_timeout;
+}
+
+// This primary's state, with every standby's as last heard, for an answer.
 primary_position where_primary_is(const wal_sender_state& st) {
   primary_position p;
   p.system_id = st.system_id;
@@ -86,6 +93,11 @@ primary_position where_primary_is(const wal_sender_state& st) {
   p.unix_micros = std::chrono::duration_cast<std::chrono::microseconds>(
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
+  p.acknowledged = st.ctx->sender.acknowledged.published();
+  const auto now = clock_type::now();
+  for (const auto& [name, slot] : st.slots)
+    if (!slot.backup && !slot.dropped)
+      p.standbys.push_back({name, slot.position.flushed, live(st, slot, now)});
   return p;
 }
 
@@ -196,12 +208,6 @@ void persist_slots(wal_sender_state& st) {
   }
 }
 
-// Whether a standby counts for synchronous commits now: streaming and heard from within
-// wal_sender_timeout (one frozen by SIGSTOP stays connected, silent).
-bool live(const wal_sender_state& st, const standby_slot& slot, clock_type::time_point now) {
-  return slot.connected && !slot.backup && now - slot.heard <= st.ctx->config.wal_sender_timeout;
-}
-
 // Publishes to waiting commits the position the quorum of synchronous_standby_names has
 // reached among the live standbys.
 void publish_acknowledged(wal_sender_state& st) {
@@ -309,8 +315,9 @@ void list_backup_files(const std::string& dir, const std::string& sub,
     std::string name = entry->d_name;
     if (name == "." || name == ".." || name.find(".tmp") != std::string::npos)
       continue;
-    if (sub.empty() && (name == "tidemark.lock" || name == "tidemark.conf" ||
-                        name == "standby.conf" || name == "promote.signal"))
+    if (sub.empty() &&
+        (name == "tidemark.lock" || name == "tidemark.conf" || name == "standby.conf" ||
+         name == "promote.signal" || name == "promote.refused"))
       continue;
     std::string relative = sub.empty() ? name : sub + "/" + name;
     std::uint64_t size = 0;

@@ -36,12 +36,22 @@ struct stream_open {
   std::uint64_t from = 0;
 };
 
+/// A standby as its primary last heard of it. Every answer carries all of them, so that
+/// each standby knows how far its peers had got when a failover comes (promote compares).
+struct standby_peer {
+  std::string name;
+  std::uint64_t flushed = 0;
+  bool live = false; // counted for synchronous commits when the primary answered
+};
+
 /// The primary's answer, and the state that comes with every chunk.
 struct primary_position {
   std::uint64_t system_id = 0;
   std::uint32_t generation = 0;
-  std::uint64_t flushed = 0;    // WAL durable on the primary
-  std::int64_t unix_micros = 0; // the primary's clock when it answered
+  std::uint64_t flushed = 0;      // WAL durable on the primary
+  std::int64_t unix_micros = 0;   // the primary's clock when it answered
+  std::uint64_t acknowledged = 0; // WAL its synchronous standbys' quorum has confirmed
+  std::vector<standby_peer> standbys;
 };
 
 /// Up to `max_bytes` of WAL from `from`.
@@ -125,9 +135,13 @@ typename Inspector::result_type inspect(Inspector& f, stream_open& x) {
   return f(caf::meta::type_name("stream_open"), x.standby, x.from);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, standby_peer& x) {
+  return f(caf::meta::type_name("standby_peer"), x.name, x.flushed, x.live);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, primary_position& x) {
   return f(caf::meta::type_name("primary_position"), x.system_id, x.generation, x.flushed,
-           x.unix_micros);
+           x.unix_micros, x.acknowledged, x.standbys);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wal_fetch& x) {

@@ -251,12 +251,12 @@ base_backup_report database::base_backup(const std::string& new_dir, const std::
   return runtime::base_backup(new_dir, primary, name, progress);
 }
 
-void database::promote() {
+void database::promote(const promote_options& options) {
   refuse_in_callback("promote");
   impl_->check_open("promote");
   // Tables the primary dropped lose their files now: their handles stop working first,
   // and the calls that passed their checks before end before the files go.
-  impl_->db->promote([this](const std::vector<storage::rel_id>& dropped) {
+  impl_->db->promote(options.force, [this](const std::vector<storage::rel_id>& dropped) {
     {
       std::lock_guard<std::mutex> guard(impl_->tables_mutex);
       for (auto it = impl_->tables.begin(); it != impl_->tables.end();)

@@ -105,7 +105,10 @@ public:
   /// consistent (backup_end_lsn not yet received) or when not a standby. The files of
   /// tables the primary dropped go then, after `before_removing(relations)` returns (the
   /// public API marks their handles and waits for the calls in flight).
-  void promote(const std::function<void(const std::vector<storage::rel_id>&)>& before_removing);
+  /// With `force` false, it also refuses (usage_error) when the primary last said that
+  /// another of its standbys had flushed more WAL than this one.
+  void promote(bool force,
+               const std::function<void(const std::vector<storage::rel_id>&)>& before_removing);
   bool is_standby() const { return standby_.has_value(); }
   standby_status standby() const;
   /// The primary's view of its standbys (empty without replication_listen).
@@ -133,6 +136,8 @@ private:
                                              const instance_options& options);
   void request_checkpoint(messages::checkpoint_reason reason);
   void log_recovery() const;
+  /// usage_error naming the peer when another standby of the primary is further ahead.
+  void refuse_if_behind_a_peer() const;
   /// After recovery (open for writing, promote): files of dropped tables a crash left (or,
   /// on a standby, its primary's drops), once `before_removing` has been told of them.
   void remove_leftover_tables(

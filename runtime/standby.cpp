@@ -136,7 +136,7 @@ void instance::end_standby_stream() {
 }
 
 void instance::promote(
-  const std::function<void(const std::vector<storage::rel_id>&)>& before_removing) {
+  bool force, const std::function<void(const std::vector<storage::rel_id>&)>& before_removing) {
   if (!standby_)
     throw tidemark::usage_error("promote: the database is not a standby");
   engine& e = *engine_;
@@ -146,6 +146,8 @@ void instance::promote(
       "promote: the standby is not consistent yet: it has WAL up to " +
       storage::format_lsn(flushed) + " and its base backup is consistent from " +
       storage::format_lsn(standby_->backup_end_lsn) + "; let it stream further first");
+  if (!force)
+    refuse_if_behind_a_peer();
   try {
     end_standby_stream();
   } catch (const std::exception& error) {
@@ -189,6 +191,23 @@ void instance::promote(
   }
 }
 
+void instance::refuse_if_behind_a_peer() const {
+  const standby_status s = standby();
+  if (s.peer_ahead.empty())
+    return;
+  const bool loses_acknowledged = s.primary_acknowledged > s.flushed;
+  throw tidemark::usage_error(
+    "promote: standby \"" + s.peer_ahead + "\" had WAL up to " +
+    storage::format_lsn(s.peer_ahead_flushed) +
+    " when the primary last answered, and this one has " + storage::format_lsn(s.flushed) +
+    (loses_acknowledged ? "; the primary's synchronous standbys had confirmed up to " +
+                            storage::format_lsn(s.primary_acknowledged) +
+                            ", so promoting this one would lose acknowledged commits"
+                        : "") +
+    ": promote the standby furthest ahead; promote with force only if \"" + s.peer_ahead +
+    "\" is gone for good");
+}
+
 standby_status instance::standby() const {
   standby_status s;
   if (!standby_)
@@ -207,6 +226,7 @@ standby_status instance::standby() const {
   s.restart_redo = e.standby.restart_redo.load();
   s.wal_rereads = e.standby.wal_rereads.load();
   s.failed = e.failed();
+  s.refused = e.standby.refused.load();
   if (s.failed && s.error.empty())
     s.error = e.failure();
   std::int64_t then = e.standby.primary_unix_micros.load();
@@ -220,6 +240,13 @@ standby_status instance::standby() const {
   s.pages_read = pool.reads.load();
   s.prefetched = pool.prefetched.load();
   s.prefetch_hits = pool.prefetch_hits.load();
+  s.primary_acknowledged = e.standby.primary_acknowledged.load();
+  for (const messages::standby_peer& peer : e.standby.peers())
+    if (peer.name != standby_->name && peer.flushed > s.flushed &&
+        peer.flushed > s.peer_ahead_flushed) {
+      s.peer_ahead = peer.name;
+      s.peer_ahead_flushed = peer.flushed;
+    }
   return s;
 }
 

@@ -151,6 +151,7 @@ std::vector<command> replication_commands() {
      "replays the WAL DIR received and promotes it here (the fault flags apply then).",
      {{"-D", "DIR", "the standby's directory", true},
       {"--timeout", "SECONDS", "wait this long for a running standby (1 .. 86400; default 60)"},
+      {"--force", "", "promote even when another standby of the primary was further ahead"},
       {"--set", "KEY=VALUE", "a setting for a promotion here (no standby running in DIR)", false,
        true}},
      true,

@@ -25,11 +25,37 @@ namespace tidemark::tools {
 namespace {
 
 constexpr const char* promote_signal = "promote.signal";
+constexpr const char* promote_refused = "promote.refused"; // a running standby's answer
 constexpr const char* standby_conf = "standby.conf";
 
 bool exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
+}
+
+// The whole of a small file ("" when it cannot be read).
+std::string read_text(const std::string& path) {
+  std::string text;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    char buffer[256];
+    for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
+      text.append(buffer, got);
+    std::fclose(f);
+  }
+  return text;
+}
+
+// A running standby answers a promote request it refuses: the reason in promote.refused
+// (for the waiting `tidemark promote` to print), the request withdrawn, its log told.
+void refuse_promotion(const std::string& dir, const std::string& why) {
+  const std::string path = dir + "/" + promote_refused;
+  if (FILE* f = std::fopen((path + ".tmp").c_str(), "w")) {
+    std::fputs(why.c_str(), f);
+    std::fclose(f);
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
+  ::unlink((dir + "/" + promote_signal).c_str());
+  std::fprintf(stderr, "standby: not promoted: %s\n", why.c_str());
 }
 
 std::string lsn_text(std::uint64_t lsn) {
@@ -161,22 +187,22 @@ int cmd_standby(const cli_args& args) {
   workload::json_object r = status_json(db->standby(), 0);
   if (args.has("--json"))
     r.write_file(args.text("--json"));
-  bool promote = false, failed = false;
+  bool promote = false, failed = false, refused = false;
   for (;;) {
     int event = watch.wait(promote_signal, interval);
     if (event < 0)
       break;
     if (event > 0 || exists(dir + "/" + promote_signal)) {
       try {
-        db->promote();
+        promote_options how;
+        how.force = read_text(dir + "/" + promote_signal) == "force";
+        db->promote(how);
         promote = true;
         break;
-      } catch (const usage_error& e) { // not consistent yet: stay a standby
-        ::unlink((dir + "/" + promote_signal).c_str());
-        std::fprintf(stderr, "standby: cannot promote yet: %s\n", e.what());
+      } catch (const usage_error& e) { // not consistent yet, or behind a peer: stay a standby
+        refuse_promotion(dir, e.what());
       } catch (const data_error& e) { // redo did not replay all it fsynced: it stopped
-        ::unlink((dir + "/" + promote_signal).c_str());
-        std::fprintf(stderr, "standby: %s\n", e.what());
+        refuse_promotion(dir, e.what());
       }
     }
     auto now = std::chrono::steady_clock::now();
@@ -204,6 +230,12 @@ int cmd_standby(const cli_args& args) {
       failed = true;
       break;
     }
+    if (s.refused) { // for good: waiting would change nothing
+      std::fprintf(stderr, "standby: stopped: the primary refused this standby: %s\n",
+                   s.error.c_str());
+      refused = true;
+      break;
+    }
   }
   if (failed) {
     try {
@@ -212,6 +244,11 @@ int cmd_standby(const cli_args& args) {
     }
     std::printf("%s\n", r.render().c_str());
     return exit_failure;
+  }
+  if (refused) {
+    db->close();
+    std::printf("%s\n", r.render().c_str());
+    return exit_usage; // seed it again: not a failure of this directory
   }
   if (promote) {
     ::unlink((dir + "/" + promote_signal).c_str());
@@ -245,8 +282,10 @@ int cmd_promote(const cli_args& args) {
     if (std::strstr(e.what(), "in use by another process") == nullptr)
       throw;
   }
+  promote_options how;
+  how.force = args.has("--force");
   if (db) { // no standby runs here: replay what it received, then promote
-    db->promote();
+    db->promote(how);
     std::uint64_t records = db->recovery().records;
     db->close();
     std::fprintf(stderr, "promote: promoted %s (replayed %llu records)\n", dir.c_str(),
@@ -255,15 +294,28 @@ int cmd_promote(const cli_args& args) {
   }
   directory_watch watch(dir, true);
   const std::string signal_path = dir + "/" + promote_signal;
-  FILE* f = std::fopen(signal_path.c_str(), "w");
+  const std::string refused_path = dir + "/" + promote_refused;
+  ::unlink(refused_path.c_str()); // an answer to an earlier request
+  // Written whole, then renamed: the standby never reads the request half written.
+  FILE* f = std::fopen((signal_path + ".tmp").c_str(), "w");
   if (f == nullptr)
     throw io_error("cannot create " + signal_path + ": " + std::strerror(errno), errno);
+  if (how.force)
+    std::fputs("force", f);
   std::fclose(f);
+  if (std::rename((signal_path + ".tmp").c_str(), signal_path.c_str()) != 0)
+    throw io_error("cannot create " + signal_path + ": " + std::strerror(errno), errno);
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     const bool running = directory_locked(dir); // first: a promotion removes standby.conf
     if (!exists(dir + "/" + standby_conf))      // before its process lets the lock go
       break;
+    if (!exists(signal_path) && exists(refused_path)) { // the standby said no, and why
+      std::fprintf(stderr, "promote: the standby running in %s refused: %s\n", dir.c_str(),
+                   read_text(refused_path).c_str());
+      ::unlink(refused_path.c_str());
+      return exit_failure;
+    }
     if (!running) {
       ::unlink(signal_path.c_str());
       std::fprintf(stderr,

@@ -163,8 +163,11 @@ public:
   /// log callback, not a standby, or the copy is not consistent yet: standby().flushed
   /// below backup_end), data_error (refused: redo stopped short of WAL it has; the standby
   /// stays one), engine_stopped_error (the engine had failed, or failed in the
-  /// end-of-recovery checkpoint).
-  void promote();
+  /// end-of-recovery checkpoint). Also usage_error, unless options.force, when the primary
+  /// last said that another of its standbys had flushed more WAL than this one
+  /// (standby().peer_ahead): promote that one instead (docs/replication.md, the failover
+  /// runbook).
+  void promote(const promote_options& options = {});
   bool is_standby() const;
   /// A standby's stream (all zero on a primary).
   standby_status standby() const;

@@ -132,4 +132,11 @@ struct create_options {
   std::optional<fault_injection> faults;             // test hook
 };
 
+/// database::promote's options.
+struct promote_options {
+  /// Promote even when the primary last said another of its standbys had flushed more WAL
+  /// than this one (that standby is gone for good; what only it held is lost).
+  bool force = false;
+};
+
 } // namespace tidemark

@@ -125,6 +125,9 @@ struct standby_status {
   /// primary, and promote() refuses. Close it and open it again (or promote it offline):
   /// redo then reads its WAL afresh.
   bool failed = false;
+  /// The primary refused this standby for good (another system, another generation, or WAL
+  /// it no longer has: error says which): it neither streams nor retries. Seed it again.
+  bool refused = false;
   std::uint64_t primary_flushed = 0; // durable on the primary, as it last said
   std::uint64_t received = 0;        // written here
   std::uint64_t flushed = 0;         // ... and fsynced here
@@ -137,6 +140,13 @@ struct standby_status {
                                      // wrong (zeros, short, an error) where it had been fsynced
   double seconds_behind = 0;         // since the primary last answered, while replay is behind it
   std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0; // by replay
+  /// WAL the primary's synchronous standbys' quorum had confirmed, as the primary last said:
+  /// a standby whose `flushed` is below it lacks acknowledged commits.
+  std::uint64_t primary_acknowledged = 0;
+  /// Of the primary's other standbys, as it last heard of them, the one furthest ahead of
+  /// this one ("" when none is) and how far it had flushed: promote() refuses this one.
+  std::string peer_ahead;
+  std::uint64_t peer_ahead_flushed = 0;
 
   /// Calls visit(name, field) for every field, in order, with its published name (its key in
   /// `tidemark standby --json`): writers (JSON, logs) and tests go through this list, so a new
@@ -158,6 +168,7 @@ private:
     visit("primary", r.primary);
     visit("error", r.error);
     visit("failed", r.failed);
+    visit("refused", r.refused);
     visit("primary_flushed", r.primary_flushed);
     visit("received", r.received);
     visit("flushed", r.flushed);
@@ -171,6 +182,9 @@ private:
     visit("pages_read", r.pages_read);
     visit("pages_prefetched", r.prefetched);
     visit("prefetch_hits", r.prefetch_hits);
+    visit("primary_acknowledged", r.primary_acknowledged);
+    visit("peer_ahead", r.peer_ahead);
+    visit("peer_ahead_flushed", r.peer_ahead_flushed);
   }
 };
 

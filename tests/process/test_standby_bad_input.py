@@ -17,20 +17,18 @@ SETTINGS = ["shared_buffers=256", "log_checkpoints=off"]
 
 
 def standby_until_refused(tm, directory, log_path, extra=()):
-    """Runs a standby until it logs a refusal (or 30 s pass); returns what it logged."""
+    """Runs a standby until it exits (or 30 s pass: then it is stopped); returns what it
+    logged, with its exit status appended as "exit N" (a refused standby stops with 2)."""
     with open(log_path, "w") as log:
         p = subprocess.Popen([tm.binary, "standby", "-D", directory, "--status-interval", "0.1",
                               *extra], stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.monotonic() + 30
-    text = ""
-    while time.monotonic() < deadline and "refused" not in text and p.poll() is None:
-        time.sleep(0.05)  # the observer's pace
-        with open(log_path) as f:
-            text = f.read()
-    p.terminate()
-    p.wait(timeout=30)
+    try:
+        code = p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.terminate()
+        code = f"none (still running after 30 s; stopped: {p.wait(timeout=30)})"
     with open(log_path) as f:
-        return f.read()
+        return f.read() + f"\nexit {code}"
 
 
 def main():
@@ -116,6 +114,30 @@ def main():
             check(r.returncode == 1 and "not consistent yet" in r.stderr,
                   f"promote before consistency: {r.returncode} {r.stderr}")
             check(os.path.exists(conf_path), "a refused promotion removed standby.conf")
+            # The same refusal from a running standby reaches `tidemark promote` at once,
+            # with the standby's reason (not after its whole --timeout).
+            with open(os.path.join(work, "early.log"), "w") as log:
+                running = subprocess.Popen([tm.binary, "standby", "-D", early,
+                                            "--status-interval", "0.1"],
+                                           stdout=subprocess.DEVNULL, stderr=log)
+            try:
+                def replaying():
+                    with open(os.path.join(work, "early.log")) as f:
+                        return "standby: replaying from" in f.read()
+                check(poll_until(lambda: replaying() or running.poll() is not None, 60)
+                      and running.poll() is None, "the early standby did not start")
+                started = time.monotonic()
+                r = tm.run("promote", "-D", early, "--timeout", "600")
+                took = time.monotonic() - started
+                check(r.returncode == 1 and "refused" in r.stderr
+                      and "not consistent yet" in r.stderr and took < 60,
+                      f"promote of a running standby that refuses: {r.returncode} after "
+                      f"{took:.1f} s: {r.stderr}")
+                check(running.poll() is None and os.path.exists(conf_path),
+                      "a running standby that refused promotion stopped or changed")
+            finally:
+                running.terminate()
+                running.wait(timeout=60)
 
             # The other system's directory, dressed as a standby of this primary.
             with open(os.path.join(standby, "standby.conf")) as f:
@@ -123,7 +145,8 @@ def main():
             with open(os.path.join(other, "standby.conf"), "w") as f:
                 f.write(conf)
             text = standby_until_refused(tm, other, os.path.join(work, "other.log"))
-            check("refused this standby" in text and "copy of system" in text,
+            check("refused this standby" in text and "copy of system" in text
+                  and text.endswith("exit 2"),
                   f"a standby of another system was not refused clearly: {text[-2000:]}")
         finally:
             bench.stop()
@@ -146,7 +169,8 @@ def main():
         try:
             text = standby_until_refused(tm, third, os.path.join(work, "third.log"),
                                          ["--primary", old.address])
-            check("refused this standby" in text and "generation" in text,
+            check("refused this standby" in text and "generation" in text
+                  and text.endswith("exit 2"),
                   f"a standby of the promoted copy was not refused by the old primary: "
                   f"{text[-2000:]}")
             check(poll_until(lambda: old.process.poll() is not None, 60),

@@ -165,7 +165,7 @@ TEST_CASE("standby: keyed tables, created and changed on the primary, read whole
       s.add_i64(t, "account-" + std::to_string(i % 200), 0, i % 7 + 1);
       s.add_i64(t, "account-" + std::to_string(i * 7 % 200), 0, -(i % 7 + 1));
       if (i % 2 == 0) { // and a queue: splits, and leaves unlinked and reused, while the
-        char key[24];   // standby reads
+        char key[40];   // standby reads
         std::snprintf(key, sizeof key, "queue-%09lld", static_cast<long long>(i));
         s.put(t, key, std::string(150, 'q'));
         std::snprintf(key, sizeof key, "queue-%09lld", static_cast<long long>(i - 600));
