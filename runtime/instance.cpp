@@ -177,8 +177,21 @@ std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
   return db;
 }
 
+namespace {
+
+config_error not_a_standby(const std::string& dir) {
+  return config_error("\"" + dir +
+                      "\" is not a standby (no standby.conf): make one with tidemark basebackup");
+}
+
+} // namespace
+
 std::unique_ptr<instance> instance::open_once(const std::string& dir,
                                               const instance_options& options) {
+  // Asked to run a standby in a directory that is none: refused before the lock file is
+  // made, so that the refusal leaves the directory as it was.
+  if (options.standby && !read_standby_file(dir))
+    throw not_a_standby(dir);
   std::unique_ptr<instance> db(new instance());
   db->lock_ = directory_lock::exclusive(dir);
   db->detach_io_actors_ = options.detach_io_actors;
@@ -204,9 +217,7 @@ std::unique_ptr<instance> instance::open_once(const std::string& dir,
                        ": run it with tidemark standby, or make it a primary with tidemark "
                        "promote");
   if (!db->standby_ && options.standby)
-    throw config_error("\"" + dir +
-                       "\" is not a standby (no standby.conf): make one with "
-                       "tidemark basebackup");
+    throw not_a_standby(dir);
   if (db->standby_)
     db->standby_primary_ = options.primary.empty() ? db->standby_->primary : options.primary;
   if (options.trace || options.trace_listener)
