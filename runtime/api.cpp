@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 
 namespace tidemark {
@@ -259,13 +260,12 @@ void database::promote(const promote_options& options) {
   impl_->db->promote(options.force, [this](const std::vector<storage::rel_id>& dropped) {
     {
       std::lock_guard<std::mutex> guard(impl_->tables_mutex);
-      for (auto it = impl_->tables.begin(); it != impl_->tables.end();)
-        if (std::find(dropped.begin(), dropped.end(), it->second->relation) != dropped.end()) {
-          it->second->dropped.store(true, std::memory_order_release);
-          it = impl_->tables.erase(it);
-        } else {
-          ++it;
-        }
+      for (auto it = impl_->tables.begin(); it != impl_->tables.end();) {
+        auto next = std::next(it);
+        if (std::find(dropped.begin(), dropped.end(), it->second->relation) != dropped.end())
+          impl_->forget_dropped(it);
+        it = next;
+      }
     }
     impl_->wait_for_calls_in_flight();
   });

@@ -75,6 +75,12 @@ struct database::impl {
   void register_session(const std::shared_ptr<session::impl>& s);
   /// Returns once every session call that was in flight when it was called has returned.
   void wait_for_calls_in_flight();
+  /// Marks the registered handle `registered` dropped and forgets it (tables_mutex held):
+  /// every call given one of its handles refuses from now on.
+  void forget_dropped(std::map<std::string, std::shared_ptr<table::state>>::iterator registered) {
+    registered->second->dropped.store(true, std::memory_order_release);
+    tables.erase(registered);
+  }
   void check_open(const char* operation) const {
     if (closed.load(std::memory_order_acquire))
       throw usage_error(std::string(operation) + ": the database is closed");

@@ -117,10 +117,8 @@ void database::drop_table(const std::string& name) {
   std::lock_guard<std::mutex> guard(impl_->tables_mutex);
   access::table_info dropped = runtime::drop_table(internal, name);
   auto registered = impl_->tables.find(name);
-  if (registered != impl_->tables.end()) {
-    registered->second->dropped.store(true, std::memory_order_release);
-    impl_->tables.erase(registered);
-  }
+  if (registered != impl_->tables.end())
+    impl_->forget_dropped(registered);
   // Calls that passed their handle checks before the mark end before the files go.
   impl_->wait_for_calls_in_flight();
   runtime::remove_table_files(*impl_->db, dropped.relation);

@@ -6,6 +6,7 @@
 #include <tidemark/database.hpp>
 
 #include "actors/context.hpp"
+#include "replicated_primary.hpp"
 #include "runtime/api_bridge.hpp"
 #include "runtime/instance.hpp"
 #include "scratch_directory.hpp"
@@ -26,13 +27,7 @@ struct stopped_primary_standby {
 
   stopped_primary_standby() {
     const std::vector<std::string> settings = {"shared_buffers=1MB", "log_checkpoints=off"};
-    create_options create;
-    create.settings = settings;
-    database::create(primary_dir.dir, create);
-    open_options primary_options;
-    primary_options.settings = settings;
-    primary_options.settings.push_back("replication_listen=127.0.0.1:0");
-    auto primary = database::open(primary_dir.dir, primary_options);
+    auto primary = test::create_replicated_primary(primary_dir.dir, settings);
     session s = primary->open_session();
     s.begin();
     s.add_i64({1, 0}, 64, 1);

@@ -9,6 +9,7 @@
 // table the primary drops loses its files and its handles at the standby's promotion.
 #include <tidemark/database.hpp>
 
+#include "replicated_primary.hpp"
 #include "scratch_directory.hpp"
 
 #include <doctest/doctest.h>
@@ -40,13 +41,7 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   test::scratch_directory primary_dir("tidemark-primary"), standby_dir("tidemark-standby");
   const std::vector<std::string> settings = {"shared_buffers=1MB", "log_checkpoints=off",
                                              "checkpoint_timeout=1s"};
-  create_options create;
-  create.settings = settings;
-  database::create(primary_dir.dir, create);
-  open_options primary_options;
-  primary_options.settings = settings;
-  primary_options.settings.push_back("replication_listen=127.0.0.1:0"); // a port the system chooses
-  auto primary = database::open(primary_dir.dir, primary_options);
+  auto primary = test::create_replicated_primary(primary_dir.dir, settings);
   const std::string listen = primary->replication_address();
   {
     session s = primary->open_session(); // relation 1 gets blocks 0 and 1
@@ -132,13 +127,7 @@ TEST_CASE("standby: keyed tables, created and changed on the primary, read whole
   test::scratch_directory primary_dir("tidemark-primary"), standby_dir("tidemark-standby");
   const std::vector<std::string> settings = {"shared_buffers=1MB", "log_checkpoints=off",
                                              "checkpoint_timeout=1s", "page_size=4kB"};
-  create_options create;
-  create.settings = settings;
-  database::create(primary_dir.dir, create);
-  open_options primary_options;
-  primary_options.settings = settings;
-  primary_options.settings.push_back("replication_listen=127.0.0.1:0");
-  auto primary = database::open(primary_dir.dir, primary_options);
+  auto primary = test::create_replicated_primary(primary_dir.dir, settings);
   database::base_backup(standby_dir.dir, primary->replication_address(), "tables-test");
   open_options standby_options;
   standby_options.settings = settings;

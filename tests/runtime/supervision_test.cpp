@@ -6,6 +6,7 @@
 // actor, and a reopen recovers every acknowledged commit.
 #include "runtime/api_bridge.hpp"
 
+#include "replicated_primary.hpp"
 #include "scratch_directory.hpp"
 
 #include <doctest/doctest.h>
@@ -187,11 +188,7 @@ TEST_CASE("supervision: a name no actor has is a usage error") {
 TEST_CASE("supervision: the WAL receiver ends and the standby stops, loudly") {
   test::scratch_directory primary_dir("tidemark-primary"), standby_dir("tidemark-standby");
   const std::vector<std::string> settings = {"shared_buffers=1MB", "log_checkpoints=off"};
-  database::create(primary_dir.dir, {settings, {}, {}});
-  open_options primary_options;
-  primary_options.settings = settings;
-  primary_options.settings.push_back("replication_listen=127.0.0.1:0");
-  auto primary = database::open(primary_dir.dir, primary_options);
+  auto primary = test::create_replicated_primary(primary_dir.dir, settings);
   session writer = primary->open_session();
   writer.begin();
   writer.add_i64({1, 0}, 64, 1);
