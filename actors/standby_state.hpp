@@ -3,7 +3,7 @@
 // that switch restartpoints and promotion on. Empty and unused on a primary.
 //
 // One writer per field:
-//  - the WAL receiver: connected, primary_flushed, primary_unix_micros, received, flushed
+//  - the WAL receiver: connected, primary_flushed, the primary's clock, received, flushed
 //    (and the runtime's standby code once, before the receiver starts);
 //  - redo (the standby's redo thread): replayed, records, wal_rereads, and the replayed
 //    checkpoint;
@@ -11,17 +11,20 @@
 //    end-of-recovery checkpoint has started the next generation;
 //  - the runtime's standby code (runtime/standby.cpp): restartpoints and promoting, and the
 //    error when redo stops; the receiver sets the error when it cannot stream.
-// Readers take the atomics as they are; the error and the replayed checkpoint are read
-// and replaced whole under their locks.
+// Readers take the atomics as they are; the error, the peers, the primary's clock samples
+// and the replayed checkpoint are read and replaced under the lock.
 #pragma once
 
 #include "messages/replication.hpp"
 #include "storage/types.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tidemark::actors {
@@ -38,14 +41,13 @@ public:
   };
 
   std::atomic<bool> connected{false};
-  std::atomic<storage::lsn_t> primary_flushed{0};   // as the primary last said
-  std::atomic<std::int64_t> primary_unix_micros{0}; // the primary's clock then
-  std::atomic<storage::lsn_t> received{0};          // written here
-  std::atomic<storage::lsn_t> flushed{0};           // fsynced here
-  std::atomic<storage::lsn_t> replayed{0};          // applied by redo
-  std::atomic<std::uint64_t> records{0};            // replayed
-  std::atomic<storage::lsn_t> restart_redo{0};      // where a restart would replay from
-  std::atomic<std::uint64_t> wal_rereads{0};        // WAL redo or its prefetch read again
+  std::atomic<storage::lsn_t> primary_flushed{0}; // as the primary last said
+  std::atomic<storage::lsn_t> received{0};        // written here
+  std::atomic<storage::lsn_t> flushed{0};         // fsynced here
+  std::atomic<storage::lsn_t> replayed{0};        // applied by redo
+  std::atomic<std::uint64_t> records{0};          // replayed
+  std::atomic<storage::lsn_t> restart_redo{0};    // where a restart would replay from
+  std::atomic<std::uint64_t> wal_rereads{0};      // WAL redo or its prefetch read again
   /// True on a standby while redo runs: the checkpointer makes restartpoints.
   std::atomic<bool> restartpoints{false};
   /// Being promoted: the next end-of-recovery checkpoint starts the next generation (the
@@ -66,6 +68,29 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     return error_;
   }
+  /// When the primary had WAL up to `flushed` durable (its clock, `unix_micros`), as it
+  /// said: kept from the oldest WAL not yet replayed on, so replay_delay can say how long
+  /// ago the primary wrote it.
+  void note_primary_clock(storage::lsn_t flushed, std::int64_t unix_micros) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!clock_.empty() && clock_.back().first >= flushed)
+      return; // nothing new was durable there
+    const storage::lsn_t done = replayed.load();
+    while (!clock_.empty() && (clock_.front().first <= done || clock_.size() >= clock_samples))
+      clock_.pop_front(); // what remains still says when a later position was written
+    clock_.emplace_back(flushed, unix_micros);
+  }
+  /// Seconds between the primary's writing the oldest WAL not yet replayed here (the first
+  /// answer that said it was durable) and `now_micros`; 0 when replay has what the primary
+  /// last said it had.
+  double replay_delay(std::int64_t now_micros) const {
+    const storage::lsn_t done = replayed.load();
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [flushed, written] : clock_)
+      if (flushed > done)
+        return std::max<double>(0, double(now_micros - written) / 1e6);
+    return 0;
+  }
   /// Every standby of the primary (this one too) as the primary last heard of it.
   void note_peers(std::vector<messages::standby_peer> peers) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -85,8 +110,10 @@ public:
   }
 
 private:
+  static constexpr std::size_t clock_samples = 4096; // older ones only overstate the delay
   mutable std::mutex mutex_;
   std::string error_;
+  std::deque<std::pair<storage::lsn_t, std::int64_t>> clock_; // (flushed, primary's clock)
   std::vector<messages::standby_peer> peers_;
   replayed_checkpoint replayed_;
 };

@@ -51,7 +51,7 @@ std::string primary_text(const receiver_state& st) {
 
 void note_primary(context& ctx, const primary_position& p) {
   ctx.standby.primary_flushed.store(p.flushed);
-  ctx.standby.primary_unix_micros.store(p.unix_micros);
+  ctx.standby.note_primary_clock(p.flushed, p.unix_micros);
   ctx.standby.primary_acknowledged.store(p.acknowledged);
   ctx.standby.note_peers(p.standbys);
 }

@@ -122,12 +122,29 @@ std::optional<std::string> refuse(const wal_sender_state& st, const standby_posi
   return std::nullopt;
 }
 
+// Why a standby that says it is `who` may not use the slot of its name: the name belongs
+// to another standby (another base backup took it, or took it over since).
+std::optional<std::string> refuse_owner(const wal_sender_state& st, const standby_position& who) {
+  auto found = st.slots.find(who.name);
+  if (found == st.slots.end() || found->second.dropped)
+    return std::nullopt;
+  const std::uint64_t owner = found->second.position.owner;
+  if (owner == 0 || owner == who.owner) // 0: a slot from before ids, adopted by its standby
+    return std::nullopt;
+  return "the name " + in_quotes(who.name) +
+         " belongs to another standby of this primary (a base backup took it over, or this "
+         "directory was seeded before another standby took the name): seed this one again "
+         "under a name of its own";
+}
+
 // refuse(), and a standby of a newer generation of this system tells this primary that one
 // of its copies was promoted since: it stops acknowledging synchronous commits for good
 // (the commits waiting, and every later one, end in commit_outcome_unknown), so that two
 // primaries never both acknowledge commits as on a standby, and says so in its log.
 std::optional<std::string> admit(wal_sender_state& st, const standby_position& who) {
   std::optional<std::string> why = refuse(st, who);
+  if (!why)
+    why = refuse_owner(st, who);
   if (why && who.system_id == st.system_id && who.generation > st.generation && !st.superseded) {
     st.superseded = true;
     const std::string what =
@@ -195,7 +212,7 @@ void persist_slots(wal_sender_state& st) {
   std::vector<storage::standby_slot_record> now;
   for (const auto& [name, slot] : st.slots)
     if (!slot.dropped)
-      now.push_back({name, slot.position.flushed});
+      now.push_back({name, slot.position.flushed, slot.position.owner});
   if (now == st.persisted)
     return;
   try {
@@ -456,6 +473,7 @@ void start_sender(sender_pointer self, context* ctx, checkpointer_actor checkpoi
     slot.position.system_id = st.system_id;
     slot.position.generation = st.generation;
     slot.position.flushed = recorded.flushed;
+    slot.position.owner = recorded.owner;
     slot.heard = clock_type::now();
   }
   st.persisted = std::move(slots);
@@ -479,8 +497,16 @@ caf::result<primary_position> open_stream(sender_pointer self, stream_open& open
   auto& st = self->state;
   if (auto why = admit(st, open.standby))
     return refusal(*why);
-  const lsn_t flushed = st.ctx->store.wal->flushed_lsn();
   const std::string& name = open.standby.name;
+  if (auto twin = st.slots.find(name);
+      twin != st.slots.end() && live(st, twin->second, clock_type::now()) &&
+      self->current_sender() && twin->second.peer != self->current_sender()->address())
+    return caf::make_error(caf::sec::redundant_connection, // the receiver tries again later
+                           "standby " + in_quotes(name) +
+                             " is streaming from this primary on another connection (a copy "
+                             "of its directory running too?); this one waits until that one "
+                             "is gone");
+  const lsn_t flushed = st.ctx->store.wal->flushed_lsn();
   if (open.from > flushed)
     return refusal("standby " + in_quotes(name) + " has WAL up to " +
                    storage::format_lsn(open.from) + ", beyond this primary's durable WAL at " +
@@ -524,13 +550,38 @@ caf::result<wal_chunk> fetch_wal(sender_pointer self, wal_fetch& fetch) {
   return promise;
 }
 
+// Why a base backup may not take the name it asks for: a standby of this primary has it
+// (streaming, or away with WAL kept for it), and the backup did not say take_over. A slot
+// of a backup whose copy stopped midway is free again.
+std::optional<std::string> claim_name(wal_sender_state& st, const backup_begin& begin) {
+  auto found = st.slots.find(begin.name);
+  if (found == st.slots.end() || found->second.dropped)
+    return std::nullopt;
+  const standby_slot& slot = found->second;
+  if (slot.position.owner == begin.owner || (slot.backup && !slot.connected))
+    return std::nullopt;
+  const std::string state = slot.connected ? (slot.backup ? "a base backup is copying under it"
+                                                          : "that standby is streaming")
+                                           : "the primary keeps WAL for that standby";
+  if (!begin.take_over)
+    return "the standby name " + in_quotes(begin.name) + " belongs to another standby (" + state +
+           "): choose another name, or take the name over (basebackup --take-over) if that "
+           "standby is gone or being replaced; it is refused from then on";
+  st.ctx->log("LOG:  base backup " + in_quotes(begin.name) + " takes the name over (" + state +
+              "): the standby that had it is refused from now on");
+  return std::nullopt;
+}
+
 // A base backup begins: its slot keeps WAL from the redo point of the checkpoint it asks
 // for, and the manifest (control file, settings, files to copy) follows that checkpoint.
 caf::result<backup_manifest> begin_backup(sender_pointer self, const backup_begin& begin) {
   auto& st = self->state;
   if (begin.name.empty())
     return refusal("a base backup must have a name");
+  if (auto why = claim_name(st, begin))
+    return refusal(*why);
   standby_slot& slot = st.slots[begin.name];
+  slot.position.owner = begin.owner;
   slot.position.name = begin.name;
   slot.position.system_id = st.system_id;
   slot.position.generation = st.generation;

@@ -20,6 +20,8 @@ namespace tidemark::messages {
 /// its name (the primary keeps its place by name), and what it has.
 struct standby_position {
   std::string name;
+  std::uint64_t owner = 0; // the standby's id, made by its base backup (0: a standby seeded
+                           // before ids were, which takes a slot no other owns)
   std::uint64_t system_id = 0;
   std::uint32_t generation = 0;
   std::uint64_t written = 0;     // WAL received and written
@@ -84,6 +86,8 @@ struct standby_view {
 /// backup_finish (or the backup's connection is lost).
 struct backup_begin {
   std::string name;
+  std::uint64_t owner = 0; // the id of the standby being made
+  bool take_over = false;  // the name may belong to another standby: this one replaces it
 };
 
 struct backup_file {
@@ -127,8 +131,8 @@ struct backup_end {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, standby_position& x) {
-  return f(caf::meta::type_name("standby_position"), x.name, x.system_id, x.generation, x.written,
-           x.flushed, x.replayed, x.replay_rate, x.pages_read, x.prefetch_hits);
+  return f(caf::meta::type_name("standby_position"), x.name, x.owner, x.system_id, x.generation,
+           x.written, x.flushed, x.replayed, x.replay_rate, x.pages_read, x.prefetch_hits);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_open& x) {
@@ -162,7 +166,7 @@ typename Inspector::result_type inspect(Inspector& f, standby_view& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, backup_begin& x) {
-  return f(caf::meta::type_name("backup_begin"), x.name);
+  return f(caf::meta::type_name("backup_begin"), x.name, x.owner, x.take_over);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, backup_file& x) {

@@ -249,7 +249,15 @@ const recovery_report& database::recovery() const { return impl_->recovery; }
 base_backup_report database::base_backup(const std::string& new_dir, const std::string& primary,
                                          const std::string& name,
                                          const std::function<void(const std::string&)>& progress) {
-  return runtime::base_backup(new_dir, primary, name, progress);
+  base_backup_options options;
+  options.name = name;
+  options.progress = progress;
+  return runtime::base_backup(new_dir, primary, options);
+}
+
+base_backup_report database::base_backup(const std::string& new_dir, const std::string& primary,
+                                         const base_backup_options& options) {
+  return runtime::base_backup(new_dir, primary, options);
 }
 
 void database::promote(const promote_options& options) {
@@ -273,6 +281,11 @@ void database::promote(const promote_options& options) {
 }
 
 bool database::is_standby() const { return impl_->db->is_standby(); }
+
+std::uint32_t database::generation() const {
+  impl_->check_open("generation");
+  return impl_->engine().control().generation;
+}
 
 standby_status database::standby() const { return impl_->db->standby(); }
 

@@ -77,6 +77,7 @@ void instance::start_standby(const instance_options& options) {
     receiving.host = primary.host;
     receiving.port = primary.port;
     receiving.identity.name = standby_->name;
+    receiving.identity.owner = standby_->id;
     receiving.identity.system_id = control.system_id;
     receiving.identity.generation = control.generation;
     wal_receiver_ = actors::spawn_wal_receiver(*system_, e, *arrival_, receiving);
@@ -229,13 +230,10 @@ standby_status instance::standby() const {
   s.refused = e.standby.refused.load();
   if (s.failed && s.error.empty())
     s.error = e.failure();
-  std::int64_t then = e.standby.primary_unix_micros.load();
-  if (then != 0 && s.replayed < s.primary_flushed) {
-    std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-    s.seconds_behind = std::max<double>(0, double(now - then) / 1e6);
-  }
+  s.seconds_behind = e.standby.replay_delay(
+    std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now().time_since_epoch())
+      .count());
   const auto& pool = e.store.pool->counters();
   s.pages_read = pool.reads.load();
   s.prefetched = pool.prefetched.load();
@@ -336,6 +334,15 @@ std::string backup_name(const std::string& given) {
   return text;
 }
 
+// A new standby's id: random, never 0 (the id of standbys seeded before ids).
+std::uint64_t new_standby_id() {
+  std::random_device random;
+  std::uint64_t id = 0;
+  while (id == 0)
+    id = (std::uint64_t{random()} << 32) ^ random();
+  return id;
+}
+
 // Copies every file the manifest lists, a chunk at a time, into `new_dir`.
 void copy_files(backup_client& client, storage::io_engine& io, const std::string& new_dir,
                 const messages::backup_manifest& manifest, base_backup_report& report,
@@ -379,7 +386,7 @@ void copy_files(backup_client& client, storage::io_engine& io, const std::string
 
 // Fetches the WAL from the redo point through the backup's end into `new_dir`, fsynced.
 void copy_wal(backup_client& client, storage::io_engine& io, const std::string& new_dir,
-              const storage::control_data& control, base_backup_report& report) {
+              const storage::control_data& control, std::uint64_t id, base_backup_report& report) {
   storage::wal_options options;
   options.dir = new_dir + "/wal";
   options.segment_size = control.wal_segment_size;
@@ -390,6 +397,7 @@ void copy_wal(backup_client& client, storage::io_engine& io, const std::string& 
   while (at < report.end_lsn) {
     messages::standby_position me;
     me.name = report.standby_name;
+    me.owner = id;
     me.system_id = control.system_id;
     me.generation = control.generation;
     me.written = me.flushed = at;
@@ -411,18 +419,18 @@ void copy_wal(backup_client& client, storage::io_engine& io, const std::string& 
 } // namespace
 
 base_backup_report base_backup(const std::string& new_dir, const std::string& primary_text,
-                               const std::string& name_given,
-                               const std::function<void(const std::string&)>& progress) {
+                               const tidemark::base_backup_options& options) {
   auto started = std::chrono::steady_clock::now();
   endpoint primary = parse_endpoint("--primary", primary_text);
   check_new_data_directory(new_dir);
   if (::rmdir(new_dir.c_str()) != 0 && errno != ENOENT) // made again once the primary answers
     throw config_error("cannot use \"" + new_dir + "\": " + std::strerror(errno));
   base_backup_report report;
-  report.standby_name = backup_name(name_given);
+  report.standby_name = backup_name(options.name);
+  const std::uint64_t id = new_standby_id();
   backup_client client(primary);
-  messages::backup_manifest manifest =
-    client.ask<messages::backup_manifest>(messages::backup_begin{report.standby_name});
+  messages::backup_manifest manifest = client.ask<messages::backup_manifest>(
+    messages::backup_begin{report.standby_name, id, options.take_over});
   storage::control_data control;
   if (manifest.control.size() != sizeof control)
     throw tidemark::data_error("base backup: the primary sent a control file of " +
@@ -433,15 +441,16 @@ base_backup_report base_backup(const std::string& new_dir, const std::string& pr
   make_data_directory_tree(new_dir);
   std::unique_ptr<storage::io_engine> io = storage::make_io_engine(storage::io_method::sync);
   storage::write_whole_file(*io, config_file_path(new_dir), manifest.config);
-  copy_files(client, *io, new_dir, manifest, report, progress);
+  copy_files(client, *io, new_dir, manifest, report, options.progress);
   messages::backup_end end =
     client.ask<messages::backup_end>(messages::backup_finish{report.standby_name});
   report.end_lsn = end.end_lsn;
-  copy_wal(client, *io, new_dir, control, report);
+  copy_wal(client, *io, new_dir, control, id, report);
 
   standby_file standby;
   standby.primary = primary_text;
   standby.name = report.standby_name;
+  standby.id = id;
   standby.generation = control.generation;
   standby.backup_end_lsn = report.end_lsn;
   write_standby_file(*io, new_dir, standby);

@@ -5,6 +5,7 @@
 // instance.hpp and defined in standby.cpp, whose header comment lists the rules they keep.
 #pragma once
 
+#include <tidemark/options.hpp>
 #include <tidemark/reports.hpp>
 
 #include <functional>
@@ -16,12 +17,11 @@ namespace tidemark::runtime {
 using standby_status = tidemark::standby_status;
 
 /// Copies a running primary's data directory into `new_dir` (which must not exist or be
-/// empty) for a standby. `progress` sees lines as it goes. Throws config_error (bad
+/// empty) for a standby, as options say. Throws config_error (bad
 /// directory or name), replication_error (the primary cannot be reached or refuses),
 /// data_error (the primary sent an inconsistent copy), io_error.
 using base_backup_report = tidemark::base_backup_report;
 base_backup_report base_backup(const std::string& new_dir, const std::string& primary,
-                               const std::string& name,
-                               const std::function<void(const std::string&)>& progress);
+                               const tidemark::base_backup_options& options);
 
 } // namespace tidemark::runtime

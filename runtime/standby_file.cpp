@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -59,6 +60,14 @@ std::optional<standby_file> read_standby_file(const std::string& data_dir) {
         f.generation = static_cast<std::uint32_t>(
           parse_number(key, value, std::numeric_limits<std::uint32_t>::max()));
         have_generation = true;
+      } else if (key == "standby_id") {
+        std::size_t used = 0;
+        f.id = value.size() == 16 &&
+                   value.find_first_not_of("0123456789abcdef") == std::string::npos
+                 ? std::stoull(value, &used, 16)
+                 : 0;
+        if (f.id == 0)
+          throw config_error("standby_id must be 16 hex digits, not all zero: " + value);
       } else if (key == "backup_end_lsn") {
         f.backup_end_lsn = parse_number(key, value, std::numeric_limits<std::uint64_t>::max());
         have_end = true;
@@ -75,12 +84,19 @@ std::optional<standby_file> read_standby_file(const std::string& data_dir) {
   return f;
 }
 
+std::string hex_id(std::uint64_t id) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(id));
+  return text;
+}
+
 void write_standby_file(storage::io_engine& io, const std::string& data_dir,
                         const standby_file& f) {
   std::ostringstream text;
   text << "# This directory is a standby (tidemark standby); tidemark promote ends that.\n"
        << "primary = " << f.primary << "\n"
        << "standby_name = " << f.name << "\n"
+       << "standby_id = " << hex_id(f.id) << "\n"
        << "generation = " << f.generation << "\n"
        << "backup_end_lsn = " << f.backup_end_lsn << "\n";
   const std::string path = standby_file_path(data_dir);

@@ -4,6 +4,9 @@
 //
 //   primary = HOST:PORT            where to stream WAL from
 //   standby_name = NAME            the primary keeps WAL for this standby by name
+//   standby_id = HEX               this standby's id (16 hex digits), made by its base
+//                                  backup: the name is this standby's and no other's (a file
+//                                  from before ids has none: id 0)
 //   generation = G                 the generation of the system it follows
 //   backup_end_lsn = N             the copy is consistent once WAL up to here is replayed
 //
@@ -25,6 +28,7 @@ namespace tidemark::runtime {
 struct standby_file {
   std::string primary;
   std::string name;
+  std::uint64_t id = 0;
   std::uint32_t generation = 0;
   storage::lsn_t backup_end_lsn = 0;
 };
@@ -34,6 +38,9 @@ std::string standby_file_path(const std::string& data_dir);
 /// Nothing when there is no such file; config_error naming the file and line when it is
 /// malformed.
 std::optional<standby_file> read_standby_file(const std::string& data_dir);
+
+/// A standby id as standby.conf writes it: 16 lowercase hex digits.
+std::string hex_id(std::uint64_t id);
 
 /// Written durably (file and directory entry).
 void write_standby_file(storage::io_engine& io, const std::string& data_dir, const standby_file& f);

@@ -35,9 +35,12 @@ std::vector<standby_slot_record> read_standby_slots(const std::string& data_dir)
     std::string rest;
     if (line.empty())
       continue;
-    if (!(words >> slot.name >> slot.flushed) || (words >> rest))
+    bool fields = static_cast<bool>(words >> slot.name >> slot.flushed);
+    if (fields && !(words >> std::hex >> slot.owner)) // a file from before owners
+      fields = words.eof() && (slot.owner = 0, true);
+    if (!fields || (words >> rest))
       throw data_error(path + " line " + std::to_string(number) +
-                       ": expected a standby's name and its flushed WAL position");
+                       ": expected a standby's name, its flushed WAL position and its owner");
     slots.push_back(slot);
   }
   return slots;
@@ -47,7 +50,7 @@ void write_standby_slots(io_engine& io, const std::string& data_dir,
                          const std::vector<standby_slot_record>& slots) {
   std::ostringstream text;
   for (const standby_slot_record& slot : slots)
-    text << slot.name << " " << slot.flushed << "\n";
+    text << slot.name << " " << slot.flushed << " " << std::hex << slot.owner << std::dec << "\n";
   const std::string path = slots_path(data_dir);
   const std::string temporary = path + ".tmp";
   write_whole_file(io, temporary, text.str());

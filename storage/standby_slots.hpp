@@ -1,5 +1,6 @@
 // <data>/global/standby_slots: the WAL sender's slots on disk (one line per standby:
-// "NAME FLUSHED_LSN"), so that a primary that restarts, after a crash or not, keeps the WAL
+// "NAME FLUSHED_LSN OWNER", the owner the standby's id in hex; a file written before ids
+// has no third column, read as owner 0: not known yet), so that a primary that restarts, after a crash or not, keeps the WAL
 // its standbys still need from its first checkpoint on.
 //
 // Rules it keeps:
@@ -20,8 +21,9 @@ namespace tidemark::storage {
 struct standby_slot_record {
   std::string name;
   lsn_t flushed = 0;
+  std::uint64_t owner = 0; // the id of the standby the name belongs to
   friend bool operator==(const standby_slot_record& a, const standby_slot_record& b) {
-    return a.name == b.name && a.flushed == b.flushed;
+    return a.name == b.name && a.flushed == b.flushed && a.owner == b.owner;
   }
 };
 

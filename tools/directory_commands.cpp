@@ -159,7 +159,7 @@ int cmd_bench(const cli_args& args) {
 // cleanly, then checks every page on disk.
 int cmd_verify(const cli_args& args) {
   std::string dir = args.required("-D");
-  std::vector<transaction_id> acknowledged;
+  std::vector<acknowledged_transaction> acknowledged;
   if (args.has("--ack-log"))
     acknowledged = ack_log::read_all(args.text("--ack-log"));
   json_object r;
@@ -181,7 +181,8 @@ int cmd_verify(const cli_args& args) {
   }
   std::vector<std::string> failures = files.first_failures;
   failures.insert(failures.end(), report.unreadable.begin(), report.unreadable.end());
-  std::uint64_t lost_commits = report.lost.size() + report.not_committed.size();
+  std::uint64_t lost_commits =
+    report.lost.size() + report.not_committed.size() + report.diverged.size();
   bool ok = error.empty() && files.failures == 0 && report.unreadable.empty() &&
             lost_commits == 0 && report.balances_consistent();
   r.set("ok", ok);
@@ -193,6 +194,7 @@ int cmd_verify(const cli_args& args) {
   r.set("acknowledged", std::uint64_t(acknowledged.size()));
   r.set("lost_commits", lost_commits);
   r.set("not_committed_in_commit_log", std::uint64_t(report.not_committed.size()));
+  r.set("diverged", std::uint64_t(report.diverged.size()));
   r.set("balances_consistent", error.empty() && report.balances_consistent());
   r.set("sums.accounts", report.sum_accounts);
   r.set("sums.tellers", report.sum_tellers);
@@ -210,6 +212,11 @@ int cmd_verify(const cli_args& args) {
   for (std::size_t i = 0; i < report.lost.size() && i < 20; ++i)
     std::fprintf(stderr, "verify: acknowledged transaction %llu is missing\n",
                  static_cast<unsigned long long>(report.lost[i]));
+  for (std::size_t i = 0; i < report.diverged.size() && i < 20; ++i)
+    std::fprintf(stderr,
+                 "verify: acknowledged transaction %llu is another transaction in this "
+                 "history (its digest or generation differs: a divergent history)\n",
+                 static_cast<unsigned long long>(report.diverged[i]));
   for (std::size_t i = 0; i < report.not_committed.size() && i < 20; ++i)
     std::fprintf(stderr,
                  "verify: acknowledged transaction %llu is not committed in the "

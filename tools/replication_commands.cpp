@@ -139,10 +139,11 @@ int cmd_basebackup(const cli_args& args) {
   if (args.has("--name") && args.text("--name").empty())
     throw config_error("--name is empty: a standby name is 1 to 64 letters, digits, '.', '_' "
                        "or '-' (without --name, basebackup picks one)");
-  base_backup_report report =
-    database::base_backup(dir, primary, args.text("--name"), [](const std::string& line) {
-      std::fprintf(stderr, "%s\n", line.c_str());
-    });
+  base_backup_options options;
+  options.name = args.text("--name");
+  options.take_over = args.has("--take-over");
+  options.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  base_backup_report report = database::base_backup(dir, primary, options);
   workload::json_object r;
   workload::set_fields(r, report);
   std::printf("%s\n", r.render().c_str());
@@ -212,15 +213,19 @@ int cmd_standby(const cli_args& args) {
     last = now;
     last_records = s.records;
     r = status_json(s, rate);
+    auto behind = [&](std::uint64_t at) {
+      return static_cast<unsigned long long>(
+        (s.primary_flushed > at ? s.primary_flushed - at : 0) >> 10);
+    };
     std::fprintf(stderr,
-                 "standby: %s %s; received %s, flushed %s, replayed %s (%llu kB, %.1f s behind); "
-                 "%.0f records/s; pages read %llu, prefetch hits %llu%s%s\n",
+                 "standby: %s %s; received %s, flushed %s, replayed %s (behind the primary: "
+                 "%llu, %llu and %llu kB; replay delay %.1f s); %.0f records/s; pages read "
+                 "%llu, prefetch hits %llu%s%s\n",
                  s.connected ? "streaming from" : "not connected to", s.primary.c_str(),
                  lsn_text(s.received).c_str(), lsn_text(s.flushed).c_str(),
-                 lsn_text(s.replayed).c_str(),
-                 static_cast<unsigned long long>(
-                   (s.primary_flushed > s.replayed ? s.primary_flushed - s.replayed : 0) >> 10),
-                 s.seconds_behind, rate, static_cast<unsigned long long>(s.pages_read),
+                 lsn_text(s.replayed).c_str(), behind(s.received), behind(s.flushed),
+                 behind(s.replayed), s.seconds_behind, rate,
+                 static_cast<unsigned long long>(s.pages_read),
                  static_cast<unsigned long long>(s.prefetch_hits), s.error.empty() ? "" : "; ",
                  s.error.c_str());
     if (args.has("--json"))

@@ -121,6 +121,10 @@ public:
   static base_backup_report
   base_backup(const std::string& new_dir, const std::string& primary, const std::string& name = "",
               const std::function<void(const std::string&)>& progress = {});
+  /// The same, with options: a name the primary knows as another standby's is refused
+  /// (replication_error naming it) unless options.take_over.
+  static base_backup_report base_backup(const std::string& new_dir, const std::string& primary,
+                                        const base_backup_options& options);
 
   ~database(); // closes (ignoring a failure already reported) if close() was not called
   database(const database&) = delete;
@@ -169,6 +173,11 @@ public:
   /// runbook).
   void promote(const promote_options& options = {});
   bool is_standby() const;
+  /// The generation of the history this database holds: 0 for a system `init` made, one
+  /// more at each promotion (a standby reports the generation of the primary it follows).
+  /// Two databases of one system with the same transaction id but different generations
+  /// ran different transactions under it. Throws: usage_error (closed).
+  std::uint32_t generation() const;
   /// A standby's stream (all zero on a primary).
   standby_status standby() const;
   /// A primary's standbys and base backups (empty without replication_listen). Throws:

@@ -132,6 +132,19 @@ struct create_options {
   std::optional<fault_injection> faults;             // test hook
 };
 
+/// database::base_backup's options.
+struct base_backup_options {
+  /// The standby's name (1 to 64 letters, digits, '.', '_' or '-'); empty: a generated one.
+  /// The primary keeps WAL for a standby by its name, and a name is one standby's: the
+  /// copy gets an id of its own, and the primary refuses a name that belongs to another.
+  std::string name;
+  /// The name may belong to another standby: this copy takes it over, and the primary
+  /// refuses the standby that had it from then on (it was lost, or is being replaced).
+  bool take_over = false;
+  /// Receives a line every second (optional).
+  std::function<void(const std::string&)> progress;
+};
+
 /// database::promote's options.
 struct promote_options {
   /// Promote even when the primary last said another of its standbys had flushed more WAL

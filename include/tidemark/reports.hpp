@@ -138,7 +138,10 @@ struct standby_status {
   std::uint64_t restart_redo = 0;    // a restart replays from here (its last restartpoint)
   std::uint64_t wal_rereads = 0;     // WAL redo (or its prefetch) read again after it read back
                                      // wrong (zeros, short, an error) where it had been fsynced
-  double seconds_behind = 0;         // since the primary last answered, while replay is behind it
+  /// Replay delay: seconds since the primary wrote the oldest WAL not replayed here yet (by
+  /// the primary's clock in its answers, so clocks apart add their difference); 0 once replay
+  /// has all the primary last said was durable.
+  double seconds_behind = 0;
   std::uint64_t pages_read = 0, prefetched = 0, prefetch_hits = 0; // by replay
   /// WAL the primary's synchronous standbys' quorum had confirmed, as the primary last said:
   /// a standby whose `flushed` is below it lacks acknowledged commits.

@@ -17,6 +17,7 @@
 // commit is there and whether each commit is whole.
 #include <tidemark/database.hpp>
 
+#include "observing.hpp"
 #include "scratch_directory.hpp"
 
 #include <doctest/doctest.h>
@@ -64,44 +65,8 @@ std::vector<std::string> mode_settings(const std::string& mode) {
   return s;
 }
 
-// Log lines of one database, kept for the checks (and off stderr).
-struct log_lines {
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  std::function<void(const std::string&)> sink() {
-    return [this](const std::string& line) {
-      std::lock_guard<std::mutex> lock(mutex);
-      lines.push_back(line);
-    };
-  }
-  std::string text() {
-    std::lock_guard<std::mutex> lock(mutex);
-    std::string all;
-    for (const std::string& line : lines)
-      all += line + "\n";
-    return all;
-  }
-  bool contains(const std::string& text) {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const std::string& line : lines)
-      if (line.find(text) != std::string::npos)
-        return true;
-    return false;
-  }
-};
-
-/// True once `condition()` holds; false when the deadline passed first. The pause only
-/// paces the observer of the standby's status.
-bool poll_until(const std::function<bool()>& condition,
-                std::chrono::steady_clock::duration limit = deadline_after) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition())
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return condition();
-}
+using test::log_lines;
+using test::poll_until;
 
 using counts = std::array<std::int64_t, writers>;
 

@@ -275,10 +275,10 @@ void run_client(database& db, const tpcb::layout& shape, const bench_options& op
     while (!stop.load(std::memory_order_relaxed) && (quota == 0 || out.transactions < quota)) {
       auto started = steady_clock::now();
       tpcb::transaction_input input = tpcb::random_input(shape, random);
-      transaction_id xid = 0;
+      tpcb::committed_transaction done;
       for (;;) { // a conflict applied nothing: run the same transaction again
         try {
-          xid = tpcb::run_transaction(s, shape, input);
+          done = tpcb::run_transaction(s, shape, input);
           break;
         } catch (const conflict_error&) {
         }
@@ -288,7 +288,7 @@ void run_client(database& db, const tpcb::layout& shape, const bench_options& op
         std::chrono::duration_cast<std::chrono::microseconds>(now - started).count()));
       ++out.transactions;
       if (acks != nullptr)
-        acks->append(xid); // only after the commit was acknowledged
+        acks->append(done.xid, done.digest); // only after the commit was acknowledged
       if (now - last_report >= report_interval)
         report();
     }
@@ -305,7 +305,7 @@ bench_result run_bench(database& db, const tpcb::layout& shape, const bench_opti
                        std::FILE* progress) {
   std::unique_ptr<ack_log> acks;
   if (!options.ack_log_path.empty())
-    acks = std::make_unique<ack_log>(options.ack_log_path);
+    acks = std::make_unique<ack_log>(options.ack_log_path, db.generation());
   statistics before = db.stats();
   commit_tally tally;
   std::vector<client> clients(options.clients);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 namespace tidemark::workload::tpcb {
 
@@ -138,7 +139,7 @@ history_row history_of(transaction_id xid, const transaction_input& in) {
 
 // The tables schema: every row found by its key; the balances added to without reading
 // them (but the account's, read back as pgbench does), so only the account conflicts.
-transaction_id run_on_tables(session& s, const layout& shape, const transaction_input& in) {
+committed_transaction run_on_tables(session& s, const layout& shape, const transaction_input& in) {
   s.begin();
   std::string account = id_key(in.aid);
   s.add_i64(shape.table_of(accounts), account, balance_offset_in_row, in.delta);
@@ -149,12 +150,21 @@ transaction_id run_on_tables(session& s, const layout& shape, const transaction_
   std::string value(reinterpret_cast<const char*>(&row), sizeof row);
   value.resize(std::max<std::size_t>(shape.history_bytes(), sizeof row), 'h');
   s.put(shape.table_of(history), id_key(row.xid), value);
-  return s.commit();
+  return {s.commit(), history_digest(row)};
 }
 
 } // namespace
 
-transaction_id run_transaction(session& s, const layout& shape, const transaction_input& in) {
+std::uint64_t history_digest(const history_row& row) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&row);
+  std::uint64_t hash = 14695981039346656037ull; // FNV-1a offset basis
+  for (std::size_t i = 0; i < sizeof row; ++i)
+    hash = (hash ^ bytes[i]) * 1099511628211ull;
+  return hash;
+}
+
+committed_transaction run_transaction(session& s, const layout& shape,
+                                      const transaction_input& in) {
   if (shape.kind() == schema::tables)
     return run_on_tables(s, shape, in);
   s.begin();
@@ -165,7 +175,7 @@ transaction_id run_transaction(session& s, const layout& shape, const transactio
   s.add_i64(shape.page_of(branches, in.bid), shape.balance_offset(in.bid), in.delta);
   history_row row = history_of(s.id(), in);
   s.append_row(history, &row, history_row_size);
-  return s.commit();
+  return {s.commit(), history_digest(row)};
 }
 
 namespace {
@@ -212,8 +222,11 @@ std::int64_t sum_fixed_relation(session& s, const layout& shape, relation_id rel
   return static_cast<std::int64_t>(sum);
 }
 
-std::vector<transaction_id> scan_history(database& db, session& s, verify_report& report) {
-  std::vector<transaction_id> xids;
+// Each history row's transaction id and digest.
+using history_entry = std::pair<transaction_id, std::uint64_t>;
+
+std::vector<history_entry> scan_history(database& db, session& s, verify_report& report) {
+  std::vector<history_entry> xids;
   std::vector<unsigned char> rows;
   std::uint64_t sum = 0;
   std::size_t capacity = tidemark::rows_per_page(db.page_size(), history_row_size);
@@ -232,7 +245,7 @@ std::vector<transaction_id> scan_history(database& db, session& s, verify_report
     for (std::size_t i = 0; i < count; ++i) {
       history_row row;
       std::memcpy(&row, rows.data() + i * history_row_size, sizeof row);
-      xids.push_back(row.xid);
+      xids.emplace_back(row.xid, history_digest(row));
       sum += static_cast<std::uint64_t>(row.delta);
     }
   }
@@ -277,9 +290,9 @@ std::int64_t sum_fixed_table(session& s, const layout& shape, relation_id rel,
   return static_cast<std::int64_t>(sum);
 }
 
-std::vector<transaction_id> scan_history_table(session& s, const layout& shape,
-                                               verify_report& report) {
-  std::vector<transaction_id> xids;
+std::vector<history_entry> scan_history_table(session& s, const layout& shape,
+                                              verify_report& report) {
+  std::vector<history_entry> xids;
   std::uint64_t sum = 0;
   table_cursor c = s.cursor(shape.table_of(history));
   while (next_readable(c, report)) {
@@ -288,7 +301,7 @@ std::vector<transaction_id> scan_history_table(session& s, const layout& shape,
       std::memcpy(&row, c.value().data(), sizeof row);
     if (c.key() != id_key(row.xid))
       ++report.misplaced_rows;
-    xids.push_back(row.xid);
+    xids.emplace_back(row.xid, history_digest(row));
     sum += static_cast<std::uint64_t>(row.delta);
   }
   report.sum_history = static_cast<std::int64_t>(sum);
@@ -298,10 +311,10 @@ std::vector<transaction_id> scan_history_table(session& s, const layout& shape,
 } // namespace
 
 verify_report verify(database& db, const layout& shape,
-                     const std::vector<transaction_id>& acknowledged) {
+                     const std::vector<acknowledged_transaction>& acknowledged) {
   verify_report report;
   session s = db.open_session();
-  std::vector<transaction_id> xids;
+  std::vector<history_entry> xids;
   if (shape.kind() == schema::tables) {
     report.sum_branches = sum_fixed_table(s, shape, branches, report);
     report.sum_tellers = sum_fixed_table(s, shape, tellers, report);
@@ -316,16 +329,21 @@ verify_report verify(database& db, const layout& shape,
   std::sort(xids.begin(), xids.end());
   report.history_rows = xids.size();
   for (std::size_t i = 1; i < xids.size(); ++i)
-    if (xids[i] == xids[i - 1])
+    if (xids[i].first == xids[i - 1].first)
       ++report.duplicate_history_xids;
   report.acknowledged = acknowledged.size();
-  for (transaction_id xid : acknowledged) {
-    if (!std::binary_search(xids.begin(), xids.end(), xid))
-      report.lost.push_back(xid);
-    else if (db.status_of(xid) != transaction_status::committed)
-      report.not_committed.push_back(xid); // durable in history, its commit status missing
+  const std::uint32_t generation = db.generation();
+  for (const acknowledged_transaction& ack : acknowledged) {
+    auto found = std::lower_bound(xids.begin(), xids.end(), history_entry{ack.xid, 0});
+    if (found == xids.end() || found->first != ack.xid)
+      report.lost.push_back(ack.xid);
+    else if (ack.has_digest && (found->second != ack.digest || ack.generation > generation))
+      report.diverged.push_back(ack.xid); // this id ran another transaction here
+    else if (db.status_of(ack.xid) != transaction_status::committed)
+      report.not_committed.push_back(ack.xid); // durable in history, its commit status missing
   }
   std::sort(report.lost.begin(), report.lost.end());
+  std::sort(report.diverged.begin(), report.diverged.end());
   return report;
 }
 

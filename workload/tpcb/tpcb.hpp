@@ -15,6 +15,8 @@
 // in history exactly once.
 #pragma once
 
+#include "workload/ack_log.hpp"
+
 #include <tidemark/database.hpp>
 
 #include <cstdint>
@@ -96,9 +98,20 @@ struct transaction_input {
 /// pgbench's choice: uniform random branch, teller, account, delta in [-5000, 5000].
 transaction_input random_input(const layout& shape, std::mt19937_64& random);
 
-/// Runs one transaction in `s` (begin, the changes, commit) and returns its id once the
-/// commit was acknowledged.
-transaction_id run_transaction(session& s, const layout& shape, const transaction_input& input);
+/// What a transaction did, as its history row shows it: the row's 64 bytes hashed
+/// (FNV-1a, 64 bits). The row holds the id, the accounts, the delta and the commit's
+/// microsecond, so two histories that ran different transactions under one id differ here.
+std::uint64_t history_digest(const history_row& row);
+
+struct committed_transaction {
+  transaction_id xid = 0;
+  std::uint64_t digest = 0; // history_digest of the row it wrote
+};
+
+/// Runs one transaction in `s` (begin, the changes, commit) and returns its id and digest
+/// once the commit was acknowledged.
+committed_transaction run_transaction(session& s, const layout& shape,
+                                      const transaction_input& input);
 
 struct verify_report {
   std::uint64_t pages_read = 0;        // pages schema
@@ -111,6 +124,9 @@ struct verify_report {
   std::uint64_t acknowledged = 0;
   std::vector<transaction_id> lost;          // acknowledged ids missing from history
   std::vector<transaction_id> not_committed; // acknowledged, not committed in the status log
+  /// Acknowledged ids whose history row is another transaction's (its digest differs) or
+  /// that a generation newer than this history's acknowledged: a divergent history.
+  std::vector<transaction_id> diverged;
   bool balances_consistent() const {
     return sum_accounts == sum_tellers && sum_tellers == sum_branches &&
            sum_branches == sum_history && duplicate_history_xids == 0 && misplaced_rows == 0;
@@ -119,8 +135,9 @@ struct verify_report {
 
 /// Reads the four relations (or tables) through a session of the open database `db` and
 /// checks row placement (tables: every id present once, in its own key), the balance
-/// invariant and the acknowledged ids (sorted or not).
+/// invariant and the acknowledged transactions (in any order): each must be in history with
+/// the digest it was acknowledged with, committed, and of a generation this history holds.
 verify_report verify(database& db, const layout& shape,
-                     const std::vector<transaction_id>& acknowledged);
+                     const std::vector<acknowledged_transaction>& acknowledged);
 
 } // namespace tidemark::workload::tpcb
