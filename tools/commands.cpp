@@ -132,9 +132,7 @@ std::vector<command> replication_commands() {
      {{"-D", "NEWDIR", "the standby's directory (missing or empty)", true},
       {"--primary", "HOST:PORT", "the primary's replication_listen address", true},
       {"--name", "NAME", "the standby's name on the primary (default: a generated one)"},
-      {"--take-over", "",
-       "take the name over from the standby that has it (gone, or being replaced); the "
-       "primary refuses that standby from then on"},
+      {"--take-over", "", "take over a name in use (its standby is refused from then on)"},
       {"--json", "FILE", "also write the report to FILE"}},
      false,
      cmd_basebackup},

@@ -61,7 +61,8 @@ def main():
         first.terminate()
         first.wait(timeout=60)
         slots = open(os.path.join(primary, "global", "standby_slots")).read()
-        check(len(slots.split()) == 2, f"the slot file does not hold the standby's slot: {slots!r}")
+        check(len(slots.split()) == 3,  # name, flushed position, owner
+              f"the slot file does not hold the standby's slot: {slots!r}")
         for round_number in range(2):  # checkpoints every second, the standby away
             p = load(4, os.path.join(work, f"p{round_number + 2}.log"))
             p.wait(timeout=120)
