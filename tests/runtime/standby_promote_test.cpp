@@ -82,7 +82,10 @@ TEST_CASE("promote goes ahead when no other standby was ahead") {
   const std::uint64_t flushed = node.standby->standby().flushed;
   node.primary_said(flushed, {{"me", flushed, true}, {"behind", flushed - 1, true}});
   CHECK(node.standby->standby().peer_ahead.empty());
+  CHECK(node.standby->generation() == 0); // the primary's, from init
   node.standby->promote();
   CHECK_FALSE(node.standby->is_standby());
+  CHECK(node.standby->generation() == 1); // a history of its own from here
   node.standby->close();
+  CHECK_THROWS_AS(node.standby->generation(), usage_error);
 }
