@@ -6,12 +6,14 @@
 #include "storage/wal_segment_reader.hpp"
 
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 
 #include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -26,6 +28,7 @@ using clock_type = std::chrono::steady_clock;
 
 constexpr std::uint32_t max_chunk_bytes = 4u << 20;
 constexpr auto heartbeat_interval = std::chrono::seconds(1);
+constexpr auto probe_timeout = std::chrono::seconds(3); // per step: connect, then the answer
 
 caf::error refusal(const std::string& why) { return caf::make_error(caf::sec::runtime_error, why); }
 
@@ -72,7 +75,9 @@ struct wal_sender_state {
   std::unique_ptr<storage::wal_segment_reader> wal;
   std::vector<storage::standby_slot_record> persisted; // as standby_slots says now
   std::uint64_t ticks = 0;
-  bool superseded = false; // a standby of a newer generation met (admit)
+  bool superseded = false;        // a newer generation of this system runs (become_superseded)
+  std::string superseded_because; // how this primary learned it
+  std::size_t probes_pending = 0; // generation probes not answered yet (probe_generation)
   static inline const char* name = "wal_sender";
 };
 
@@ -137,25 +142,44 @@ std::optional<std::string> refuse_owner(const wal_sender_state& st, const standb
          "under a name of its own";
 }
 
-// refuse(), and a standby of a newer generation of this system tells this primary that one
-// of its copies was promoted since: it stops acknowledging synchronous commits for good
-// (the commits waiting, and every later one, end in commit_outcome_unknown), so that two
-// primaries never both acknowledge commits as on a standby, and says so in its log.
+// This primary learned that a newer generation of its system runs (`what` says how): it
+// stops acknowledging synchronous commits for good (the commits waiting, and every later
+// one, end in commit_outcome_unknown) and serves no standby, so that two primaries never
+// both acknowledge commits as on a standby. The mark on disk keeps it so across restarts.
+void become_superseded(wal_sender_state& st, const std::string& what) {
+  if (st.superseded)
+    return;
+  st.superseded = true;
+  st.superseded_because = what;
+  st.ctx->log("WARNING:  " + what +
+              ": this is an old primary. It no longer acknowledges synchronous commits nor "
+              "serves standbys; stop it, and seed it again from the new primary before it "
+              "serves again");
+  st.ctx->sender.acknowledged.stop(what + ": this is an old primary");
+  try {
+    storage::write_superseded_mark(*st.ctx->store.io, st.ctx->data_dir, what);
+  } catch (const std::exception& error) {
+    st.ctx->log(std::string("WARNING:  cannot record that this is an old primary (a restart "
+                            "would not know): ") +
+                error.what());
+  }
+}
+
+// refuse() and refuse_owner(); a standby of a newer generation of this system tells this
+// primary that one of its copies was promoted since (become_superseded), and an old
+// primary serves no standby.
 std::optional<std::string> admit(wal_sender_state& st, const standby_position& who) {
   std::optional<std::string> why = refuse(st, who);
   if (!why)
     why = refuse_owner(st, who);
-  if (why && who.system_id == st.system_id && who.generation > st.generation && !st.superseded) {
-    st.superseded = true;
-    const std::string what =
-      "standby " + in_quotes(who.name) + " follows generation " + std::to_string(who.generation) +
-      " of this system and this primary is generation " + std::to_string(st.generation) +
-      ": a standby was promoted since, and this is an old primary";
-    st.ctx->log("WARNING:  " + what +
-                ". It no longer acknowledges synchronous commits; stop it, and seed it again "
-                "from the new primary before it serves again");
-    st.ctx->sender.acknowledged.stop(what);
-  }
+  if (why && who.system_id == st.system_id && who.generation > st.generation)
+    become_superseded(st, "standby " + in_quotes(who.name) + " follows generation " +
+                            std::to_string(who.generation) +
+                            " of this system and this primary is generation " +
+                            std::to_string(st.generation));
+  if (!why && st.superseded)
+    why = "this primary is an old one (" + st.superseded_because +
+          "): seed this standby again from the new primary";
   return why;
 }
 
@@ -212,7 +236,7 @@ void persist_slots(wal_sender_state& st) {
   std::vector<storage::standby_slot_record> now;
   for (const auto& [name, slot] : st.slots)
     if (!slot.dropped)
-      now.push_back({name, slot.position.flushed, slot.position.owner});
+      now.push_back({name, slot.position.flushed, slot.position.owner, slot.position.listen});
   if (now == st.persisted)
     return;
   try {
@@ -230,7 +254,7 @@ void persist_slots(wal_sender_state& st) {
 void publish_acknowledged(wal_sender_state& st) {
   using wait = settings::standby_wait;
   const wait mode = st.ctx->config.synchronous_standby;
-  if (mode == wait::off)
+  if (mode == wait::off || st.probes_pending > 0) // no standby counts before the probes end
     return;
   const auto now = clock_type::now();
   std::vector<standby_quorum::member> members;
@@ -455,6 +479,72 @@ caf::expected<file_chunk> read_backup_file(wal_sender_state& st, const file_fetc
 
 // ---- the actor -----------------------------------------------------------------------------
 
+// A generation probe ended (`outcome` says how); once none is pending, standbys count for
+// synchronous commits.
+void probe_done(wal_sender_state& st, const std::string& where, const std::string& outcome) {
+  st.ctx->log("LOG:  asked " + where + " which generation runs there: " + outcome);
+  if (--st.probes_pending == 0)
+    publish_acknowledged(st);
+}
+
+// Asks the WAL sender at `where` (a standby's address once promoted) which system and
+// generation it serves: a newer generation of this system there means a standby was
+// promoted while this primary was down, and this is an old primary. Nothing answering
+// (no one there, another program, a timeout) says nothing either way.
+void probe_generation(sender_pointer self, const std::string& where) {
+  auto& st = self->state;
+  const auto colon = where.rfind(':');
+  if (colon == std::string::npos) {
+    st.ctx->log("WARNING:  a standby's address once promoted is not HOST:PORT: " + where);
+    return;
+  }
+  const std::uint16_t port = static_cast<std::uint16_t>(std::atoi(where.c_str() + colon + 1));
+  ++st.probes_pending;
+  auto middleman = self->system().middleman().actor_handle();
+  self->request(middleman, probe_timeout, caf::connect_atom::value, where.substr(0, colon), port)
+    .then(
+      [self, where](const caf::node_id&, caf::strong_actor_ptr& peer,
+                    const std::set<std::string>& ifs) {
+        auto& st = self->state;
+        if (!peer ||
+            ifs != self->system().message_types(caf::detail::type_list<wal_sender_actor>{}))
+          return probe_done(st, where, "no WAL sender of this version there");
+        self
+          ->request(caf::actor_cast<wal_sender_actor>(std::move(peer)), probe_timeout,
+                    generation_probe{st.system_id, st.generation})
+          .then(
+            [self, where](const generation_answer& answer) {
+              auto& st = self->state;
+              if (answer.system_id == st.system_id && answer.generation > st.generation)
+                become_superseded(st, "generation " + std::to_string(answer.generation) +
+                                        " of this system runs at " + where +
+                                        " and this primary is generation " +
+                                        std::to_string(st.generation));
+              probe_done(st, where,
+                         answer.system_id != st.system_id
+                           ? "another system"
+                           : "generation " + std::to_string(answer.generation));
+            },
+            [self, where](caf::error& error) {
+              probe_done(self->state, where, self->system().render(error));
+            });
+      },
+      [self, where](caf::error& error) {
+        probe_done(self->state, where, "not reachable (" + self->system().render(error) + ")");
+      });
+}
+
+// Another primary asks which generation runs here (probe_generation); an older generation
+// of this system asking is an old primary, which now knows it is one.
+generation_answer answer_probe(wal_sender_state& st, const generation_probe& probe) {
+  if (probe.system_id == st.system_id && probe.generation < st.generation)
+    st.ctx->log("WARNING:  a primary of generation " + std::to_string(probe.generation) +
+                " of this system (an old primary) asked which generation runs here; told "
+                "generation " +
+                std::to_string(st.generation) + ", it stops acknowledging synchronous commits");
+  return {st.system_id, st.generation};
+}
+
 // The sender's state at start: the slots recorded before a restart are kept (their WAL is
 // not recycled) until their standbys come back or are dropped.
 void start_sender(sender_pointer self, context* ctx, checkpointer_actor checkpointer,
@@ -474,10 +564,17 @@ void start_sender(sender_pointer self, context* ctx, checkpointer_actor checkpoi
     slot.position.generation = st.generation;
     slot.position.flushed = recorded.flushed;
     slot.position.owner = recorded.owner;
+    slot.position.listen = recorded.listen;
     slot.heard = clock_type::now();
   }
   st.persisted = std::move(slots);
   update_keep(st);
+  if (std::optional<std::string> mark = storage::read_superseded_mark(ctx->data_dir))
+    become_superseded(st, *mark + " (recorded in global/superseded)");
+  else
+    for (const auto& [name, slot] : st.slots) // a standby promoted while this one was down?
+      if (!slot.position.listen.empty())
+        probe_generation(self, slot.position.listen);
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& st = self->state;
     for (auto& [name, slot] : st.slots)
@@ -578,6 +675,9 @@ caf::result<backup_manifest> begin_backup(sender_pointer self, const backup_begi
   auto& st = self->state;
   if (begin.name.empty())
     return refusal("a base backup must have a name");
+  if (st.superseded)
+    return refusal("this primary is an old one (" + st.superseded_because +
+                   "): take the base backup from the new primary");
   if (auto why = claim_name(st, begin))
     return refusal(*why);
   standby_slot& slot = st.slots[begin.name];
@@ -654,6 +754,7 @@ wal_sender_actor::behavior_type wal_sender(sender_pointer self, context* ctx,
       return backup_end{st.ctx->store.wal->inserted_lsn()};
     },
     [=](standbys_atom) -> std::vector<standby_view> { return standby_views(self->state); },
+    [=](const generation_probe& probe) { return answer_probe(self->state, probe); },
     [=](wake_atom) {
       auto& st = self->state;
       storage::checked_downcast<wake_on_flush>(st.ctx->sender.wakeup.get(),

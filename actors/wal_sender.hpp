@@ -4,7 +4,8 @@
 // Who talks to it: standbys (stream_open, then wal_fetch one after another, and
 // standby_feedback), base backups (backup_begin, file_fetch, backup_finish, then WAL by
 // wal_fetch under the same name), the WAL's flush listener (wake_atom after each WAL
-// fdatasync), itself (tick_atom every second) and status views (standbys_atom).
+// fdatasync), itself (tick_atom every second), status views (standbys_atom) and other
+// primaries asking which generation runs here (generation_probe).
 //
 // Rules it keeps:
 //  - It sends only WAL that is durable on the primary (below the flushed LSN). A standby
@@ -24,9 +25,14 @@
 //    over at spawn.
 //  - A standby of another system or generation is refused with an error naming both. One
 //    of a newer generation means a copy of this primary was promoted since: the primary
-//    logs a warning and stops acknowledging synchronous commits for good (they end in
-//    commit_outcome_unknown), so that the old and the new primary never both acknowledge
-//    commits as held by a standby.
+//    is an old one. So is a primary that, restarting, finds a newer generation of its
+//    system at an address where one of its standbys said it would serve once promoted
+//    (generation_probe, asked of every slot's address at start; until every probe has
+//    ended, no standby counts for synchronous commits). An old primary logs a warning,
+//    stops acknowledging synchronous commits for good (they end in
+//    commit_outcome_unknown), serves no standby or base backup, and records it
+//    (global/superseded) so that its restarts know too: the old and the new primary never
+//    both acknowledge commits as held by a standby.
 //  - Base backup pages are verified as they are copied; a page that fails (it was being
 //    written) is copied again through the buffer pool, which never holds a torn page.
 //  - Every ten seconds it logs each connected standby's positions and lag.

@@ -63,13 +63,14 @@ using bgwriter_actor =
 /// A primary's WAL sender, published on replication_listen for standbys and base backups
 /// (messages/replication.hpp): streams durable WAL on request, keeps what its standbys
 /// still need, serves base backups. wake_atom: WAL became durable (the WAL's flush
-/// listener). (standbys_atom): the standbys it knows, for status views.
+/// listener). (standbys_atom): the standbys it knows, for status views. generation_probe:
+/// which system and generation it serves (another primary asking whether it is an old one).
 using wal_sender_actor = caf::typed_actor<
   caf::replies_to<stream_open>::with<primary_position>, caf::replies_to<wal_fetch>::with<wal_chunk>,
   caf::reacts_to<standby_feedback>, caf::replies_to<backup_begin>::with<backup_manifest>,
   caf::replies_to<file_fetch>::with<file_chunk>, caf::replies_to<backup_finish>::with<backup_end>,
   caf::replies_to<standbys_atom>::with<std::vector<standby_view>>, caf::reacts_to<wake_atom>,
-  caf::reacts_to<tick_atom>>;
+  caf::reacts_to<tick_atom>, caf::replies_to<generation_probe>::with<generation_answer>>;
 
 /// A standby's WAL receiver: tick_atom connects (or retries after a lost connection);
 /// wake_atom: redo has replayed everything flushed (report it now). It is stopped with an

@@ -30,6 +30,10 @@ struct standby_position {
   std::uint64_t replay_rate = 0; // records per second, recently
   std::uint64_t pages_read = 0;  // by replay
   std::uint64_t prefetch_hits = 0;
+  /// HOST:PORT this standby serves on once promoted (its replication_listen, when that
+  /// names a host and a port; else empty). A primary that restarts asks there whether a
+  /// newer generation runs (generation_probe) before it counts any standby again.
+  std::string listen;
 };
 
 /// Asks to stream from `from` (the end of what the standby has flushed).
@@ -84,6 +88,18 @@ struct standby_view {
 
 /// Begins a base backup: an immediate checkpoint; WAL from its redo point is kept until
 /// backup_finish (or the backup's connection is lost).
+/// A primary asks another Tidemark's WAL sender which system and generation it serves: a
+/// restarted primary asks where its standbys said they would serve once promoted.
+struct generation_probe {
+  std::uint64_t system_id = 0;
+  std::uint32_t generation = 0; // the asker's
+};
+
+struct generation_answer {
+  std::uint64_t system_id = 0;
+  std::uint32_t generation = 0;
+};
+
 struct backup_begin {
   std::string name;
   std::uint64_t owner = 0; // the id of the standby being made
@@ -132,7 +148,8 @@ struct backup_end {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, standby_position& x) {
   return f(caf::meta::type_name("standby_position"), x.name, x.owner, x.system_id, x.generation,
-           x.written, x.flushed, x.replayed, x.replay_rate, x.pages_read, x.prefetch_hits);
+           x.written, x.flushed, x.replayed, x.replay_rate, x.pages_read, x.prefetch_hits,
+           x.listen);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_open& x) {
@@ -163,6 +180,14 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, standby_view& x) {
   return f(caf::meta::type_name("standby_view"), x.standby, x.connected, x.sent,
            x.seconds_since_reply);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, generation_probe& x) {
+  return f(caf::meta::type_name("generation_probe"), x.system_id, x.generation);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, generation_answer& x) {
+  return f(caf::meta::type_name("generation_answer"), x.system_id, x.generation);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, backup_begin& x) {

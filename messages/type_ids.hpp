@@ -47,6 +47,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(tidemark, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::backup_finish))
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::backup_end))
   CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::standby_peer))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::generation_probe))
+  CAF_ADD_TYPE_ID(tidemark, (tidemark::messages::generation_answer))
 CAF_END_TYPE_ID_BLOCK(tidemark)
 
 CAF_ADD_ATOM(tidemark, tidemark::messages, flush_atom, "flush")

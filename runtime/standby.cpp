@@ -62,6 +62,22 @@ void instance::start_replication() {
   engine_->log("LOG:  WAL sender listening on " + replication_address_);
 }
 
+namespace {
+
+// Where a primary could reach this standby once it is promoted: its replication_listen when
+// that names a host and a port (a wildcard host or port 0 says nothing a peer could dial).
+std::string address_once_promoted(const std::string& listen) {
+  if (listen.empty())
+    return "";
+  endpoint where = parse_endpoint("replication_listen", listen, true);
+  for (const char* wildcard : {"0.0.0.0", "::", "[::]", "*"})
+    if (where.host == wildcard)
+      return "";
+  return where.port == 0 ? "" : listen;
+}
+
+} // namespace
+
 void instance::start_standby(const instance_options& options) {
   engine& e = *engine_;
   const storage::control_data control = e.control();
@@ -78,6 +94,7 @@ void instance::start_standby(const instance_options& options) {
     receiving.port = primary.port;
     receiving.identity.name = standby_->name;
     receiving.identity.owner = standby_->id;
+    receiving.identity.listen = address_once_promoted(e.config.replication_listen);
     receiving.identity.system_id = control.system_id;
     receiving.identity.generation = control.generation;
     wal_receiver_ = actors::spawn_wal_receiver(*system_, e, *arrival_, receiving);
@@ -230,10 +247,9 @@ standby_status instance::standby() const {
   s.refused = e.standby.refused.load();
   if (s.failed && s.error.empty())
     s.error = e.failure();
-  s.seconds_behind = e.standby.replay_delay(
-    std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::system_clock::now().time_since_epoch())
-      .count());
+  s.seconds_behind = e.standby.replay_delay(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
   const auto& pool = e.store.pool->counters();
   s.pages_read = pool.reads.load();
   s.prefetched = pool.prefetched.load();

@@ -105,8 +105,8 @@ TEST_CASE("ack log: lines are read back, malformed ones refused with their line 
   CHECK(acks[1].xid == 18);
   CHECK_FALSE(acks[1].has_digest);
 
-  for (const std::string& bad : {"12 x", "12 0 abc", "-1", "12 0 abcdef0123456789 9",
-                                 "12 99999999999 abcdef0123456789", "1 2"}) {
+  for (const char* bad : {"12 x", "12 0 abc", "-1", "12 0 abcdef0123456789 9",
+                          "12 99999999999 abcdef0123456789", "1 2"}) {
     write_lines(path, {"5", bad});
     CHECK_THROWS_WITH_AS(ack_log::read_all(path), doctest::Contains("line 2"), std::runtime_error);
   }
