@@ -413,7 +413,9 @@ std::vector<setting_entry> replication_settings() {
        s.replication_listen = v;
      },
      [](const settings& s) { return s.replication_listen; },
-     "where the WAL sender listens for standbys and base backups"},
+     "where the WAL sender listens for standbys and base backups; a standby's, used once "
+     "promoted, is told to its primary (a concrete host and port) so that an old primary "
+     "restarting can find the new generation there"},
     size_setting("max_standby_wal_size", false, &settings::max_standby_wal_size, MiB, MiB, TiB,
                  "WAL kept for a standby behind the primary; further behind, it must be seeded "
                  "again"),
