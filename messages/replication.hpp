@@ -86,8 +86,6 @@ struct standby_view {
   double seconds_since_reply = 0;
 };
 
-/// Begins a base backup: an immediate checkpoint; WAL from its redo point is kept until
-/// backup_finish (or the backup's connection is lost).
 /// A primary asks another Tidemark's WAL sender which system and generation it serves: a
 /// restarted primary asks where its standbys said they would serve once promoted.
 struct generation_probe {
@@ -100,6 +98,8 @@ struct generation_answer {
   std::uint32_t generation = 0;
 };
 
+/// Begins a base backup: an immediate checkpoint; WAL from its redo point is kept until
+/// backup_finish (or the backup's connection is lost).
 struct backup_begin {
   std::string name;
   std::uint64_t owner = 0; // the id of the standby being made

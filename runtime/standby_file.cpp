@@ -101,14 +101,7 @@ void write_standby_file(storage::io_engine& io, const std::string& data_dir,
        << "backup_end_lsn = " << f.backup_end_lsn << "\n";
   const std::string path = standby_file_path(data_dir);
   storage::write_whole_file(io, path, text.str());
-  int fd = io.open_file(path, false);
-  try {
-    io.sync(fd, storage::sync_kind::full);
-  } catch (...) {
-    io.close_file(fd);
-    throw;
-  }
-  io.close_file(fd);
+  storage::sync_file_at(io, path);
   io.sync_directory(data_dir);
 }
 

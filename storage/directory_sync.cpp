@@ -56,14 +56,7 @@ void fsync_tree(io_engine& io, const std::string& dir, directory_sync_report& re
       fsync_tree(io, e.path, report);
       continue;
     }
-    int fd = io.open_file(e.path, false);
-    try {
-      io.sync(fd, sync_kind::full);
-    } catch (...) {
-      io.close_file(fd);
-      throw;
-    }
-    io.close_file(fd);
+    sync_file_at(io, e.path);
     ++report.files;
   }
   io.sync_directory(dir);

@@ -99,6 +99,9 @@ enum class io_method { io_uring, sync };
 /// Creates (or truncates) `path` and writes `contents` through `io`. Not durable by itself.
 void write_whole_file(io_engine& io, const std::string& path, const std::string& contents);
 
+/// Fsyncs the file at `path` through `io` (opened and closed here, closed on error too).
+void sync_file_at(io_engine& io, const std::string& path);
+
 /// Creates a real engine. io_uring falls back to nothing: if the kernel refuses a ring the
 /// constructor throws io_error and the caller reports it (choose io_method=sync then).
 std::unique_ptr<io_engine> make_io_engine(io_method method);

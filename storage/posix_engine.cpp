@@ -242,6 +242,17 @@ void write_whole_file(io_engine& io, const std::string& path, const std::string&
   io.close_file(fd);
 }
 
+void sync_file_at(io_engine& io, const std::string& path) {
+  const int fd = io.open_file(path, false);
+  try {
+    io.sync(fd, sync_kind::full);
+  } catch (...) {
+    io.close_file(fd);
+    throw;
+  }
+  io.close_file(fd);
+}
+
 std::unique_ptr<io_engine> make_io_engine(io_method method) {
   return method == io_method::io_uring ? make_uring_engine() : make_sync_engine();
 }

@@ -39,14 +39,7 @@ bool parse_slot(const std::vector<std::string>& words, standby_slot_record& slot
 void replace_file(io_engine& io, const std::string& path, const std::string& text) {
   const std::string temporary = path + ".tmp";
   write_whole_file(io, temporary, text);
-  int fd = io.open_file(temporary, false);
-  try {
-    io.sync(fd, sync_kind::full);
-  } catch (...) {
-    io.close_file(fd);
-    throw;
-  }
-  io.close_file(fd);
+  sync_file_at(io, temporary);
   io.rename(temporary, path);
   io.sync_directory(path.substr(0, path.rfind('/')));
 }

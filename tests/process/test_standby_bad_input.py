@@ -2,10 +2,12 @@
 into a non-empty directory, from a primary that is not there or from a port that accepts
 and stays silent, a standby or promotion of
 a directory that is not a standby, a normal open of a standby, a standby refused by a
-primary of another system; a standby promoted before it is consistent stays a standby;
+primary of another system; a standby promoted before it is consistent stays a standby
+(and `promote` says so at once), `promote` of a standby that dies meanwhile ends at once;
 and after a failover a standby seeded from the promoted copy refuses the old primary
 (generations). On loopback (no namespaces needed)."""
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -14,6 +16,21 @@ from harness import (Primary, Tidemark, check, finish, parse_args, poll_until, r
                      tree_digest)
 
 SETTINGS = ["shared_buffers=256", "log_checkpoints=off"]
+
+
+def replaying_standby(tm, directory, log_path):
+    """A standby running in `directory` (its stderr in `log_path`) once it replays."""
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([tm.binary, "standby", "-D", directory,
+                                    "--status-interval", "0.1"],
+                                   stdout=subprocess.DEVNULL, stderr=log)
+
+    def replaying():
+        with open(log_path) as f:
+            return "standby: replaying from" in f.read()
+    check(poll_until(lambda: replaying() or process.poll() is not None, 60)
+          and process.poll() is None, f"the standby in {directory} did not start")
+    return process
 
 
 def standby_until_refused(tm, directory, log_path, extra=()):
@@ -118,16 +135,8 @@ def main():
             check(os.path.exists(conf_path), "a refused promotion removed standby.conf")
             # The same refusal from a running standby reaches `tidemark promote` at once,
             # with the standby's reason (not after its whole --timeout).
-            with open(os.path.join(work, "early.log"), "w") as log:
-                running = subprocess.Popen([tm.binary, "standby", "-D", early,
-                                            "--status-interval", "0.1"],
-                                           stdout=subprocess.DEVNULL, stderr=log)
+            running = replaying_standby(tm, early, os.path.join(work, "early.log"))
             try:
-                def replaying():
-                    with open(os.path.join(work, "early.log")) as f:
-                        return "standby: replaying from" in f.read()
-                check(poll_until(lambda: replaying() or running.poll() is not None, 60)
-                      and running.poll() is None, "the early standby did not start")
                 started = time.monotonic()
                 r = tm.run("promote", "-D", early, "--timeout", "600")
                 took = time.monotonic() - started
@@ -140,6 +149,29 @@ def main():
             finally:
                 running.terminate()
                 running.wait(timeout=60)
+            # A standby that dies while `promote` waits for it: promote notices at once that
+            # no process holds the directory any more (not after its whole --timeout).
+            dying = replaying_standby(tm, early, os.path.join(work, "dying.log"))
+            try:
+                os.kill(dying.pid, signal.SIGSTOP)  # it cannot answer the request
+                waiting = subprocess.Popen([tm.binary, "promote", "-D", early, "--timeout", "600"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                           text=True)
+                check(poll_until(lambda: os.path.exists(os.path.join(early, "promote.signal")),
+                                 60), "promote did not ask the running standby")
+                os.kill(dying.pid, signal.SIGKILL)
+                try:
+                    _, err = waiting.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    waiting.kill()
+                    _, err = waiting.communicate()
+                check(waiting.returncode == 1 and "stopped without promoting" in err,
+                      f"promote while its standby died: {waiting.returncode}: {err}")
+            finally:
+                if dying.poll() is None:
+                    os.kill(dying.pid, signal.SIGCONT)
+                    dying.kill()
+                dying.wait(timeout=60)
 
             # The other system's directory, dressed as a standby of this primary.
             with open(os.path.join(standby, "standby.conf")) as f:

@@ -31,24 +31,13 @@ std::unique_ptr<database> open_standby(const std::string& dir, test::log_lines& 
   return database::open(dir, options);
 }
 
-std::unique_ptr<database> open_primary(const std::string& dir, test::log_lines& log) {
-  create_options create;
-  create.settings = settings;
-  database::create(dir, create);
-  open_options options;
-  options.settings = settings;
-  options.settings.push_back("replication_listen=127.0.0.1:0");
-  options.log = log.sink();
-  return database::open(dir, options);
-}
-
 } // namespace
 
 TEST_CASE("standby names: a name in use is refused, and taken over only when asked") {
   test::scratch_directory primary_dir("tidemark-primary"), first_dir("tidemark-standby"),
     second_dir("tidemark-standby");
   test::log_lines primary_log, first_log, second_log;
-  auto primary = open_primary(primary_dir.dir, primary_log);
+  auto primary = test::create_replicated_primary(primary_dir.dir, settings, primary_log.sink());
   const std::string address = primary->replication_address();
   database::base_backup(first_dir.dir, address, "s");
   auto first = open_standby(first_dir.dir, first_log);
@@ -91,7 +80,7 @@ TEST_CASE("standby names: a copy of a standby's directory waits while the standb
   test::scratch_directory primary_dir("tidemark-primary"), standby_dir("tidemark-standby"),
     copy_dir("tidemark-standby");
   test::log_lines primary_log, standby_log, copy_log;
-  auto primary = open_primary(primary_dir.dir, primary_log);
+  auto primary = test::create_replicated_primary(primary_dir.dir, settings, primary_log.sink());
   database::base_backup(standby_dir.dir, primary->replication_address(), "s");
   std::filesystem::copy(standby_dir.dir, copy_dir.dir, std::filesystem::copy_options::recursive);
   auto standby = open_standby(standby_dir.dir, standby_log);
