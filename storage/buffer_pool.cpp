@@ -144,8 +144,11 @@ bool buffer_pool::write_in_progress(buffer_id buffer) const {
 }
 
 void buffer_pool::wait_for_write(buffer_id buffer) const {
-  waits_.wait(buffer, [&] { return !write_in_progress(buffer) || stopped_.load(); });
-  if (write_in_progress(buffer))
+  // What ended the wait is decided once, where it ended: a next write of the buffer may
+  // begin right after the one waited for completes, and must not read as a stopped engine.
+  bool written = false;
+  waits_.wait(buffer, [&] { return (written = !write_in_progress(buffer)) || stopped_.load(); });
+  if (!written)
     throw engine_stopped_error("the wait for an in-place write of " + files_.describe(tag(buffer)) +
                                " ended: the engine stopped after a failure");
 }
