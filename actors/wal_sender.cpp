@@ -151,18 +151,18 @@ void become_superseded(wal_sender_state& st, const std::string& what) {
     return;
   st.superseded = true;
   st.superseded_because = what;
-  st.ctx->log("WARNING:  " + what +
-              ": this is an old primary. It no longer acknowledges synchronous commits nor "
-              "serves standbys; stop it, and seed it again from the new primary before it "
-              "serves again");
   st.ctx->sender.acknowledged.stop(what + ": this is an old primary");
-  try {
+  try { // durable before the warning: a log that says it implies a restart knows it too
     storage::write_superseded_mark(*st.ctx->store.io, st.ctx->data_dir, what);
   } catch (const std::exception& error) {
     st.ctx->log(std::string("WARNING:  cannot record that this is an old primary (a restart "
                             "would not know): ") +
                 error.what());
   }
+  st.ctx->log("WARNING:  " + what +
+              ": this is an old primary. It no longer acknowledges synchronous commits nor "
+              "serves standbys; stop it, and seed it again from the new primary before it "
+              "serves again");
 }
 
 // refuse() and refuse_owner(); a standby of a newer generation of this system tells this
