@@ -61,10 +61,9 @@ std::optional<standby_file> read_standby_file(const std::string& data_dir) {
           parse_number(key, value, std::numeric_limits<std::uint32_t>::max()));
         have_generation = true;
       } else if (key == "standby_id") {
-        std::size_t used = 0;
         f.id = value.size() == 16 &&
                    value.find_first_not_of("0123456789abcdef") == std::string::npos
-                 ? std::stoull(value, &used, 16)
+                 ? std::stoull(value, nullptr, 16) // 16 hex digits: no partial parse
                  : 0;
         if (f.id == 0)
           throw config_error("standby_id must be 16 hex digits, not all zero: " + value);
