@@ -128,6 +128,10 @@ void doublewrite_ring::open_ring(const std::string& dir) {
   io_.sync(fd_, sync_kind::data);
   // Zeros go only past the header slots, whichever of them the file holds yet.
   file_bytes_ = std::max<std::uint64_t>(io_.file_size(fd_), ring_records_start);
+  if (file_bytes_ < end_) { // the first pass over the ring is not over: zeros to write
+    zeros_ = aligned_buffer(zero_fill_step);
+    std::memset(zeros_, 0, zero_fill_step);
+  }
 }
 
 // Writes zeros from the file's end to `end` rounded up to a step (at most the ring's end),
@@ -135,14 +139,11 @@ void doublewrite_ring::open_ring(const std::string& dir) {
 // the new length durable, once per step instead of once per record. Only the batcher
 // calls it; nothing live lies past the file's end.
 void doublewrite_ring::write_zeros_to(std::uint64_t end) {
-  if (end <= file_bytes_)
-    return;
   std::uint64_t target =
     std::min(end_, (end + zero_fill_step - 1) / zero_fill_step * zero_fill_step);
-  if (zeros_ == nullptr) {
-    zeros_ = aligned_buffer(zero_fill_step);
-    std::memset(zeros_, 0, zero_fill_step);
-  }
+  if (target <= file_bytes_)
+    return; // the file already reaches it, or the ring's end: every later call returns here
+  TIDEMARK_CHECK(zeros_ != nullptr, "doublewrite ring: zeros are kept until the file is whole");
   while (file_bytes_ < target) {
     std::uint64_t bytes = std::min(zero_fill_step, target - file_bytes_);
     io_.write(fd_, zeros_, bytes, file_bytes_);

@@ -205,7 +205,8 @@ private:
   std::uint64_t encoded_sequence_ = 0;
   std::vector<const unsigned char*> images_;
   // The batcher's: the file's length, and zeros to write it ahead of the write position
-  // with (allocated while the first pass over the ring lasts).
+  // with (made when the ring opens on a file shorter than the ring, freed once it is whole;
+  // a file that reaches the ring's end costs a write nothing more).
   std::uint64_t file_bytes_ = 0;
   unsigned char* zeros_ = nullptr;
   std::uint64_t next_record_at_ = ring_records_start; // the write position
