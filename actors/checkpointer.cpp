@@ -26,8 +26,8 @@ constexpr auto nap_interval = std::chrono::milliseconds(100);
 constexpr double write_share = 0.8; // of the completion target; the sync phase gets the rest
 constexpr std::size_t wal_segments_ahead = 2;
 
-double ms_since(steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(steady_clock::now() - t).count();
+double ms_between(steady_clock::time_point from, steady_clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
 // One checkpoint in progress.
@@ -55,13 +55,17 @@ struct checkpointer_state {
   std::vector<caf::typed_response_promise<checkpoint_done>> queued;
   checkpoint_reason queued_reason = checkpoint_reason::requested;
   bool queued_immediate = false;
-  steady_clock::time_point last_start = steady_clock::now();
-  storage::lsn_t idle_lsn = 0; // insert position right after the last checkpoint
+  steady_clock::time_point last_start; // set from the actor's clock at its start
+  storage::lsn_t idle_lsn = 0;         // insert position right after the last checkpoint
   std::vector<checkpoint_observer_actor> subscribers;
   static inline const char* name = "checkpointer";
 };
 
 using checkpointer_pointer = checkpointer_actor::stateful_pointer<checkpointer_state>;
+
+// Time comes from the actor's clock (the steady clock when running, a clock the tests
+// advance by hand on the deterministic scheduler), so that the schedule can be tested.
+steady_clock::time_point now(checkpointer_pointer self) { return self->clock().now(); }
 
 // The run a write step, the sync phase or the finish works on: one exists from
 // begin_checkpoint until finish_checkpoint or fail_run.
@@ -83,11 +87,11 @@ double wal_budget(const context& ctx) {
 
 /// Where the schedule says the write phase should be: the larger of the elapsed share of
 /// the write window in time and in WAL.
-double write_schedule(const context& ctx, const checkpoint_run& run) {
+double write_schedule(const context& ctx, const checkpoint_run& run, steady_clock::time_point at) {
   double window = ctx.config.checkpoint_completion_target * write_share;
   if (window <= 0)
     return 1.0;
-  double by_time = ms_since(run.started) / double(ctx.config.checkpoint_timeout.count());
+  double by_time = ms_between(run.started, at) / double(ctx.config.checkpoint_timeout.count());
   double by_wal = double(ctx.store.wal->inserted_lsn() - run.redo) / wal_budget(ctx);
   return std::max(by_time, by_wal) / window;
 }
@@ -99,11 +103,12 @@ double write_progress(const checkpoint_run& run) {
 /// Time left for the sync phase (0: unpaced): until completion_target of the interval, or
 /// sooner if WAL, at the rate it has been consumed since the redo point, would reach
 /// completion_target of the WAL trigger's budget first (C4).
-std::uint64_t sync_pace_ms(const context& ctx, const checkpoint_run& run) {
+std::uint64_t sync_pace_ms(const context& ctx, const checkpoint_run& run,
+                           steady_clock::time_point at) {
   if (run.immediate || run.hurried)
     return 0;
   double target = ctx.config.checkpoint_completion_target;
-  double elapsed = ms_since(run.started);
+  double elapsed = ms_between(run.started, at);
   double left = target * double(ctx.config.checkpoint_timeout.count()) - elapsed;
   double used = double(ctx.store.wal->inserted_lsn() - run.redo);
   double wal_left = target * wal_budget(ctx) - used;
@@ -129,7 +134,7 @@ void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = f
   event.buffers_total = run.to_write.size();
   event.buffers_written = run.written;
   event.progress = write_progress(run);
-  event.schedule = phase == checkpoint_phase::write ? write_schedule(ctx, run) : 0;
+  event.schedule = phase == checkpoint_phase::write ? write_schedule(ctx, run, now(self)) : 0;
   event.napping = napping;
   for (const checkpoint_observer_actor& subscriber : st.subscribers)
     self->send(subscriber, event);
@@ -144,7 +149,7 @@ void begin_checkpoint(checkpointer_pointer self, checkpoint_reason reason, bool 
   checkpoint_run run;
   run.reason = reason;
   run.immediate = immediate;
-  run.started = steady_clock::now();
+  run.started = now(self);
   run.previous_redo = ctx.control().redo_lsn;
   run.waiters = std::move(waiters);
   if (reason == checkpoint_reason::restartpoint) { // at the newest checkpoint redo replayed
@@ -209,9 +214,10 @@ void write_step(checkpointer_pointer self) {
   context& ctx = *st.ctx;
   bool hurry = run.immediate || run.hurried || ctx.failed();
   std::size_t total = run.to_write.size();
-  std::size_t due = hurry ? total
-                          : std::min(total, static_cast<std::size_t>(
-                                              std::ceil(write_schedule(ctx, run) * double(total))));
+  std::size_t due = hurry
+                      ? total
+                      : std::min(total, static_cast<std::size_t>(std::ceil(
+                                          write_schedule(ctx, run, now(self)) * double(total))));
   due = std::min(total, std::max(due, run.next + 1)); // at least one buffer per step
   try {
     write_due(st, due);
@@ -220,7 +226,7 @@ void write_step(checkpointer_pointer self) {
     return;
   }
   if (run.next >= total) {
-    run.write_ms = ms_since(run.started);
+    run.write_ms = ms_between(run.started, now(self));
     start_sync_phase(self);
     return;
   }
@@ -283,7 +289,8 @@ storage::lsn_t write_restartpoint(context& ctx, const checkpoint_run& run) {
   return control.checkpoint_lsn;
 }
 
-void log_checkpoint(context& ctx, const checkpoint_run& run, const sync_phase_done& sync) {
+void log_checkpoint(context& ctx, const checkpoint_run& run, const sync_phase_done& sync,
+                    double total_ms) {
   if (!ctx.config.log_checkpoints)
     return;
   double share = 100.0 * double(run.written) / double(ctx.store.pool->size());
@@ -295,7 +302,7 @@ void log_checkpoint(context& ctx, const checkpoint_run& run, const sync_phase_do
                 "distance=%llu kB",
                 run.reason == checkpoint_reason::restartpoint ? "restartpoint" : "checkpoint",
                 to_string(run.reason), static_cast<unsigned long long>(run.written), share,
-                run.write_ms / 1000, sync_s, ms_since(run.started) / 1000,
+                run.write_ms / 1000, sync_s, total_ms / 1000,
                 static_cast<unsigned long long>(sync.files), double(sync.longest_us) / 1e6,
                 sync.files ? sync_s / double(sync.files) : 0.0,
                 static_cast<unsigned long long>((run.redo - run.previous_redo) / 1024));
@@ -336,7 +343,7 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   counters.write_ms.fetch_add(static_cast<std::uint64_t>(run.write_ms));
   counters.sync_ms.fetch_add(sync.total_us / 1000);
   counters.buffers_written.fetch_add(run.written);
-  log_checkpoint(ctx, run, sync);
+  log_checkpoint(ctx, run, sync, ms_between(run.started, now(self)));
   publish(self, checkpoint_phase::idle);
   st.idle_lsn = ctx.store.wal->inserted_lsn();
   checkpoint_done done{checkpoint_lsn, run.redo, run.written};
@@ -372,7 +379,7 @@ void request_sync_phase(checkpointer_pointer self) {
     fail_run(self, std::string("commit-status log write failed: ") + error.what());
     return;
   }
-  sync_phase_request request{sync_pace_ms(ctx, current_run(st))};
+  sync_phase_request request{sync_pace_ms(ctx, current_run(st), now(self))};
   trace(ctx, actor_role::sync_worker, trace_type::sync_phase_request, request.pace_ms);
   self->request(st.sync_worker, caf::infinite, request)
     .then([=](const sync_phase_done& done) { finish_checkpoint(self, done); },
@@ -455,7 +462,7 @@ void consider_restartpoint(checkpointer_pointer self) {
   const storage::control_data control = ctx.control();
   if (replayed.checkpoint_lsn <= control.checkpoint_lsn)
     return;
-  bool timed = steady_clock::now() - st.last_start >= ctx.config.checkpoint_timeout;
+  bool timed = now(self) - st.last_start >= ctx.config.checkpoint_timeout;
   bool by_wal = double(ctx.standby.replayed.load() - control.redo_lsn) >= wal_budget(ctx);
   if (timed || by_wal)
     begin_checkpoint(self, checkpoint_reason::restartpoint, false, {});
@@ -482,15 +489,16 @@ void on_tick(checkpointer_pointer self) {
       hurry(self, trace_type::checkpoint_hurried_by_wal); // the next checkpoint is due already
     else if (ctx.counters.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
              !st.run->immediate)
-      self->send(st.sync_worker, sync_deadline{sync_pace_ms(ctx, *st.run)}); // re-plans if
-                                                                             // WAL runs ahead
+      self->send(st.sync_worker,
+                 sync_deadline{sync_pace_ms(ctx, *st.run, now(self))}); // re-plans if
+                                                                        // WAL runs ahead
     return;
   }
   bool idle = ctx.store.wal->inserted_lsn() ==
               st.idle_lsn; // nothing logged since the last checkpoint
-  if (steady_clock::now() - st.last_start >= ctx.config.checkpoint_timeout) {
+  if (now(self) - st.last_start >= ctx.config.checkpoint_timeout) {
     if (idle)
-      st.last_start = steady_clock::now();
+      st.last_start = now(self);
     else
       begin_checkpoint(self, checkpoint_reason::time, false, {});
   } else if (double(ctx.store.wal->inserted_lsn() - ctx.control().redo_lsn) >= wal_budget(ctx)) {
@@ -505,6 +513,7 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, contex
   st.sync_worker = std::move(sync_worker);
   st.sink = make_buffer_sink(*ctx, storage::write_source::checkpointer);
   st.idle_lsn = ctx->store.wal->inserted_lsn();
+  st.last_start = now(self);
   self->delayed_send(self, tick_interval, tick_atom::value);
   return {
     [=](const checkpoint_request& request) -> caf::result<checkpoint_done> {

@@ -8,8 +8,7 @@
 #include "actors/dw_batcher.hpp"
 #include "actors/sync_worker.hpp"
 
-#include "deterministic_fixture.hpp"
-#include "engine_fixture.hpp"
+#include "checkpoint_fixture.hpp"
 #include "tests/storage/delegating_engine.hpp"
 
 #include <caf/all.hpp>
@@ -26,7 +25,6 @@ namespace {
 
 using messages::trace_type;
 
-using messages::checkpoint_done;
 using messages::checkpoint_reason;
 
 // The write-order probe for C5: records, in order, the offset of every write to a relation
@@ -65,64 +63,11 @@ private:
   std::vector<std::pair<std::string, std::uint64_t>> writes_;
 };
 
-struct checkpoint_fixture : test::deterministic_fixture, test::engine_fixture {
-  messages::sync_worker_actor worker;
-  messages::checkpointer_actor checkpointer;
-
-  explicit checkpoint_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {})
-    : test::engine_fixture(std::move(settings), wrap) {
-    worker = actors::spawn_sync_worker(system, engine, false);
-    engine.store.registry.attach(worker, engine.store.trace.get());
-    checkpointer = actors::spawn_checkpointer(system, engine, worker, false);
-    run();
-  }
-  ~checkpoint_fixture() {
-    caf::anon_send_exit(checkpointer, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
-    run();
-  }
-
-  /// Creates each relation's first segment and registers a write of `bytes` from its start
-  /// for sync, as a session's write of it would. The default, 64 MiB a file, paces a sync
-  /// phase over 8 s a file at the slowest rate.
-  void dirty_files(std::initializer_list<storage::rel_id> rels, std::uint64_t bytes = 64u << 20) {
-    for (storage::rel_id rel : rels) {
-      create_file(rel);
-      storage::file_write written{{storage::file_kind::relation, {rel, 0}}, bytes, 0, bytes};
-      engine.store.registry.register_files(&written, 1, storage::write_source::backend);
-    }
-  }
-
-  struct answer {
-    std::optional<checkpoint_done> done;
-    bool error = false;
-  };
-
-  void request(answer& out, checkpoint_reason reason = checkpoint_reason::requested,
-               bool immediate = true) {
-    messages::checkpoint_request request{static_cast<std::uint8_t>(reason), immediate};
-    system.spawn([=, &out](caf::event_based_actor* self) {
-      self->request(checkpointer, caf::infinite, request)
-        .then([&out](const checkpoint_done& d) { out.done = d; },
-              [&out](const caf::error&) { out.error = true; });
-    });
-  }
-
-  std::size_t index_of(const std::vector<messages::trace_event>& all, trace_type type,
-                       std::size_t from = 0) {
-    for (std::size_t i = from; i < all.size(); ++i)
-      if (all[i].type == type)
-        return i;
-    FAIL("no " << messages::to_string(type) << " event"); // a missing event fails the test
-    return all.size();
-  }
-};
-
 TEST_CASE("checkpointer: requests arriving during a checkpoint are merged into the next one") {
-  checkpoint_fixture f;
+  test::checkpoint_fixture f;
   for (storage::block_id b = 0; b < 20; ++b)
     f.touch(3, b);
-  checkpoint_fixture::answer a, b, c;
+  test::checkpoint_fixture::answer a, b, c;
   f.request(a);
   f.run_one_job();
   f.request(b);
@@ -140,11 +85,11 @@ TEST_CASE("checkpointer: requests arriving during a checkpoint are merged into t
 }
 
 TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before its record (C1)") {
-  checkpoint_fixture f;
+  test::checkpoint_fixture f;
   f.dirty_files({5, 6});
   for (storage::block_id block = 0; block < 300; block += 30)
     f.touch(3, block); // dirty pages the checkpoint itself writes and registers
-  checkpoint_fixture::answer a;
+  test::checkpoint_fixture::answer a;
   f.request(a);
   f.run();
   REQUIRE(a.done);
@@ -173,7 +118,7 @@ struct phase_log {
 };
 
 TEST_CASE("checkpointer: subscribers observe every phase change in order") {
-  checkpoint_fixture f;
+  test::checkpoint_fixture f;
   phase_log log;
   auto observer = f.system.spawn([&log]() -> messages::checkpoint_observer_actor::behavior_type {
     return {[&log](const messages::checkpoint_event& e) {
@@ -184,7 +129,7 @@ TEST_CASE("checkpointer: subscribers observe every phase change in order") {
   caf::anon_send(f.checkpointer, messages::subscribe_atom::value, observer);
   f.run();
   f.touch(3, 1);
-  checkpoint_fixture::answer a;
+  test::checkpoint_fixture::answer a;
   f.request(a);
   f.run();
   REQUIRE(a.done);
@@ -198,11 +143,11 @@ TEST_CASE("checkpointer: subscribers observe every phase change in order") {
 }
 
 TEST_CASE("checkpointer: a failed fsync stops the checkpoint before its record (W3)") {
-  checkpoint_fixture f;
+  test::checkpoint_fixture f;
   f.touch(3, 1);
   storage::lsn_t previous = f.engine.control().checkpoint_lsn;
   f.engine.faults->fail_syncs_from_now();
-  checkpoint_fixture::answer a;
+  test::checkpoint_fixture::answer a;
   f.request(a);
   f.run();
   CHECK(a.error);
@@ -210,14 +155,14 @@ TEST_CASE("checkpointer: a failed fsync stops the checkpoint before its record (
   CHECK(f.events(trace_type::checkpoint_record).empty());
   CHECK(f.events(trace_type::checkpoint_failed).size() == 1);
   CHECK(f.engine.control().checkpoint_lsn == previous); // the control file never moved on
-  checkpoint_fixture::answer later;
+  test::checkpoint_fixture::answer later;
   f.request(later);
   f.run();
   CHECK(later.error);
 }
 
 TEST_CASE("checkpointer: no automatic checkpoint starts while crash recovery replays WAL") {
-  checkpoint_fixture f({"wal_segment_size=64kB", "max_wal_size=128kB"});
+  test::checkpoint_fixture f({"wal_segment_size=64kB", "max_wal_size=128kB"});
   const storage::lsn_t start = f.engine.store.wal->inserted_lsn();
   for (storage::block_id b = 0; f.engine.store.wal->inserted_lsn() - start < (256u << 10); ++b)
     f.touch(3, b % 40); // far more WAL than the trigger allows
@@ -234,12 +179,12 @@ TEST_CASE("checkpointer: no automatic checkpoint starts while crash recovery rep
 }
 
 TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint may run") {
-  checkpoint_fixture f;
+  test::checkpoint_fixture f;
   for (storage::block_id b = 0; b < 5; ++b)
     f.touch(3, b);
   const storage::lsn_t previous = f.engine.control().checkpoint_lsn;
   f.engine.recovering.store(true);
-  checkpoint_fixture::answer requested, shutdown, end_of_recovery;
+  test::checkpoint_fixture::answer requested, shutdown, end_of_recovery;
   f.request(requested, checkpoint_reason::requested);
   f.request(shutdown, checkpoint_reason::shutdown);
   f.run();
@@ -258,9 +203,9 @@ TEST_CASE("checkpointer: while recovering, only the end-of-recovery checkpoint m
 // A paced checkpoint waits on the actor clock, which these tests never advance: it can
 // only finish if something hurries it.
 TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of its sync phase") {
-  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9"});
+  test::checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9"});
   f.dirty_files({5, 6, 7, 8});
-  checkpoint_fixture::answer paced, shutdown;
+  test::checkpoint_fixture::answer paced, shutdown;
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done); // in its sync phase, the next fsync minutes away
@@ -276,10 +221,10 @@ TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of 
 }
 
 TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of its write phase") {
-  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9"});
+  test::checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9"});
   for (storage::block_id b = 0; b < 50; ++b)
     f.touch(3, b);
-  checkpoint_fixture::answer paced, requested;
+  test::checkpoint_fixture::answer paced, requested;
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done); // napping between write steps
@@ -293,11 +238,11 @@ TEST_CASE("checkpointer: an immediate request hurries a paced checkpoint out of 
 }
 
 TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpoint (C4)") {
-  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
-                        "wal_segment_size=256kB", "max_wal_size=1MB"});
+  test::checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
+                              "wal_segment_size=256kB", "max_wal_size=1MB"});
   for (storage::block_id b = 0; b < 20; ++b)
     f.touch(3, b);
-  checkpoint_fixture::answer paced;
+  test::checkpoint_fixture::answer paced;
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done); // napping: by time, the schedule is barely under way
@@ -311,10 +256,10 @@ TEST_CASE("checkpointer: WAL reaching the trigger budget hurries a paced checkpo
 }
 
 TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the sync phase (C4)") {
-  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
-                        "wal_segment_size=256kB", "max_wal_size=4MB"});
+  test::checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
+                              "wal_segment_size=256kB", "max_wal_size=4MB"});
   f.dirty_files({5, 6}); // 16 s of paced sync phase at the slowest rate
-  checkpoint_fixture::answer paced;
+  test::checkpoint_fixture::answer paced;
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE_FALSE(paced.done);
@@ -327,26 +272,24 @@ TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the s
   for (storage::block_id b = 0; double(f.engine.store.wal->inserted_lsn() - redo) < 0.9 * allowed;
        ++b)
     f.touch(3, b % 200);
-  caf::anon_send(f.checkpointer, messages::tick_atom::value);
-  f.run();
+  f.advance(std::chrono::seconds(1)); // the tick: that WAL took 1 s, the rest is due in 0.11 s
   CHECK(f.events(trace_type::sync_phase_replanned).size() == 1);
   CHECK(f.events(trace_type::checkpoint_hurried_by_wal).empty()); // re-planned, not hurried
-  // Done at once or within the little time left (how little depends on how fast this
-  // machine logged): far short of the 16 s first planned.
-  f.scheduler.advance_time(std::chrono::seconds(2));
-  f.run();
+  // Done within the little time left: far short of the 16 s first planned.
+  for (int step = 0; step < 3 && !paced.done; ++step)
+    f.advance(std::chrono::milliseconds(100));
   REQUIRE(paced.done);
   CHECK(f.events(trace_type::fsync).size() >= 2);
 }
 
 TEST_CASE("checkpointer: dirty buffers are written in file and block order (C5)") {
   write_order_probe* probe = nullptr;
-  checkpoint_fixture f({"segment_size=64kB", "shared_buffers=1MB"},
-                       [&probe](std::unique_ptr<storage::io_engine> real) {
-                         auto watching = std::make_unique<write_order_probe>(std::move(real));
-                         probe = watching.get();
-                         return watching;
-                       });
+  test::checkpoint_fixture f({"segment_size=64kB", "shared_buffers=1MB"},
+                             [&probe](std::unique_ptr<storage::io_engine> real) {
+                               auto watching = std::make_unique<write_order_probe>(std::move(real));
+                               probe = watching.get();
+                               return watching;
+                             });
   REQUIRE(probe != nullptr);
   // 3 relations x 30 blocks (4 segments each), dirtied in a scrambled order.
   std::vector<storage::page_id> pages;
@@ -356,7 +299,7 @@ TEST_CASE("checkpointer: dirty buffers are written in file and block order (C5)"
   for (std::size_t i = 0; i < pages.size(); ++i)
     f.touch(pages[(i * 37) % pages.size()].rel, pages[(i * 37) % pages.size()].block);
   probe->record(true);
-  checkpoint_fixture::answer a;
+  test::checkpoint_fixture::answer a;
   f.request(a);
   f.run();
   probe->record(false);
@@ -380,11 +323,11 @@ TEST_CASE("checkpointer: dirty buffers are written in file and block order (C5)"
 }
 
 TEST_CASE("checkpointer: the bgwriter keeps cleaning while a checkpoint is in its sync phase") {
-  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
-                        "shared_buffers=256kB", "bgwriter_delay=10ms"});
+  test::checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0.9",
+                              "shared_buffers=256kB", "bgwriter_delay=10ms"});
   auto bgwriter = actors::spawn_bgwriter(f.system, f.engine, false);
   f.dirty_files({5, 6}); // 16 s of paced sync phase
-  checkpoint_fixture::answer paced;
+  test::checkpoint_fixture::answer paced;
   f.request(paced, checkpoint_reason::time, false);
   f.run();
   REQUIRE(f.engine.counters.checkpoints.phase.load() == messages::checkpoint_phase::sync);
@@ -405,11 +348,11 @@ TEST_CASE("checkpointer: the bgwriter keeps cleaning while a checkpoint is in it
 }
 
 TEST_CASE("checkpointer: checkpoint_completion_target = 0 makes a timed checkpoint unpaced") {
-  checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0"});
+  test::checkpoint_fixture f({"checkpoint_timeout=300s", "checkpoint_completion_target=0"});
   f.dirty_files({5});
   for (storage::block_id b = 0; b < 30; ++b)
     f.touch(3, b);
-  checkpoint_fixture::answer timed;
+  test::checkpoint_fixture::answer timed;
   f.request(timed, checkpoint_reason::time, false);
   f.run(); // the clock never moves: only an unpaced checkpoint can finish
   REQUIRE(timed.done);
@@ -418,13 +361,13 @@ TEST_CASE("checkpointer: checkpoint_completion_target = 0 makes a timed checkpoi
 }
 
 TEST_CASE("checkpointer: the log_checkpoints line names what the checkpoint did") {
-  checkpoint_fixture f({"log_checkpoints=on"});
+  test::checkpoint_fixture f({"log_checkpoints=on"});
   std::vector<std::string> lines;
   f.engine.log_sink = [&lines](const std::string& line) { lines.push_back(line); };
   f.dirty_files({5});
   for (storage::block_id b = 0; b < 12; ++b)
     f.touch(3, b);
-  checkpoint_fixture::answer a;
+  test::checkpoint_fixture::answer a;
   f.request(a);
   f.run();
   REQUIRE(a.done);
@@ -447,8 +390,8 @@ TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring ch
   // redo is writing a victim that the checkpoint must write too, and needs a chunk to
   // finish it. The checkpoint waits for that write: it must not hold the other chunk
   // meanwhile (the deadlock a promoted doublewrite standby once hung in).
-  checkpoint_fixture f({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
-                        "doublewrite_ring_pages=16", "write_back_sweep=0"});
+  test::checkpoint_fixture f({"torn_page_protection=doublewrite", "doublewrite_batch_pages=8",
+                              "doublewrite_ring_pages=16", "write_back_sweep=0"});
   f.engine.store.batcher = actors::spawn_dw_batcher(f.system, f.engine, f.worker, false);
   storage::buffer_pool& pool = *f.engine.store.pool;
   storage::doublewrite_ring& ring = *f.engine.store.ring;
@@ -475,7 +418,7 @@ TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring ch
     ring.give_back(held);
     pool.finish_write(victim, false); // redo's write ends; the buffer stays dirty
   };
-  checkpoint_fixture::answer a;
+  test::checkpoint_fixture::answer a;
   f.request(a);
   f.run();
   f.on_trace = nullptr;
@@ -494,12 +437,12 @@ TEST_CASE("checkpointer: waiting for another writer's write, it holds no ring ch
 
 TEST_CASE("checkpointer: WAL before the redo point goes only after the control file points past it "
           "(C2)") {
-  checkpoint_fixture f({"wal_segment_size=256kB", "max_wal_size=64MB"});
+  test::checkpoint_fixture f({"wal_segment_size=256kB", "max_wal_size=64MB"});
   const std::uint64_t segment = f.engine.config.wal_segment_size;
   for (storage::block_id b = 0; f.engine.store.wal->inserted_lsn() < 3 * segment; ++b)
     f.touch(3, b % 500); // WAL over several segments
   storage::lsn_t oldest = storage::wal_log::list_segments(f.engine.data_dir + "/wal").front();
-  checkpoint_fixture::answer a;
+  test::checkpoint_fixture::answer a;
   f.request(a);
   f.run();
   REQUIRE(a.done);
