@@ -460,6 +460,11 @@ std::uint64_t fault_engine::writes_issued() const {
   return writes_issued_;
 }
 
+std::uint64_t fault_engine::syncs_issued() const {
+  std::lock_guard lock(mutex_);
+  return syncs_issued_;
+}
+
 power_loss_report fault_engine::crash_locked() {
   if (config_.mode != crash_mode::process)
     return power_loss_locked();

@@ -102,6 +102,8 @@ public:
   void on_crash(std::function<void(const power_loss_report&)> handler);
 
   std::uint64_t writes_issued() const;
+  /// Syncs asked for so far: of paths containing config.fail_sync_match, when it is set.
+  std::uint64_t syncs_issued() const;
   /// Reads that config.bad_reads made go bad so far.
   std::uint64_t reads_faulted() const;
 

@@ -25,8 +25,9 @@ struct checkpoint_fixture : deterministic_fixture, engine_fixture {
   messages::sync_worker_actor worker;
   messages::checkpointer_actor checkpointer;
 
-  explicit checkpoint_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {})
-    : engine_fixture(std::move(settings), wrap) {
+  explicit checkpoint_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {},
+                              storage::fault_config fault_settings = {})
+    : engine_fixture(std::move(settings), wrap, std::move(fault_settings)) {
     worker = actors::spawn_sync_worker(system, engine, false);
     engine.store.registry.attach(worker, engine.store.trace.get());
     checkpointer = actors::spawn_checkpointer(system, engine, worker, false);

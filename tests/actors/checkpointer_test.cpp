@@ -1,8 +1,9 @@
 // checkpointer and sync_worker together on the deterministic scheduler, checked from the
 // message trace: requests during a checkpoint merge into one next checkpoint (C3), every
 // file registered before a checkpoint began is fsynced before its record is written (C1),
-// phases reach subscribers in order, a failed fsync stops the checkpoint (W3), and while
-// recovery replays WAL no checkpoint but the end-of-recovery one runs.
+// the commit-status log's pages go to the sync worker and are fsynced there before the
+// record (never inline), phases reach subscribers in order, a failed fsync stops the checkpoint
+// (W3), and while recovery replays WAL no checkpoint but the end-of-recovery one runs.
 #include "actors/bgwriter.hpp"
 #include "actors/checkpointer.hpp"
 #include "actors/dw_batcher.hpp"
@@ -111,6 +112,48 @@ TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before
     ++checked;
   }
   CHECK(checked >= 2 + 1); // the two earlier files and at least one written by the checkpoint
+}
+
+TEST_CASE("checkpointer: the commit-status log's writes are fsynced by the sync worker before the "
+          "checkpoint record, never inline (seed 004)") {
+  storage::fault_config count_log_syncs;
+  count_log_syncs.fail_sync_match = "/xact/"; // counts them (fail_sync_after 0: none fails)
+  test::checkpoint_fixture f({}, {}, count_log_syncs);
+  for (storage::block_id b = 0; b < 20; ++b)
+    f.touch(3, b); // each commit sets its status in the log's buffered page
+  CHECK(f.engine.faults->syncs_issued() ==
+        0); // commits log their status in WAL; the page waits for a checkpoint
+  test::checkpoint_fixture::answer a;
+  f.request(a);
+  f.run();
+  REQUIRE(a.done);
+  auto all = f.engine.store.trace->events();
+  std::size_t record = f.index_of(all, trace_type::checkpoint_record);
+  const auto commit_log_kind = std::uint64_t(storage::file_kind::commit_log);
+  std::size_t registered = 0, synced_before_record = 0, synced = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].c != commit_log_kind)
+      continue;
+    if (all[i].type == trace_type::sync_register && i < record) {
+      ++registered;
+      CHECK(all[i].sender == messages::actor_role::checkpointer); // its write at the sync phase
+      bool fsynced = false;
+      for (std::size_t j = i + 1; j < record; ++j)
+        fsynced = fsynced || (all[j].type == trace_type::fsync && all[j].a == all[i].a &&
+                              all[j].b == all[i].b && all[j].c == all[i].c);
+      CHECK_MESSAGE(fsynced, "commit-log segment " << all[i].b << " registered at event " << i
+                                                   << " was not fsynced before the record");
+    }
+    if (all[i].type == trace_type::fsync) {
+      CHECK(all[i].sender == messages::actor_role::sync_worker);
+      ++synced;
+      synced_before_record += i < record;
+    }
+  }
+  CHECK(registered >= 1);
+  CHECK(synced_before_record >= 1);
+  CHECK(f.engine.faults->syncs_issued() ==
+        synced); // every fsync of the log is one the sync worker traced
 }
 
 struct phase_log {

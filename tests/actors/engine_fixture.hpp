@@ -26,7 +26,8 @@ struct engine_fixture {
   /// it before it spawns the actors whose events it watches.
   std::function<void(const messages::trace_event&)> on_trace;
 
-  explicit engine_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {}) {
+  explicit engine_fixture(std::vector<std::string> settings = {}, const io_wrapper& wrap = {},
+                          storage::fault_config fault_settings = {}) {
     char pattern[] = "/tmp/tidemark-actor-test-XXXXXX";
     dir = std::string(mkdtemp(pattern)) + "/data";
     settings.insert(settings.begin(), "log_checkpoints=off"); // a test may turn it on
@@ -38,7 +39,7 @@ struct engine_fixture {
     auto real = storage::make_io_engine(storage::io_method::sync);
     auto faults =
       std::make_unique<storage::fault_engine>(wrap ? wrap(std::move(real)) : std::move(real),
-                                              storage::fault_config{});
+                                              std::move(fault_settings));
     engine.faults = faults.get();
     engine.store.io = std::move(faults);
     engine.store.trace =
