@@ -1,7 +1,7 @@
 // Runs the whole runtime (real threads, detached I/O actors) under the TPC-B-like load on a
-// fresh scale-1 data directory with message tracing on, closes it cleanly, and hands the
-// closed database to the caller for its trace and counters. For trace tests whose
-// assertions depend on the order of events, not on timing.
+// fresh data directory (scale 1 unless asked) with message tracing on, closes it cleanly, and hands
+// the closed database to the caller for its trace and counters. For trace tests whose assertions
+// depend on the order of events, not on timing.
 #pragma once
 
 #include "runtime/api_bridge.hpp"
@@ -15,25 +15,25 @@
 
 namespace tidemark::test {
 
-/// Creates a scale-1 directory with `settings` through the public API.
-inline void create_tpcb_directory(const std::string& dir,
-                                  const std::vector<std::string>& settings) {
+/// Creates a directory of `scale` (1 by default) with `settings` through the public API.
+inline void create_tpcb_directory(const std::string& dir, const std::vector<std::string>& settings,
+                                  std::uint32_t scale = 1) {
   create_options create;
   create.settings = settings;
-  create.initial_data = [](initial_loader& loader) {
-    workload::tpcb::load(loader, workload::tpcb::layout(loader.page_size(), 1),
+  create.initial_data = [scale](initial_loader& loader) {
+    workload::tpcb::load(loader, workload::tpcb::layout(loader.page_size(), scale),
                          [](std::uint64_t, std::uint64_t) {});
   };
   tidemark::database::create(dir, create);
 }
 
 inline void traced_tpcb_run(const std::vector<std::string>& settings, std::uint32_t clients,
-                            double seconds,
-                            const std::function<void(runtime::instance&)>& inspect) {
+                            double seconds, const std::function<void(runtime::instance&)>& inspect,
+                            std::uint32_t scale = 1) {
   char pattern[] = "/tmp/tidemark-traced-run-XXXXXX";
   std::string root = mkdtemp(pattern);
   std::string dir = root + "/data";
-  create_tpcb_directory(dir, settings);
+  create_tpcb_directory(dir, settings, scale);
   open_options options;
   options.settings = settings;
   options.trace = true;
@@ -41,7 +41,7 @@ inline void traced_tpcb_run(const std::vector<std::string>& settings, std::uint3
   workload::bench_options bench;
   bench.clients = clients;
   bench.duration_s = seconds;
-  workload::run_bench(*db, workload::tpcb::layout(db->page_size(), 1), bench, nullptr);
+  workload::run_bench(*db, workload::tpcb::layout(db->page_size(), scale), bench, nullptr);
   db->close();
   inspect(internal_access::of(*db));
   std::filesystem::remove_all(root);

@@ -1,7 +1,8 @@
 // The whole runtime under a TPC-B-like load (real threads, detached I/O actors), checked
 // from its message trace afterwards: the bgwriter keeps cleaning while a spread checkpoint
-// is in its write phase, and C1 holds for every checkpoint. The assertions depend on the
-// order of events, not on timing.
+// is in its write phase, and C1 holds for every checkpoint (assertions on the order of
+// events, not on timing); and with a pool much smaller than the data, the sessions make
+// a small share of the buffer writes (a bound far above what the benchmarks measure).
 #include "traced_tpcb_run.hpp"
 
 #include <doctest/doctest.h>
@@ -54,6 +55,33 @@ TEST_CASE("write path trace: the bgwriter cleans while a checkpoint is in its wr
   }
   CHECK(checkpoints >= 1);
   CHECK(cleaned_during_write >= 1);
+}
+
+TEST_CASE("write path: with 1 024 buffers and data five times larger, the bgwriter's victim "
+          "supply leaves the sessions a small share of the buffer writes") {
+  // Scale 5 is about 60 MB of pages against an 8 MB pool: every transaction's account page
+  // is likely a miss, and each miss needs a clean victim. Without the supply the sessions
+  // write nearly all of them (PostgreSQL's backends: 76-95 % at such sizes); the benchmarks
+  // measure 1-6 % here. The bound is loose so that a slow machine, or a sanitizer, passes.
+  std::uint64_t by_sessions = 0, by_bgwriter = 0, by_checkpointer = 0, allocated = 0;
+  test::traced_tpcb_run(
+    {"shared_buffers=1024", "log_checkpoints=off"}, 4, 3.0,
+    [&](runtime::instance& db) {
+      const auto& writer = *db.internals().store.writer;
+      by_sessions = writer.written(storage::write_source::backend);
+      by_bgwriter = writer.written(storage::write_source::bgwriter);
+      by_checkpointer = writer.written(storage::write_source::checkpointer);
+      allocated = db.internals().store.pool->counters().allocations.load();
+    },
+    5);
+  const std::uint64_t total = by_sessions + by_bgwriter + by_checkpointer;
+  CAPTURE(by_sessions);
+  CAPTURE(by_bgwriter);
+  CAPTURE(by_checkpointer);
+  CAPTURE(allocated);
+  REQUIRE(allocated > 2 * 1024); // the pool turned over: victims were needed
+  REQUIRE(total > 1024);
+  CHECK(double(by_sessions) < 0.25 * double(total));
 }
 
 } // namespace
