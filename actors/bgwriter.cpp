@@ -17,6 +17,7 @@ constexpr int idle_rounds_before_hibernating = 2;
 
 struct bgwriter_state {
   context* ctx = nullptr;
+  settings config; // the engine's at the start; reloadable ones replaced by settings_reload
   std::unique_ptr<bgwriter_estimator> estimator;
   std::unique_ptr<buffer_sink> sink;
   std::uint64_t generation = 0; // of the tick chain; a wake-up starts a new one
@@ -46,7 +47,7 @@ bool clean_round(bgwriter_state& st) {
   pool.clock_position(&reading.hand, &reading.passes);
   reading.allocations = pool.counters().allocations.load(std::memory_order_relaxed);
   cleaning_plan plan = st.estimator->plan(reading);
-  std::uint32_t maxpages = ctx.config.bgwriter_lru_maxpages;
+  std::uint32_t maxpages = st.config.bgwriter_lru_maxpages;
   std::uint32_t next = plan.start;
   std::uint64_t passes = st.estimator->next_passes();
   std::uint32_t scanned = 0, written = 0;
@@ -85,7 +86,7 @@ void round_and_reschedule(bgwriter_pointer self) {
   auto& st = self->state;
   context& ctx = *st.ctx;
   bool idle = false;
-  if (!ctx.failed() && ctx.config.bgwriter_lru_maxpages > 0) {
+  if (!ctx.failed() && st.config.bgwriter_lru_maxpages > 0) {
     try {
       idle = clean_round(st);
     } catch (const std::exception& error) {
@@ -95,24 +96,25 @@ void round_and_reschedule(bgwriter_pointer self) {
   st.idle_rounds = idle ? st.idle_rounds + 1 : 0;
   if (st.idle_rounds >= idle_rounds_before_hibernating) {
     ctx.store.pool->notify_on_next_allocation();
-    schedule_tick(self, ctx.config.bgwriter_delay * hibernate_factor);
+    schedule_tick(self, st.config.bgwriter_delay * hibernate_factor);
   } else {
-    schedule_tick(self, ctx.config.bgwriter_delay);
+    schedule_tick(self, st.config.bgwriter_delay);
   }
 }
 
 bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, context* ctx) {
   auto& st = self->state;
   st.ctx = ctx;
+  st.config = ctx->config;
   st.estimator =
     std::make_unique<bgwriter_estimator>(static_cast<std::uint32_t>(ctx->store.pool->size()),
-                                         ctx->config.bgwriter_lru_multiplier,
-                                         double(ctx->config.bgwriter_delay.count()));
+                                         st.config.bgwriter_lru_multiplier,
+                                         double(st.config.bgwriter_delay.count()));
   st.sink = make_buffer_sink(*ctx, storage::write_source::bgwriter);
   ctx->counters.bgwriter.listener =
     std::make_unique<wake_on_allocation>(caf::actor_cast<bgwriter_actor>(self));
   ctx->store.pool->set_allocation_listener(ctx->counters.bgwriter.listener.get());
-  schedule_tick(self, ctx->config.bgwriter_delay);
+  schedule_tick(self, st.config.bgwriter_delay);
   return {
     [=](tick_atom, std::uint64_t generation) {
       if (generation == self->state.generation)
@@ -121,6 +123,15 @@ bgwriter_actor::behavior_type bgwriter(bgwriter_pointer self, context* ctx) {
     [=](wake_atom) {
       self->state.idle_rounds = 0;
       ++self->state.generation; // the hibernation tick still pending is now stale
+      round_and_reschedule(self);
+    },
+    [=](const settings_reload& reload) {
+      auto& st = self->state;
+      apply_reload(st.config, reload);
+      st.estimator->retune(st.config.bgwriter_lru_multiplier,
+                           double(st.config.bgwriter_delay.count()));
+      st.idle_rounds = 0;
+      ++st.generation; // a new delay (or cleaning turned on) from now: a new tick chain
       round_and_reschedule(self);
     },
   };

@@ -36,6 +36,12 @@ public:
   bgwriter_estimator(std::uint32_t buffers, double multiplier, double delay_ms)
     : buffers_(buffers), multiplier_(multiplier), delay_ms_(delay_ms) {}
 
+  /// New bgwriter_lru_multiplier and bgwriter_delay (a reload): the smoothed history stays.
+  void retune(double multiplier, double delay_ms) {
+    multiplier_ = multiplier;
+    delay_ms_ = delay_ms;
+  }
+
   /// Plans this round from the clock's position.
   cleaning_plan plan(const clock_reading& now);
   /// Reports what the round did: scanned buffers, where it stopped, reusable buffers found.

@@ -48,6 +48,7 @@ struct checkpoint_run {
 
 struct checkpointer_state {
   context* ctx = nullptr;
+  settings config; // the engine's at the start; reloadable ones replaced by settings_reload
   sync_worker_actor sync_worker;
   std::unique_ptr<buffer_sink> sink;
   std::optional<checkpoint_run> run;
@@ -81,18 +82,20 @@ void trace(context& ctx, actor_role to, trace_type type, std::uint64_t a = 0, st
 
 // ---- schedule (C4) -----------------------------------------------------------------------
 
-double wal_budget(const context& ctx) {
-  return double(ctx.config.max_wal_size) / (1.0 + ctx.config.checkpoint_completion_target);
+double wal_budget(const settings& config) {
+  return double(config.max_wal_size) / (1.0 + config.checkpoint_completion_target);
 }
 
 /// Where the schedule says the write phase should be: the larger of the elapsed share of
 /// the write window in time and in WAL.
-double write_schedule(const context& ctx, const checkpoint_run& run, steady_clock::time_point at) {
-  double window = ctx.config.checkpoint_completion_target * write_share;
+double write_schedule(const checkpointer_state& st, const checkpoint_run& run,
+                      steady_clock::time_point at) {
+  const settings& config = st.config;
+  double window = config.checkpoint_completion_target * write_share;
   if (window <= 0)
     return 1.0;
-  double by_time = ms_between(run.started, at) / double(ctx.config.checkpoint_timeout.count());
-  double by_wal = double(ctx.store.wal->inserted_lsn() - run.redo) / wal_budget(ctx);
+  double by_time = ms_between(run.started, at) / double(config.checkpoint_timeout.count());
+  double by_wal = double(st.ctx->store.wal->inserted_lsn() - run.redo) / wal_budget(config);
   return std::max(by_time, by_wal) / window;
 }
 
@@ -103,15 +106,15 @@ double write_progress(const checkpoint_run& run) {
 /// Time left for the sync phase (0: unpaced): until completion_target of the interval, or
 /// sooner if WAL, at the rate it has been consumed since the redo point, would reach
 /// completion_target of the WAL trigger's budget first (C4).
-std::uint64_t sync_pace_ms(const context& ctx, const checkpoint_run& run,
+std::uint64_t sync_pace_ms(const checkpointer_state& st, const checkpoint_run& run,
                            steady_clock::time_point at) {
   if (run.immediate || run.hurried)
     return 0;
-  double target = ctx.config.checkpoint_completion_target;
+  double target = st.config.checkpoint_completion_target;
   double elapsed = ms_between(run.started, at);
-  double left = target * double(ctx.config.checkpoint_timeout.count()) - elapsed;
-  double used = double(ctx.store.wal->inserted_lsn() - run.redo);
-  double wal_left = target * wal_budget(ctx) - used;
+  double left = target * double(st.config.checkpoint_timeout.count()) - elapsed;
+  double used = double(st.ctx->store.wal->inserted_lsn() - run.redo);
+  double wal_left = target * wal_budget(st.config) - used;
   if (left <= 0 || wal_left <= 0)
     return 0;
   if (used > 0 && elapsed > 0)
@@ -134,7 +137,7 @@ void publish(checkpointer_pointer self, checkpoint_phase phase, bool napping = f
   event.buffers_total = run.to_write.size();
   event.buffers_written = run.written;
   event.progress = write_progress(run);
-  event.schedule = phase == checkpoint_phase::write ? write_schedule(ctx, run, now(self)) : 0;
+  event.schedule = phase == checkpoint_phase::write ? write_schedule(st, run, now(self)) : 0;
   event.napping = napping;
   for (const checkpoint_observer_actor& subscriber : st.subscribers)
     self->send(subscriber, event);
@@ -214,10 +217,9 @@ void write_step(checkpointer_pointer self) {
   context& ctx = *st.ctx;
   bool hurry = run.immediate || run.hurried || ctx.failed();
   std::size_t total = run.to_write.size();
-  std::size_t due = hurry
-                      ? total
-                      : std::min(total, static_cast<std::size_t>(std::ceil(
-                                          write_schedule(ctx, run, now(self)) * double(total))));
+  std::size_t due = hurry ? total
+                          : std::min(total, static_cast<std::size_t>(std::ceil(
+                                              write_schedule(st, run, now(self)) * double(total))));
   due = std::min(total, std::max(due, run.next + 1)); // at least one buffer per step
   try {
     write_due(st, due);
@@ -289,9 +291,10 @@ storage::lsn_t write_restartpoint(context& ctx, const checkpoint_run& run) {
   return control.checkpoint_lsn;
 }
 
-void log_checkpoint(context& ctx, const checkpoint_run& run, const sync_phase_done& sync,
-                    double total_ms) {
-  if (!ctx.config.log_checkpoints)
+void log_checkpoint(const checkpointer_state& st, const checkpoint_run& run,
+                    const sync_phase_done& sync, double total_ms) {
+  context& ctx = *st.ctx;
+  if (!st.config.log_checkpoints)
     return;
   double share = 100.0 * double(run.written) / double(ctx.store.pool->size());
   double sync_s = double(sync.total_us) / 1e6;
@@ -343,7 +346,7 @@ void finish_checkpoint(checkpointer_pointer self, const sync_phase_done& sync) {
   counters.write_ms.fetch_add(static_cast<std::uint64_t>(run.write_ms));
   counters.sync_ms.fetch_add(sync.total_us / 1000);
   counters.buffers_written.fetch_add(run.written);
-  log_checkpoint(ctx, run, sync, ms_between(run.started, now(self)));
+  log_checkpoint(st, run, sync, ms_between(run.started, now(self)));
   publish(self, checkpoint_phase::idle);
   st.idle_lsn = ctx.store.wal->inserted_lsn();
   checkpoint_done done{checkpoint_lsn, run.redo, run.written};
@@ -379,7 +382,7 @@ void request_sync_phase(checkpointer_pointer self) {
     fail_run(self, std::string("commit-status log write failed: ") + error.what());
     return;
   }
-  sync_phase_request request{sync_pace_ms(ctx, current_run(st), now(self))};
+  sync_phase_request request{sync_pace_ms(st, current_run(st), now(self))};
   trace(ctx, actor_role::sync_worker, trace_type::sync_phase_request, request.pace_ms);
   self->request(st.sync_worker, caf::infinite, request)
     .then([=](const sync_phase_done& done) { finish_checkpoint(self, done); },
@@ -462,8 +465,8 @@ void consider_restartpoint(checkpointer_pointer self) {
   const storage::control_data control = ctx.control();
   if (replayed.checkpoint_lsn <= control.checkpoint_lsn)
     return;
-  bool timed = now(self) - st.last_start >= ctx.config.checkpoint_timeout;
-  bool by_wal = double(ctx.standby.replayed.load() - control.redo_lsn) >= wal_budget(ctx);
+  bool timed = now(self) - st.last_start >= st.config.checkpoint_timeout;
+  bool by_wal = double(ctx.standby.replayed.load() - control.redo_lsn) >= wal_budget(st.config);
   if (timed || by_wal)
     begin_checkpoint(self, checkpoint_reason::restartpoint, false, {});
 }
@@ -485,23 +488,24 @@ void on_tick(checkpointer_pointer self) {
     return;
   }
   if (st.run) {
-    if (double(ctx.store.wal->inserted_lsn() - st.run->redo) >= wal_budget(ctx))
+    if (double(ctx.store.wal->inserted_lsn() - st.run->redo) >= wal_budget(st.config))
       hurry(self, trace_type::checkpoint_hurried_by_wal); // the next checkpoint is due already
     else if (ctx.counters.checkpoints.phase.load() == checkpoint_phase::sync && !st.run->hurried &&
              !st.run->immediate)
       self->send(st.sync_worker,
-                 sync_deadline{sync_pace_ms(ctx, *st.run, now(self))}); // re-plans if
-                                                                        // WAL runs ahead
+                 sync_deadline{sync_pace_ms(st, *st.run, now(self))}); // re-plans if
+                                                                       // WAL runs ahead
     return;
   }
   bool idle = ctx.store.wal->inserted_lsn() ==
               st.idle_lsn; // nothing logged since the last checkpoint
-  if (now(self) - st.last_start >= ctx.config.checkpoint_timeout) {
+  if (now(self) - st.last_start >= st.config.checkpoint_timeout) {
     if (idle)
       st.last_start = now(self);
     else
       begin_checkpoint(self, checkpoint_reason::time, false, {});
-  } else if (double(ctx.store.wal->inserted_lsn() - ctx.control().redo_lsn) >= wal_budget(ctx)) {
+  } else if (double(ctx.store.wal->inserted_lsn() - ctx.control().redo_lsn) >=
+             wal_budget(st.config)) {
     begin_checkpoint(self, checkpoint_reason::wal, false, {});
   }
 }
@@ -510,6 +514,7 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, contex
                                                sync_worker_actor sync_worker) {
   auto& st = self->state;
   st.ctx = ctx;
+  st.config = ctx->config;
   st.sync_worker = std::move(sync_worker);
   st.sink = make_buffer_sink(*ctx, storage::write_source::checkpointer);
   st.idle_lsn = ctx->store.wal->inserted_lsn();
@@ -530,6 +535,7 @@ checkpointer_actor::behavior_type checkpointer(checkpointer_pointer self, contex
     [=](subscribe_atom, checkpoint_observer_actor subscriber) {
       self->state.subscribers.push_back(std::move(subscriber));
     },
+    [=](const settings_reload& reload) { apply_reload(self->state.config, reload); },
   };
 }
 

@@ -21,6 +21,7 @@ using storage::dw_state;
 
 struct dw_batcher_state {
   context* ctx = nullptr;
+  settings config; // the engine's at the start; reloadable ones replaced by settings_reload
   sync_worker_actor sync_worker;
   // DATA_WRITTEN chunks (their staging, and with it their entries, given back) and the
   // files whose fsync retires each.
@@ -187,7 +188,7 @@ void drain_soon(dw_batcher_pointer self) {
 // ring fdatasyncs a second.
 bool may_gather(const dw_batcher_state& st, actor_role source) {
   const context& ctx = *st.ctx;
-  if (ctx.config.doublewrite_flush_delay.count() == 0 || source == actor_role::backend ||
+  if (st.config.doublewrite_flush_delay.count() == 0 || source == actor_role::backend ||
       ctx.recovering.load(std::memory_order_relaxed) || !st.flush_waiters.empty() ||
       ctx.store.pool->supply_size() < ctx.store.pool->supply_low_water() / 4 ||
       st.queued.size() >= ctx.store.ring->batch_pages()) // each batch holds a page at least
@@ -210,7 +211,7 @@ void hand_over(dw_batcher_pointer self, std::uint32_t chunk, actor_role source) 
     drain_soon(self);
   } else if (!st.gathering && !st.drain_sent) {
     st.gathering = true;
-    self->delayed_send(self, st.ctx->config.doublewrite_flush_delay, gathered_atom::value,
+    self->delayed_send(self, st.config.doublewrite_flush_delay, gathered_atom::value,
                        ++st.gather_generation);
   }
 }
@@ -357,8 +358,10 @@ void write_queued(dw_batcher_pointer self) {
 dw_batcher_actor::behavior_type dw_batcher(dw_batcher_pointer self, context* ctx,
                                            sync_worker_actor sync_worker) {
   self->state.ctx = ctx;
+  self->state.config = ctx->config;
   self->state.sync_worker = std::move(sync_worker);
   return {
+    [=](const settings_reload& reload) { apply_reload(self->state.config, reload); },
     [=](const dw_batch_ready& ready) {
       if (self->state.ctx->failed()) {
         fail_batch(*self->state.ctx, ready.chunk, self->state.ctx->failure());

@@ -1,7 +1,36 @@
 // Names for the settings' enums: see settings.hpp.
 #include "actors/settings.hpp"
 
+#include "messages/types.hpp"
+
 namespace tidemark::actors {
+
+messages::settings_reload reloadable_part(const settings& s) {
+  messages::settings_reload r;
+  r.checkpoint_timeout_ms = static_cast<std::uint64_t>(s.checkpoint_timeout.count());
+  r.checkpoint_completion_target = s.checkpoint_completion_target;
+  r.max_wal_size = s.max_wal_size;
+  r.log_checkpoints = s.log_checkpoints;
+  r.bgwriter_delay_ms = static_cast<std::uint64_t>(s.bgwriter_delay.count());
+  r.bgwriter_lru_maxpages = s.bgwriter_lru_maxpages;
+  r.bgwriter_lru_multiplier = s.bgwriter_lru_multiplier;
+  r.write_back_sweep_ms = static_cast<std::uint64_t>(s.write_back_sweep.count());
+  r.doublewrite_flush_delay_ms = static_cast<std::uint64_t>(s.doublewrite_flush_delay.count());
+  return r;
+}
+
+void apply_reload(settings& s, const messages::settings_reload& r) {
+  using std::chrono::milliseconds;
+  s.checkpoint_timeout = milliseconds(r.checkpoint_timeout_ms);
+  s.checkpoint_completion_target = r.checkpoint_completion_target;
+  s.max_wal_size = r.max_wal_size;
+  s.log_checkpoints = r.log_checkpoints;
+  s.bgwriter_delay = milliseconds(r.bgwriter_delay_ms);
+  s.bgwriter_lru_maxpages = r.bgwriter_lru_maxpages;
+  s.bgwriter_lru_multiplier = r.bgwriter_lru_multiplier;
+  s.write_back_sweep = milliseconds(r.write_back_sweep_ms);
+  s.doublewrite_flush_delay = milliseconds(r.doublewrite_flush_delay_ms);
+}
 
 const char* to_string(torn_page_protection mode) {
   switch (mode) {

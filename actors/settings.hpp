@@ -19,6 +19,10 @@
 #include <cstdint>
 #include <string>
 
+namespace tidemark::messages {
+struct settings_reload; // messages/types.hpp
+} // namespace tidemark::messages
+
 namespace tidemark::actors {
 
 enum class torn_page_protection { full_page_writes, doublewrite, off };
@@ -105,5 +109,10 @@ struct settings {
 };
 
 const char* to_string(settings::standby_wait wait);
+
+/// The settings a running engine may change (database::reload()), as the actors that use
+/// them receive them, and their values put back into an actor's copy.
+messages::settings_reload reloadable_part(const settings& s);
+void apply_reload(settings& s, const messages::settings_reload& reload);
 
 } // namespace tidemark::actors

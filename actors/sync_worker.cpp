@@ -111,6 +111,8 @@ struct sync_phase {
 
 struct sync_worker_state {
   context* ctx = nullptr;
+  settings config;       // the engine's at the start; reloadable ones replaced by settings_reload
+  bool sweeping = false; // the write-back sweep's tick chain is alive
   storage::sync_table table;
   std::optional<sync_phase> phase;
   file_walk sweep; // the write-back sweep (settings::write_back_sweep): one pass over the
@@ -285,9 +287,11 @@ void sweep_step(sync_worker_pointer self) {
   auto& st = self->state;
   context& ctx = *st.ctx;
   file_walk& sweep = st.sweep;
-  auto period = ctx.config.write_back_sweep;
-  if (ctx.failed() || period.count() == 0)
+  auto period = st.config.write_back_sweep;
+  if (ctx.failed() || period.count() == 0) {
+    st.sweeping = false; // a reload turning the sweep on starts the chain again
     return;
+  }
   if (sweep.done()) {
     sweep = file_walk{};
     sweep.replan(self->clock().now(), period);
@@ -300,8 +304,10 @@ void sweep_step(sync_worker_pointer self) {
     }
   }
   const storage::file_tag tag = sweep.files[sweep.next].tag;
-  if (!write_back_piece_of(self, tag, sweep.take_piece()))
+  if (!write_back_piece_of(self, tag, sweep.take_piece())) {
+    st.sweeping = false; // the engine failed
     return;
+  }
   if (!sweep.piece_left())
     sweep.next_file();
   auto due_at = sweep.due();
@@ -310,6 +316,16 @@ void sweep_step(sync_worker_pointer self) {
     self->delayed_send(self, due_at - now, tick_atom::value);
   else
     self->send(self, tick_atom::value); // behind what is queued: registrations, sync requests
+}
+
+// Starts the write-back sweep's tick chain unless it is off or already alive. A new
+// write_back_sweep (a reload) paces the next pass.
+void start_sweep(sync_worker_pointer self) {
+  auto& st = self->state;
+  if (st.sweeping || st.config.write_back_sweep.count() == 0)
+    return;
+  st.sweeping = true;
+  self->send(self, tick_atom::value);
 }
 
 // A file was written: remember it for the next fsync (absorbed when already pending).
@@ -420,8 +436,8 @@ void on_sync_now(sync_worker_pointer self, const sync_now& request) {
 
 sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* ctx) {
   self->state.ctx = ctx;
-  if (ctx->config.write_back_sweep.count() > 0)
-    self->send(self, tick_atom::value);
+  self->state.config = ctx->config;
+  start_sweep(self);
   return {
     [=](tick_atom) { sweep_step(self); },
     [=](const sync_register& request) { on_register(self, request); },
@@ -435,6 +451,10 @@ sync_worker_actor::behavior_type sync_worker(sync_worker_pointer self, context* 
     },
     [=](const sync_deadline& deadline) { on_deadline(self, deadline); },
     [=](hurry_atom) { on_hurry(self); },
+    [=](const settings_reload& reload) {
+      apply_reload(self->state.config, reload);
+      start_sweep(self);
+    },
     [=](const sync_notify& request) { on_notify(self, request); },
     [=](const synced_chunks_request&) -> caf::result<chunks_synced> {
       return on_synced_chunks_request(self);

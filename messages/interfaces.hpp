@@ -32,7 +32,7 @@ using sync_worker_actor = caf::typed_actor<
   caf::replies_to<sync_phase_request>::with<sync_phase_done>, caf::reacts_to<sync_notify>,
   caf::replies_to<synced_chunks_request>::with<chunks_synced>, caf::reacts_to<sync_now>,
   caf::reacts_to<sync_deadline>, caf::reacts_to<sync_step_atom, std::uint64_t>,
-  caf::reacts_to<tick_atom>, caf::reacts_to<hurry_atom>>;
+  caf::reacts_to<tick_atom>, caf::reacts_to<hurry_atom>, caf::reacts_to<settings_reload>>;
 
 /// The doublewrite ring's owner: writes handed-over batches to the ring, fsyncs it once for
 /// the batches that arrived together (drain_atom: its own drain message; (gathered_atom,
@@ -42,7 +42,7 @@ using dw_batcher_actor =
   caf::typed_actor<caf::reacts_to<dw_batch_ready>,
                    caf::replies_to<dw_flush_request>::with<dw_flushed>,
                    caf::reacts_to<flush_atom, std::uint32_t>, caf::reacts_to<drain_atom>,
-                   caf::reacts_to<gathered_atom, std::uint64_t>>;
+                   caf::reacts_to<gathered_atom, std::uint64_t>, caf::reacts_to<settings_reload>>;
 
 /// Anyone who wants to watch checkpoints: receives a checkpoint_event per phase change and
 /// write step.
@@ -53,12 +53,13 @@ using checkpoint_observer_actor = caf::typed_actor<caf::reacts_to<checkpoint_eve
 using checkpointer_actor =
   caf::typed_actor<caf::replies_to<checkpoint_request>::with<checkpoint_done>,
                    caf::reacts_to<write_step_atom>, caf::reacts_to<tick_atom>,
-                   caf::reacts_to<subscribe_atom, checkpoint_observer_actor>>;
+                   caf::reacts_to<subscribe_atom, checkpoint_observer_actor>,
+                   caf::reacts_to<settings_reload>>;
 
 /// LRU cleaning ahead of the clock hand: a round per tick (ticks carry a generation so a
 /// wake-up makes older pending ticks stale); wake ends hibernation.
-using bgwriter_actor =
-  caf::typed_actor<caf::reacts_to<tick_atom, std::uint64_t>, caf::reacts_to<wake_atom>>;
+using bgwriter_actor = caf::typed_actor<caf::reacts_to<tick_atom, std::uint64_t>,
+                                        caf::reacts_to<wake_atom>, caf::reacts_to<settings_reload>>;
 
 /// A primary's WAL sender, published on replication_listen for standbys and base backups
 /// (messages/replication.hpp): streams durable WAL on request, keeps what its standbys

@@ -106,6 +106,21 @@ struct sync_deadline {
   std::uint64_t ms_left = 0;
 };
 
+/// Settings a running engine takes without a restart (database::reload()): the actors that
+/// use them (checkpointer, bgwriter, sync worker, doublewrite batcher) each keep their own
+/// copy and replace it when this arrives; their next decision uses the new values.
+struct settings_reload {
+  std::uint64_t checkpoint_timeout_ms = 0;
+  double checkpoint_completion_target = 0;
+  std::uint64_t max_wal_size = 0; // bytes
+  bool log_checkpoints = false;
+  std::uint64_t bgwriter_delay_ms = 0;
+  std::uint32_t bgwriter_lru_maxpages = 0;
+  double bgwriter_lru_multiplier = 0;
+  std::uint64_t write_back_sweep_ms = 0;
+  std::uint64_t doublewrite_flush_delay_ms = 0;
+};
+
 struct sync_phase_done {
   std::uint64_t files = 0;
   std::uint64_t longest_us = 0;
@@ -199,6 +214,13 @@ typename Inspector::result_type inspect(Inspector& f, file_ref& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, file_written& x) {
   return f(caf::meta::type_name("file_written"), x.file, x.bytes, x.begin, x.end);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, settings_reload& x) {
+  return f(caf::meta::type_name("settings_reload"), x.checkpoint_timeout_ms,
+           x.checkpoint_completion_target, x.max_wal_size, x.log_checkpoints, x.bgwriter_delay_ms,
+           x.bgwriter_lru_maxpages, x.bgwriter_lru_multiplier, x.write_back_sweep_ms,
+           x.doublewrite_flush_delay_ms);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sync_deadline& x) {

@@ -236,6 +236,12 @@ void database::checkpoint() {
   impl_->db->checkpoint();
 }
 
+reload_report database::reload() {
+  refuse_in_callback("reload");
+  impl_->check_open("reload");
+  return impl_->db->reload();
+}
+
 void database::close() {
   refuse_in_callback("close");
   std::lock_guard<std::mutex> guard(impl_->close_mutex);
@@ -311,7 +317,7 @@ std::vector<standby_info> database::standbys() const {
 }
 
 std::string database::setting(const std::string& key) const {
-  return runtime::show_setting(impl_->engine().config, key);
+  return impl_->db->setting(key);
 }
 
 statistics database::stats() const {

@@ -547,6 +547,19 @@ std::string format_bytes(std::uint64_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
+bool is_reloadable_setting(const std::string& key) {
+  // What the checkpointer, bgwriter, sync worker and doublewrite batcher read at each
+  // decision (actors/settings.hpp, reloadable_part): nothing sized at open.
+  static const char* const reloadable[] = {
+    "checkpoint_timeout", "checkpoint_completion_target", "max_wal_size",
+    "log_checkpoints",    "bgwriter_delay",               "bgwriter_lru_maxpages",
+    "bgwriter_lru_multiplier", "write_back_sweep",          "doublewrite_flush_delay"};
+  for (const char* name : reloadable)
+    if (key == name)
+      return true;
+  return false;
+}
+
 bool is_init_setting(const std::string& key) {
   const setting_entry* e = find_setting(key);
   return e != nullptr && e->init_only;
@@ -621,15 +634,17 @@ void validate(const settings& s) {
 
 std::string render_config_file(const settings& s) {
   std::ostringstream out;
-  out << "# Tidemark configuration. Edit and restart; --set KEY=VALUE overrides one run.\n"
-      << "# Settings marked (init) are fixed when the data directory is created.\n\n";
+  out << "# Tidemark configuration. Edit and restart, or for settings marked (reload) edit and\n"
+      << "# reload (database::reload(), SIGHUP to a running tidemark command); --set KEY=VALUE\n"
+      << "# overrides one run. Settings marked (init) are fixed when the directory is created.\n\n";
   for (const setting_entry& e : setting_table()) {
     // Where the value is one of a list, or an address, the comment names what it takes.
     const bool listed =
       (e.allowed.find(" | ") != std::string::npos && std::string(e.type) != "boolean") ||
       std::string(e.type) == "address";
     out << e.name << " = " << (e.show(s).empty() ? "''" : e.show(s)) << "\t# " << e.help
-        << (listed ? ": " + e.allowed : "") << (e.init_only ? " (init)" : "") << "\n";
+        << (listed ? ": " + e.allowed : "") << (e.init_only ? " (init)" : "")
+        << (is_reloadable_setting(e.name) ? " (reload)" : "") << "\n";
   }
   return out.str();
 }
@@ -640,6 +655,7 @@ std::vector<tidemark::setting_description> tidemark::describe_settings() {
   const runtime::settings defaults;
   std::vector<setting_description> out;
   for (const runtime::setting_entry& e : runtime::setting_table())
-    out.push_back({e.name, e.type, e.show(defaults), e.unit, e.allowed, e.init_only, e.help});
+    out.push_back({e.name, e.type, e.show(defaults), e.unit, e.allowed, e.init_only,
+                   runtime::is_reloadable_setting(e.name), e.help});
   return out;
 }

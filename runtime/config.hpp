@@ -56,6 +56,12 @@ std::string show_setting(const settings& s, const std::string& key);
 /// True for page_size, data_checksums, segment_size, wal_segment_size.
 bool is_init_setting(const std::string& key);
 
+/// True for the settings a running engine takes from database::reload(): the checkpoint's
+/// (checkpoint_timeout, checkpoint_completion_target, max_wal_size, log_checkpoints), the
+/// bgwriter's (bgwriter_delay, bgwriter_lru_maxpages, bgwriter_lru_multiplier),
+/// write_back_sweep and doublewrite_flush_delay.
+bool is_reloadable_setting(const std::string& key);
+
 std::string format_bytes(std::uint64_t bytes);
 
 /// A network address as HOST:PORT (replication_listen, a standby's primary).

@@ -161,6 +161,7 @@ std::unique_ptr<instance> instance::open_read_only(const std::string& dir,
                        "): a read-only open cannot run crash recovery; open it for writing "
                        "once, then read-only");
   e->config = resolve_settings(dir, options.overrides, control);
+  db->current_ = e->config;
   e->log_sink = options.log;
   const settings& s = e->config;
   e->store.files = std::make_unique<storage::relation_files>(*e->store.io, dir + "/base",
@@ -205,6 +206,8 @@ std::unique_ptr<instance> instance::open_once(const std::string& dir,
   }
   e->set_control(control);
   e->config = resolve_settings(dir, options.overrides, control);
+  db->overrides_ = options.overrides;
+  db->current_ = e->config;
   e->log_sink = options.log;
   e->store.io = make_engine(e->config, options.faults, &e->faults);
   db->standby_ = read_standby_file(dir);

@@ -31,6 +31,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -93,6 +94,10 @@ public:
   instance_session open_session();
   /// Runs an immediate checkpoint and waits for it.
   void checkpoint();
+  /// See database::reload() (runtime/reload.cpp).
+  tidemark::reload_report reload();
+  /// The value of `key` for this run, a reload's included.
+  std::string setting(const std::string& key) const;
   /// Shutdown checkpoint, then stops the actors. Idempotent. Throws if the engine failed.
   void close();
   /// Calls `on_event` (on an actor's thread) for every checkpoint event from now until
@@ -151,6 +156,9 @@ private:
   void stop_standby(const std::string& why); // redo cannot go on: fail the standby, loudly
 
   std::unique_ptr<engine> engine_;
+  std::vector<std::string> overrides_; // given at open: a reload keeps them over the file
+  mutable std::mutex settings_mutex_;  // reload() against setting()
+  settings current_;                   // the engine's, with what reloads changed
   std::unique_ptr<caf::actor_system_config> system_config_;
   std::unique_ptr<caf::actor_system> system_;
   messages::wal_writer_actor wal_writer_;

@@ -43,7 +43,8 @@ std::vector<command> directory_commands() {
     {"bench",
      "run the TPC-B-like workload and print a JSON report",
      "Opens DIR (recovering it first after a crash), runs CLIENTS sessions on their own\n"
-     "threads, and prints throughput, latency percentiles and the engine's counters.",
+     "threads, and prints throughput, latency percentiles and the engine's counters.\n"
+     "SIGHUP reloads DIR/tidemark.conf's reloadable settings (tidemark settings).",
      {{"-D", "DIR", "a data directory made by tidemark init", true},
       {"-c", "CLIENTS", "client threads, one session each (1 .. 1024; default 1)"},
       {"-T", "SECONDS", "run this long (default 10)"},
@@ -138,7 +139,8 @@ std::vector<command> replication_commands() {
      cmd_basebackup},
     {"standby",
      "stream and replay a primary's WAL until promoted or stopped",
-     "Runs until tidemark promote, SIGINT or SIGTERM; prints a status line every interval.",
+     "Runs until tidemark promote, SIGINT or SIGTERM; prints a status line every interval.\n"
+     "SIGHUP reloads DIR/tidemark.conf's reloadable settings (tidemark settings).",
      {{"-D", "DIR", "a directory tidemark basebackup made", true},
       {"--primary", "HOST:PORT", "stream from here (default: the primary of the base backup)"},
       {"--json", "FILE", "write the status to FILE at each status line and at the end"},

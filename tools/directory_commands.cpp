@@ -4,6 +4,7 @@
 #include "tools/directory_commands.hpp"
 
 #include "tools/fault_flags.hpp"
+#include "tools/reload_on_hangup.hpp"
 #include "tools/settings_command.hpp"
 #include "workload/ack_log.hpp"
 #include "workload/json.hpp"
@@ -116,6 +117,7 @@ int cmd_bench(const cli_args& args) {
   options.seed = args.count("--seed", 1, 0, ~0ull >> 12);
   open_options open = options_with_faults(args);
   auto db = database::open(dir, open);
+  reload_on_hangup reloads(*db);
   tpcb::layout shape = read_workload(*db, dir);
   if (args.has("--history-bytes")) {
     if (shape.kind() != tpcb::schema::tables)

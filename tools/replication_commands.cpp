@@ -3,6 +3,7 @@
 
 #include "tools/cli_args.hpp"
 #include "tools/fault_flags.hpp"
+#include "tools/reload_on_hangup.hpp"
 #include "workload/json.hpp"
 
 #include <tidemark/database.hpp>
@@ -171,6 +172,7 @@ int cmd_standby(const cli_args& args) {
   // process at once, as a crash would, which a standby survives; from then on they stop
   // the standby cleanly. open() names a directory that is missing or not a standby's.
   auto db = database::open(dir, options);
+  reload_on_hangup reloads(*db);
   ::signal(SIGINT, on_stop_signal);
   ::signal(SIGTERM, on_stop_signal);
   ::unlink((dir + "/" + promote_signal).c_str()); // a request from before this start

@@ -35,6 +35,8 @@ std::string text_listing(const std::vector<setting_description>& all) {
       out += " (unit: " + d.unit + ")";
     if (d.fixed_at_init)
       out += "; fixed at init";
+    if (d.reloadable)
+      out += "; reloadable";
     out += "\n    " + d.meaning + "\n";
   }
   return out;
@@ -60,17 +62,20 @@ std::string markdown_listing(const std::vector<setting_description>& all) {
     "(`open_options::settings`) to change one for that run. Sizes take `B`, `kB`, `MB`,\n"
     "`GB`, `TB`; durations `ms`, `s`, `min`, `h`, `d`; the unit column says what a number\n"
     "without a unit counts. Settings fixed at init are recorded when the directory is\n"
-    "created and cannot change afterwards. Some settings also depend on each other (for\n"
+    "created and cannot change afterwards. Reloadable settings take a new value from\n"
+    "`tidemark.conf` while the database runs: `database::reload()`, or SIGHUP to a running\n"
+    "`tidemark` command (`--set` values given at the start still win). Some settings also\n"
+    "depend on each other (for\n"
     "example, `torn_page_protection = doublewrite` needs `data_checksums = on`): create and\n"
     "open check that and name both. `tidemark settings` prints this list (`--json` for\n"
     "programs); an application gets it from `tidemark::describe_settings()`\n"
     "([embedding.md](embedding.md)).\n\n"
-    "| Setting | Default | Takes | Unit | Fixed at init | Meaning |\n"
-    "|---|---|---|---|---|---|\n";
+    "| Setting | Default | Takes | Unit | Fixed at init | Reloadable | Meaning |\n"
+    "|---|---|---|---|---|---|---|\n";
   for (const setting_description& d : all)
     out += "| " + cell(d.name, true) + " | " + cell(shown_default(d), true) + " | " +
            cell(d.allowed) + " | " + cell(d.unit) + " | " + (d.fixed_at_init ? "yes" : "") + " | " +
-           cell(d.meaning) + " |\n";
+           (d.reloadable ? "yes" : "") + " | " + cell(d.meaning) + " |\n";
   return out;
 }
 
@@ -85,6 +90,7 @@ std::string json_listing(const std::vector<setting_description>& all) {
     o.set("unit", d.unit);
     o.set("allowed", d.allowed);
     o.set("fixed_at_init", d.fixed_at_init);
+    o.set("reloadable", d.reloadable);
     o.set("meaning", d.meaning);
     out += (i ? ",\n  " : "\n  ") + o.render(2);
   }

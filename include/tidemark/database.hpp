@@ -154,6 +154,17 @@ public:
   /// read-only, a standby, or called from an observer or log callback),
   /// engine_stopped_error (the engine had failed, or failed in the checkpoint).
   void checkpoint();
+  /// Reads tidemark.conf again, as PostgreSQL's reload does (settings given at open in
+  /// open_options::settings still win), and gives every reloadable setting whose value
+  /// changed (describe_settings(): `reloadable`) to the running engine: the checkpointer,
+  /// bgwriter, sync worker and doublewrite batcher use it from their next decision (a
+  /// checkpoint in progress keeps its schedule; a new checkpoint_timeout counts from the
+  /// last checkpoint's start). Other changed settings keep their value until a restart and
+  /// are named in the report. Logs a line for each. Returns once every actor has it.
+  /// Throws: usage_error (closed, open read-only, or called from an observer or log
+  /// callback), config_error (tidemark.conf unreadable or wrong: nothing changes),
+  /// engine_stopped_error.
+  reload_report reload();
   /// Shutdown checkpoint, then stops the engine. Idempotent. engine_stopped_error if the
   /// engine had failed (or failed in the shutdown checkpoint): it is stopped all the same,
   /// and the next open runs crash recovery. Throws: usage_error (called from an observer or

@@ -201,6 +201,15 @@ struct standby_info {
 };
 
 /// What database::base_backup() copied.
+/// What database::reload() did.
+struct reload_report {
+  /// Reloadable settings now in effect with a new value, as "checkpoint_timeout = 30s".
+  std::vector<std::string> changed;
+  /// Settings whose value in tidemark.conf differs from the running one but which only a
+  /// restart takes: they keep their value, as "shared_buffers = 1GB".
+  std::vector<std::string> need_restart;
+};
+
 struct base_backup_report {
   std::string standby_name;
   std::uint64_t files = 0, bytes = 0;

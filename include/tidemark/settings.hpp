@@ -24,6 +24,7 @@ struct setting_description {
   /// data_checksums=on) are checked when a directory is created or opened.
   std::string allowed;
   bool fixed_at_init = false; // recorded at create(); a later open may not change it
+  bool reloadable = false;    // database::reload() applies a new value to the running engine
   std::string meaning;        // one line
 };
 

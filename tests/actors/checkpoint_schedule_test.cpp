@@ -64,17 +64,23 @@ void check_steps_follow_schedule(const schedule_observer& seen) {
   CHECK(steps > 0);
 }
 
+// Dirties `buffers` pages and begins a paced timed checkpoint of them (its first step run).
+void begin_paced(test::checkpoint_fixture& f, storage::block_id buffers,
+                 test::checkpoint_fixture::answer& paced) {
+  for (storage::block_id b = 0; b < buffers; ++b)
+    f.touch(3, b);
+  f.request(paced, checkpoint_reason::time, false);
+  f.run();
+}
+
 TEST_CASE("checkpoint schedule: by time, the written share tracks the write window (C4)") {
   // completion_target 0.5 of a 100 s interval: the writes spread over 0.8 × 50 s = 40 s,
   // 2.5 of the 1 000 buffers a 100 ms step.
   test::checkpoint_fixture f({"checkpoint_timeout=100s", "checkpoint_completion_target=0.5",
                               "shared_buffers=16MB", "max_wal_size=1GB"});
-  for (storage::block_id b = 0; b < 1000; ++b)
-    f.touch(3, b);
   schedule_observer seen(f);
   test::checkpoint_fixture::answer paced;
-  f.request(paced, checkpoint_reason::time, false);
-  f.run();
+  begin_paced(f, 1000, paced);
   const double window_ms = 40000;
   for (int quarter = 1; quarter <= 3; ++quarter) {
     for (double at = 0; at < window_ms / 4; at += double(step_interval.count()))
@@ -102,12 +108,9 @@ TEST_CASE("checkpoint schedule: by WAL, below the hurry budget, steps catch up a
   test::checkpoint_fixture f({"checkpoint_timeout=3600s", "checkpoint_completion_target=0.5",
                               "shared_buffers=16MB", "wal_segment_size=256kB",
                               "max_wal_size=16MB"});
-  for (storage::block_id b = 0; b < 400; ++b)
-    f.touch(3, b);
   schedule_observer seen(f);
   test::checkpoint_fixture::answer paced;
-  f.request(paced, checkpoint_reason::time, false);
-  f.run();
+  begin_paced(f, 400, paced);
   const storage::lsn_t redo = f.engine.store.wal->redo_lsn();
   const double window_bytes = 0.4 * (16.0 * (1u << 20)) / 1.5;
   storage::block_id next_block = 0;
@@ -133,12 +136,9 @@ TEST_CASE("checkpoint schedule: by WAL, below the hurry budget, steps catch up a
 TEST_CASE("checkpoint schedule: a checkpoint of a few buffers ends its writes early (C4)") {
   // One buffer a step at least: 5 buffers take 0.5 s of a 40 s write window.
   test::checkpoint_fixture f({"checkpoint_timeout=100s", "checkpoint_completion_target=0.5"});
-  for (storage::block_id b = 0; b < 5; ++b)
-    f.touch(3, b);
   schedule_observer seen(f);
   test::checkpoint_fixture::answer paced;
-  f.request(paced, checkpoint_reason::time, false);
-  f.run();
+  begin_paced(f, 5, paced);
   for (int step = 0; step < 4; ++step) {
     CHECK(f.engine.counters.checkpoints.phase.load() == checkpoint_phase::write);
     f.advance(step_interval);

@@ -106,6 +106,8 @@ TEST_CASE("describe_settings: the keys and defaults of the tidemark.conf a new d
     written.emplace_back(line.substr(0, eq), line.substr(eq + 3, comment - eq - 3));
     CHECK((line.find("(init)", comment) != std::string::npos) ==
           is_init_setting(written.back().first));
+    CHECK((line.find("(reload)", comment) != std::string::npos) ==
+          is_reloadable_setting(written.back().first));
   }
   REQUIRE(listed.size() == written.size());
   for (std::size_t i = 0; i < listed.size(); ++i) {
@@ -113,6 +115,8 @@ TEST_CASE("describe_settings: the keys and defaults of the tidemark.conf a new d
     CHECK(listed[i].name == written[i].first);
     CHECK((listed[i].default_value.empty() ? "''" : listed[i].default_value) == written[i].second);
     CHECK(listed[i].fixed_at_init == is_init_setting(listed[i].name));
+    CHECK(listed[i].reloadable == is_reloadable_setting(listed[i].name));
+    CHECK_FALSE((listed[i].reloadable && listed[i].fixed_at_init));
     CHECK_FALSE(listed[i].meaning.empty());
     CHECK_FALSE(listed[i].allowed.empty());
   }
