@@ -136,6 +136,21 @@ void relation_files::write_page(page_id id, const void* page) {
   write_pages(&one, 1);
 }
 
+namespace {
+
+// Adjacent pages go out as one write: the next block of the same file whose bytes follow
+// the write's in memory (a writer that copies its sorted pages one after another, as the
+// checkpointer and the doublewrite batcher do, gets one write per run of blocks).
+constexpr std::size_t max_merged_bytes = std::size_t{1} << 20;
+
+bool extends(const io_write& write, int fd, const void* data, std::uint64_t offset) {
+  return write.fd == fd && write.offset + write.length == offset &&
+         static_cast<const unsigned char*>(write.data) + write.length == data &&
+         write.length < max_merged_bytes;
+}
+
+} // namespace
+
 void relation_files::write_pages(const page_write* pages, std::size_t count) {
   io_write writes[64];
   std::size_t pending = 0;
@@ -146,8 +161,13 @@ void relation_files::write_pages(const page_write* pages, std::size_t count) {
     int fd = fd_for(segment_of(pages[i].id), true);
     if (fd < 0)
       continue; // dropped since the check above
-    writes[pending++] = io_write{fd, pages[i].data, page_size_, offset_in_segment(pages[i].id)};
+    const std::uint64_t offset = offset_in_segment(pages[i].id);
     note_block(pages[i].id);
+    if (pending > 0 && extends(writes[pending - 1], fd, pages[i].data, offset)) {
+      writes[pending - 1].length += page_size_; // the next block, from the next page of memory
+      continue;
+    }
+    writes[pending++] = io_write{fd, pages[i].data, page_size_, offset};
     if (pending == 64) {
       io_.write_batch(writes, pending);
       pending = 0;

@@ -105,7 +105,7 @@ TEST_CASE("reload: bgwriter_lru_maxpages from 0 turns the bgwriter's cleaning on
   db->close();
 }
 
-TEST_CASE("reload: what only a restart takes is named and kept; settings given at open win; a "
+TEST_CASE("reload: what only a restart takes is named and kept, settings given at open win, a "
           "broken file changes nothing") {
   test::scratch_directory scratch("tidemark-reload");
   auto db = create_and_open(scratch.dir, {"shared_buffers=1MB", "log_checkpoints=off"},
