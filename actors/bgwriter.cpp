@@ -3,6 +3,7 @@
 
 #include "actors/bgwriter_estimator.hpp"
 #include "actors/page_sinks.hpp"
+#include "actors/write_allowance.hpp"
 
 #include <caf/all.hpp>
 
@@ -22,6 +23,7 @@ struct bgwriter_state {
   std::unique_ptr<buffer_sink> sink;
   std::uint64_t generation = 0; // of the tick chain; a wake-up starts a new one
   int idle_rounds = 0;
+  write_allowance allowance; // background_write_limit
   static inline const char* name = "bgwriter";
 };
 
@@ -39,15 +41,20 @@ private:
   bgwriter_actor bgwriter_;
 };
 
-// One cleaning round. Returns true if the round found nothing to do.
-bool clean_round(bgwriter_state& st) {
+// One cleaning round at `now` (the actor's clock). Returns true if the round found nothing
+// to do. It writes at most bgwriter_lru_maxpages, and no more than background_write_limit
+// earned since the last round.
+bool clean_round(bgwriter_state& st, std::chrono::steady_clock::time_point now) {
   context& ctx = *st.ctx;
   storage::buffer_pool& pool = *ctx.store.pool;
   clock_reading reading;
   pool.clock_position(&reading.hand, &reading.passes);
   reading.allocations = pool.counters().allocations.load(std::memory_order_relaxed);
   cleaning_plan plan = st.estimator->plan(reading);
-  std::uint32_t maxpages = st.config.bgwriter_lru_maxpages;
+  std::uint32_t maxpages = static_cast<std::uint32_t>(
+    std::min<std::size_t>(st.config.bgwriter_lru_maxpages,
+                          st.allowance.available(st.config.background_write_limit,
+                                                 ctx.config.page_size, now)));
   std::uint32_t next = plan.start;
   std::uint64_t passes = st.estimator->next_passes();
   std::uint32_t scanned = 0, written = 0;
@@ -68,6 +75,7 @@ bool clean_round(bgwriter_state& st) {
     reusable += 1;
   }
   st.sink->flush();
+  st.allowance.spend(written);
   pool.rearm_supply_alarm();
   if (written > 0 && ctx.store.trace)
     ctx.store.trace->record(actor_role::bgwriter, actor_role::bgwriter, trace_type::bgwriter_write,
@@ -88,7 +96,7 @@ void round_and_reschedule(bgwriter_pointer self) {
   bool idle = false;
   if (!ctx.failed() && st.config.bgwriter_lru_maxpages > 0) {
     try {
-      idle = clean_round(st);
+      idle = clean_round(st, self->clock().now());
     } catch (const std::exception& error) {
       ctx.fail(std::string("bgwriter write failed: ") + error.what());
     }

@@ -2,6 +2,7 @@
 #include "actors/checkpointer.hpp"
 
 #include "actors/page_sinks.hpp"
+#include "actors/write_allowance.hpp"
 #include "storage/check.hpp"
 #include "storage/page.hpp"
 
@@ -40,6 +41,7 @@ struct checkpoint_run {
   storage::lsn_t previous_redo = 0;
   standby_state::replayed_checkpoint restart_at; // a restartpoint's replayed checkpoint record
   std::vector<std::pair<storage::page_id, storage::buffer_id>> to_write;
+  write_allowance allowance; // background_write_limit, for its paced steps
   std::size_t next = 0;
   std::uint64_t written = 0;
   double write_ms = 0;
@@ -221,12 +223,19 @@ void write_step(checkpointer_pointer self) {
                           : std::min(total, static_cast<std::size_t>(std::ceil(
                                               write_schedule(st, run, now(self)) * double(total))));
   due = std::min(total, std::max(due, run.next + 1)); // at least one buffer per step
+  if (!hurry) { // background_write_limit caps a paced step, whatever the schedule says
+    std::size_t allowed =
+      run.allowance.available(st.config.background_write_limit, ctx.config.page_size, now(self));
+    due = std::min(due, run.next + std::min(allowed, total - run.next));
+  }
+  const std::size_t first = run.next;
   try {
     write_due(st, due);
   } catch (const std::exception& error) {
     fail_run(self, std::string("checkpoint write failed: ") + error.what());
     return;
   }
+  run.allowance.spend(run.next - first);
   if (run.next >= total) {
     run.write_ms = ms_between(run.started, now(self));
     start_sync_phase(self);

@@ -16,6 +16,7 @@ messages::settings_reload reloadable_part(const settings& s) {
   r.bgwriter_lru_multiplier = s.bgwriter_lru_multiplier;
   r.write_back_sweep_ms = static_cast<std::uint64_t>(s.write_back_sweep.count());
   r.doublewrite_flush_delay_ms = static_cast<std::uint64_t>(s.doublewrite_flush_delay.count());
+  r.background_write_limit = s.background_write_limit;
   return r;
 }
 
@@ -30,6 +31,7 @@ void apply_reload(settings& s, const messages::settings_reload& r) {
   s.bgwriter_lru_multiplier = r.bgwriter_lru_multiplier;
   s.write_back_sweep = milliseconds(r.write_back_sweep_ms);
   s.doublewrite_flush_delay = milliseconds(r.doublewrite_flush_delay_ms);
+  s.background_write_limit = r.background_write_limit;
 }
 
 const char* to_string(torn_page_protection mode) {

@@ -54,6 +54,11 @@ struct settings {
   std::chrono::milliseconds bgwriter_delay{50};
   std::uint32_t bgwriter_lru_maxpages = 1000;
   double bgwriter_lru_multiplier = 2.0;
+  // A cap, in bytes a second, on what a paced checkpoint's write phase and the bgwriter's
+  // rounds each write (0: none). Seed 003's point: a spread checkpoint of a large pool may
+  // still write tens of MB/s, too much for a small server's disk. An immediate checkpoint
+  // (shutdown, requested, end of recovery), or one hurried, is not capped.
+  std::uint64_t background_write_limit = 0;
   // One write-back pass over every data file written since its last fsync, a megabyte at
   // a time (0: leave write-back to the kernel). The kernel writes an inode's whole dirty
   // set at once when it is 30 s old (vm.dirty_expire_centisecs): under pgbench that is the

@@ -119,6 +119,7 @@ struct settings_reload {
   double bgwriter_lru_multiplier = 0;
   std::uint64_t write_back_sweep_ms = 0;
   std::uint64_t doublewrite_flush_delay_ms = 0;
+  std::uint64_t background_write_limit = 0; // bytes a second; 0: none
 };
 
 struct sync_phase_done {
@@ -220,7 +221,7 @@ typename Inspector::result_type inspect(Inspector& f, settings_reload& x) {
   return f(caf::meta::type_name("settings_reload"), x.checkpoint_timeout_ms,
            x.checkpoint_completion_target, x.max_wal_size, x.log_checkpoints, x.bgwriter_delay_ms,
            x.bgwriter_lru_maxpages, x.bgwriter_lru_multiplier, x.write_back_sweep_ms,
-           x.doublewrite_flush_delay_ms);
+           x.doublewrite_flush_delay_ms, x.background_write_limit);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sync_deadline& x) {

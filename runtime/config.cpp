@@ -467,6 +467,9 @@ std::vector<setting_entry> background_settings() {
                   1073741823, "most buffers the background writer writes per round"),
     real_setting("bgwriter_lru_multiplier", &settings::bgwriter_lru_multiplier, 0, 10,
                  "clean buffers kept ahead of demand, as a multiple of recent allocations"),
+    size_setting("background_write_limit", false, &settings::background_write_limit, MiB, 0, TiB,
+                 "most bytes a second a paced checkpoint's writes and the bgwriter's each take "
+                 "(0: no limit; an immediate or hurried checkpoint is not limited)"),
     bool_setting("synchronous_commit", false, &settings::synchronous_commit,
                  "acknowledge commits only once their WAL is durable"),
     choice_setting<io>("io_method", &settings::io, {{"io_uring", io::io_uring}, {"sync", io::sync}},
@@ -550,10 +553,16 @@ std::string format_bytes(std::uint64_t bytes) {
 bool is_reloadable_setting(const std::string& key) {
   // What the checkpointer, bgwriter, sync worker and doublewrite batcher read at each
   // decision (actors/settings.hpp, reloadable_part): nothing sized at open.
-  static const char* const reloadable[] = {
-    "checkpoint_timeout", "checkpoint_completion_target", "max_wal_size",
-    "log_checkpoints",    "bgwriter_delay",               "bgwriter_lru_maxpages",
-    "bgwriter_lru_multiplier", "write_back_sweep",          "doublewrite_flush_delay"};
+  static const char* const reloadable[] = {"checkpoint_timeout",
+                                           "checkpoint_completion_target",
+                                           "max_wal_size",
+                                           "log_checkpoints",
+                                           "bgwriter_delay",
+                                           "bgwriter_lru_maxpages",
+                                           "bgwriter_lru_multiplier",
+                                           "write_back_sweep",
+                                           "doublewrite_flush_delay",
+                                           "background_write_limit"};
   for (const char* name : reloadable)
     if (key == name)
       return true;

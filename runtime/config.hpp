@@ -59,7 +59,7 @@ bool is_init_setting(const std::string& key);
 /// True for the settings a running engine takes from database::reload(): the checkpoint's
 /// (checkpoint_timeout, checkpoint_completion_target, max_wal_size, log_checkpoints), the
 /// bgwriter's (bgwriter_delay, bgwriter_lru_maxpages, bgwriter_lru_multiplier),
-/// write_back_sweep and doublewrite_flush_delay.
+/// write_back_sweep, doublewrite_flush_delay and background_write_limit.
 bool is_reloadable_setting(const std::string& key);
 
 std::string format_bytes(std::uint64_t bytes);

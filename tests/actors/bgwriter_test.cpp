@@ -2,7 +2,7 @@
 // victims it evicts itself and they count as the sessions'; the bgwriter's rounds count
 // as the bgwriter's, at most bgwriter_lru_maxpages a round, every round the cap stopped
 // counted in maxwritten_clean, and none at all with bgwriter_lru_maxpages = 0; a
-// checkpoint's writes count as the checkpointer's.
+// checkpoint's writes count as the checkpointer's; background_write_limit caps its pace.
 #include "actors/bgwriter.hpp"
 
 #include "checkpoint_fixture.hpp"
@@ -24,10 +24,11 @@ using storage::write_source;
 struct bgwriter_fixture : test::checkpoint_fixture {
   messages::bgwriter_actor bgwriter;
 
-  explicit bgwriter_fixture(const std::string& lru_maxpages)
+  explicit bgwriter_fixture(const std::string& lru_maxpages, const std::string& write_limit = "0")
     : test::checkpoint_fixture({"shared_buffers=64", "bgwriter_delay=50ms",
                                 "bgwriter_lru_maxpages=" + lru_maxpages,
-                                "bgwriter_lru_multiplier=2", "checkpoint_timeout=3600s"}) {
+                                "bgwriter_lru_multiplier=2", "checkpoint_timeout=3600s",
+                                "background_write_limit=" + write_limit}) {
     bgwriter = actors::spawn_bgwriter(system, engine, false);
     run();
   }
@@ -133,6 +134,20 @@ TEST_CASE("bgwriter: a checkpoint's writes count as the checkpointer's, not the 
   CHECK(f.written(write_source::checkpointer) == a.done->buffers_written);
   CHECK(f.written(write_source::backend) == 0);
   CHECK(f.written(write_source::bgwriter) == 0);
+}
+
+TEST_CASE("bgwriter: background_write_limit caps what its rounds write over time") {
+  // 1 MB/s of 8 kB pages: 128 pages a second, 6.4 a 50 ms round, where the allocations
+  // ask for 80 a round.
+  bgwriter_fixture f("1000", "1MB");
+  storage::block_id next = 0;
+  f.dirty_blocks(next, 200);
+  next += 200;
+  f.advance(std::chrono::milliseconds(50));
+  f.rounds(20, 40, next); // 1 s
+  const std::uint64_t written = f.written(write_source::bgwriter);
+  CHECK(written <= 128 + 7);
+  CHECK(written >= 64); // it cleaned at the limit's pace, not less
 }
 
 } // namespace

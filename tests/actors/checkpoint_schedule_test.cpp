@@ -147,5 +147,27 @@ TEST_CASE("checkpoint schedule: a checkpoint of a few buffers ends its writes ea
   check_steps_follow_schedule(seen);
 }
 
+TEST_CASE("checkpoint schedule: background_write_limit caps a paced checkpoint's writes, not an "
+          "immediate one's") {
+  // The schedule asks for 1 000 buffers over a 4 s window (250 a second); 1 MB/s of 8 kB
+  // pages is 128 a second.
+  test::checkpoint_fixture f({"checkpoint_timeout=10s", "checkpoint_completion_target=0.5",
+                              "shared_buffers=16MB", "max_wal_size=1GB",
+                              "background_write_limit=1MB"});
+  schedule_observer seen(f);
+  test::checkpoint_fixture::answer paced;
+  begin_paced(f, 1000, paced);
+  for (int step = 0; step < 30; ++step) // 3 s
+    f.advance(step_interval);
+  const double written = seen.progress() * 1000;
+  CHECK(written <= 3 * 128 + 1);
+  CHECK(written >= 3 * 128 - 13); // the limit's pace, a step's worth short at most
+  test::checkpoint_fixture::answer immediate;
+  f.request(immediate); // hurries the paced one: the rest at once, uncapped
+  f.run();
+  REQUIRE(paced.done);
+  CHECK(paced.done->buffers_written == 1000);
+}
+
 } // namespace
 } // namespace tidemark
