@@ -119,7 +119,7 @@ TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before
 }
 
 TEST_CASE("checkpointer: the commit-status log's writes are fsynced by the sync worker before the "
-          "checkpoint record, never inline (seed 004)") {
+          "checkpoint record, never inline") {
   storage::fault_config count_log_syncs;
   count_log_syncs.fail_sync_match = "/xact/"; // counts them (fail_sync_after 0: none fails)
   test::checkpoint_fixture f({}, {}, count_log_syncs);

@@ -16,7 +16,7 @@
   (tidemark/errors.hpp, tidemark/types.hpp), whose types they throw and use;
 - runtime/ includes anything below it; tests/ mirror the folder they test.
 
-KNOWN lists crossings tolerated until they are removed. It is empty since issue 12 split
+KNOWN lists crossings tolerated until they are removed. It is empty since the split of
 runtime/engine.hpp (the actors share actors/context.hpp, which includes nothing above
 them): any crossing fails the check. A listed crossing that is gone fails it too (so the
 list only shrinks). Usage: check_layers.py [REPOSITORY]"""

@@ -1,4 +1,4 @@
-"""Crashes during recovery (issue 11): a simulated power loss during the load, then another
+"""Crashes during recovery: a simulated power loss during the load, then another
 at a random write of the recovery that follows — during doublewrite repair, redo (the redo
 loop's and the bgwriter's writes) or the end-of-recovery checkpoint — then a recovery
 that completes and `verify --ack-log`: no acknowledged commit lost, no checksum failure,

@@ -1,4 +1,4 @@
-"""A recovery that fails must leave the directory needing recovery (issue 11, finding 1).
+"""A recovery that fails must leave the directory needing recovery.
 
 With torn_page_protection=off a torn data page stops redo (detected, named). The failed
 start must not be closed like a healthy one: no shutdown checkpoint, no control file

@@ -1,4 +1,4 @@
-"""`init` reports success only once everything it wrote is durable (issue 11, finding 3).
+"""`init` reports success only once everything it wrote is durable.
 
 Run on the fault-injecting engine with a journal, `init` must leave no write unsynced
 (the journal records exactly the writes no fsync covered: none may remain), the settings

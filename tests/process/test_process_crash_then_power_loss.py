@@ -1,4 +1,4 @@
-"""A process crash, a restart, then a power loss (issue 11, finding 2).
+"""A process crash, a restart, then a power loss.
 
 After kill -9 the data files hold every write the process issued, synced or not: what
 was not fsynced sits in the page cache and is lost if the power fails later. Each loop:

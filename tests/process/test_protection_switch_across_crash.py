@@ -1,5 +1,5 @@
-"""Torn-page protection may change between runs, but not under a crashed run's pages
-(issue 11, finding 3). Pages written since the redo point rely on the crashed run's mode
+"""Torn-page protection may change between runs, but not under a crashed run's pages.
+Pages written since the redo point rely on the crashed run's mode
 — images in the WAL, or copies in the doublewrite ring — and so do the pages recovery
 writes. A start with another setting therefore recovers and stops cleanly in the recorded
 mode first, then runs in the new one. Each switch here crashes the load in one mode, then

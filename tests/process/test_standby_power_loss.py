@@ -1,4 +1,4 @@
-"""Power losses on a streaming standby (issue 16): a primary under load with
+"""Power losses on a streaming standby: a primary under load with
 synchronous_standby=remote_flush, a base backup and a standby on the fault-injecting
 engine that loses power (torn writes) at a seeded write — while it receives and fsyncs
 WAL, replays it, or makes a restartpoint; in some cycles it loses power again during the
