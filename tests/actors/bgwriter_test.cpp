@@ -40,11 +40,11 @@ struct bgwriter_fixture : test::checkpoint_fixture {
   std::uint64_t written(write_source source) const { return engine.store.writer->written(source); }
   std::uint64_t capped_rounds() const { return engine.counters.bgwriter.maxwritten_clean.load(); }
 
-  /// Commits to `count` blocks of relation 3 from `first` on: with 64 buffers, a session
-  /// evicts dirty pages and writes them itself (no actor runs meanwhile).
-  void dirty_blocks(storage::block_id first, storage::block_id count) {
-    for (storage::block_id b = first; b < first + count; ++b)
-      touch(3, b);
+  /// Commits to the next `count` blocks of relation 3: with 64 buffers, a session evicts
+  /// dirty pages and writes them itself (no actor runs meanwhile).
+  void dirty_blocks(storage::block_id count) {
+    for (storage::block_id end = next_block + count; next_block < end; ++next_block)
+      touch(3, next_block);
   }
 
   /// The bgwriter's rounds that wrote something: how many each wrote.
@@ -57,26 +57,32 @@ struct bgwriter_fixture : test::checkpoint_fixture {
 
   /// Lets the bgwriter run `rounds` rounds (its wake-ups from the sessions' allocations,
   /// queued meanwhile, run too), committing `per_round` more blocks before each.
-  void rounds(int rounds, storage::block_id per_round, storage::block_id& next) {
+  void rounds(int rounds, storage::block_id per_round) {
     for (int i = 0; i < rounds; ++i) {
-      dirty_blocks(next, per_round);
-      next += per_round;
+      dirty_blocks(per_round);
       advance(std::chrono::milliseconds(50));
     }
   }
+
+  /// 200 blocks dirtied (the pool turned over three times), then `count` rounds of 40.
+  void fill_then_rounds(int count) {
+    dirty_blocks(200);
+    advance(std::chrono::milliseconds(50));
+    rounds(count, 40);
+  }
+
+  storage::block_id next_block = 0;
 };
 
 TEST_CASE("bgwriter: sessions count their own victims' writes, the bgwriter its rounds' (capped by "
           "bgwriter_lru_maxpages)") {
   bgwriter_fixture f("4");
-  storage::block_id next = 0;
-  f.dirty_blocks(next, 200);
-  next += 200;
+  f.dirty_blocks(200);
   const std::uint64_t by_sessions = f.written(write_source::backend);
   CHECK(by_sessions >= 200 - 64); // every page but the 64 the pool holds went out as a victim
   CHECK(f.written(write_source::bgwriter) == 0); // no actor has run yet
   f.advance(std::chrono::milliseconds(50));
-  f.rounds(10, 40, next);
+  f.rounds(10, 40);
   std::vector<std::uint64_t> rounds = f.round_writes();
   REQUIRE_FALSE(rounds.empty());
   std::uint64_t sum = 0, capped = 0;
@@ -93,11 +99,7 @@ TEST_CASE("bgwriter: sessions count their own victims' writes, the bgwriter its 
 
 TEST_CASE("bgwriter: bgwriter_lru_maxpages = 0 turns LRU cleaning off") {
   bgwriter_fixture f("0");
-  storage::block_id next = 0;
-  f.dirty_blocks(next, 200);
-  next += 200;
-  f.advance(std::chrono::milliseconds(50));
-  f.rounds(10, 40, next);
+  f.fill_then_rounds(10);
   CHECK(f.round_writes().empty());
   CHECK(f.written(write_source::bgwriter) == 0);
   CHECK(f.capped_rounds() == 0);
@@ -107,11 +109,7 @@ TEST_CASE("bgwriter: bgwriter_lru_maxpages = 0 turns LRU cleaning off") {
 TEST_CASE("bgwriter: uncapped rounds write what the allocations ask for, and no round counts as "
           "capped") {
   bgwriter_fixture f("1000");
-  storage::block_id next = 0;
-  f.dirty_blocks(next, 200);
-  next += 200;
-  f.advance(std::chrono::milliseconds(50));
-  f.rounds(10, 40, next);
+  f.fill_then_rounds(10);
   std::vector<std::uint64_t> rounds = f.round_writes();
   REQUIRE_FALSE(rounds.empty());
   std::uint64_t most = 0;
@@ -124,7 +122,7 @@ TEST_CASE("bgwriter: uncapped rounds write what the allocations ask for, and no 
 TEST_CASE("bgwriter: a checkpoint's writes count as the checkpointer's, not the sessions' or the "
           "bgwriter's") {
   bgwriter_fixture f("0");
-  f.dirty_blocks(0, 40); // fits the pool: no session writes a victim
+  f.dirty_blocks(40); // fits the pool: no session writes a victim
   REQUIRE(f.written(write_source::backend) == 0);
   test::checkpoint_fixture::answer a;
   f.request(a);
@@ -140,11 +138,7 @@ TEST_CASE("bgwriter: background_write_limit caps what its rounds write over time
   // 1 MB/s of 8 kB pages: 128 pages a second, 6.4 a 50 ms round, where the allocations
   // ask for 80 a round.
   bgwriter_fixture f("1000", "1MB");
-  storage::block_id next = 0;
-  f.dirty_blocks(next, 200);
-  next += 200;
-  f.advance(std::chrono::milliseconds(50));
-  f.rounds(20, 40, next); // 1 s
+  f.fill_then_rounds(20); // 1 s
   const std::uint64_t written = f.written(write_source::bgwriter);
   CHECK(written <= 128 + 7);
   CHECK(written >= 64); // it cleaned at the limit's pace, not less
