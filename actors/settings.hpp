@@ -55,8 +55,9 @@ struct settings {
   std::uint32_t bgwriter_lru_maxpages = 1000;
   double bgwriter_lru_multiplier = 2.0;
   // A cap, in bytes a second, on what a paced checkpoint's write phase and the bgwriter's
-  // rounds each write (0: none). Seed 003's point: a spread checkpoint of a large pool may
-  // still write tens of MB/s, too much for a small server's disk. An immediate checkpoint
+  // rounds each write (0: none). As PostgreSQL 8.3's load-distributed checkpoint discussion
+  // found, a spread checkpoint of a large pool may still write tens of MB/s, too much for
+  // a small server's disk. An immediate checkpoint
   // (shutdown, requested, end of recovery), or one hurried, is not capped.
   std::uint64_t background_write_limit = 0;
   // One write-back pass over every data file written since its last fsync, a megabyte at
