@@ -159,8 +159,9 @@ public:
   /// changed (describe_settings(): `reloadable`) to the running engine: the checkpointer,
   /// bgwriter, sync worker and doublewrite batcher use it from their next decision (a
   /// checkpoint in progress paces its next write step by the new values; a new
-  /// checkpoint_timeout counts from the last checkpoint's start). Other changed settings keep their value until a restart and
-  /// are named in the report. Logs a line for each. Returns once every actor has it.
+  /// checkpoint_timeout counts from the last checkpoint's start). Other changed settings
+  /// keep their value until a restart and are named in the report. Logs a line for each.
+  /// Returns once every actor has it.
   /// Throws: usage_error (closed, open read-only, or called from an observer or log
   /// callback), config_error (tidemark.conf unreadable or wrong: nothing changes),
   /// engine_stopped_error.
