@@ -316,9 +316,7 @@ std::vector<standby_info> database::standbys() const {
   return out;
 }
 
-std::string database::setting(const std::string& key) const {
-  return impl_->db->setting(key);
-}
+std::string database::setting(const std::string& key) const { return impl_->db->setting(key); }
 
 statistics database::stats() const {
   statistics s = collect_statistics(impl_->engine());
