@@ -157,7 +157,8 @@ private:
 
   std::unique_ptr<engine> engine_;
   std::vector<std::string> overrides_; // given at open: a reload keeps them over the file
-  mutable std::mutex settings_mutex_;  // reload() against setting()
+  std::mutex reload_mutex_;            // one reload() at a time
+  mutable std::mutex settings_mutex_;  // current_: replaced by reload(), read by setting()
   settings current_;                   // the engine's, with what reloads changed
   std::unique_ptr<caf::actor_system_config> system_config_;
   std::unique_ptr<caf::actor_system> system_;

@@ -5,7 +5,10 @@
 // Invariants:
 //  - All or nothing: a configuration that does not parse or validate changes nothing.
 //  - Only settings is_reloadable_setting() names reach the running engine; the copy
-//    setting() shows changes under the same lock, after every actor has the new values.
+//    setting() shows changes after every actor has the new values.
+//  - One reload at a time (reload_mutex_). The lock on the shown copy (settings_mutex_) is
+//    held only to read or replace it: never while an actor is asked or a line is logged,
+//    since a log callback, on that actor's thread or on this one, may call setting().
 #include "runtime/instance.hpp"
 
 #include "runtime/config.hpp"
@@ -39,11 +42,16 @@ void hand_over(caf::scoped_actor& self, const Actor& actor,
 tidemark::reload_report instance::reload() {
   if (read_only_)
     throw tidemark::usage_error("reload: the database is open read-only (no actor runs)");
-  std::lock_guard<std::mutex> guard(settings_mutex_);
+  std::lock_guard<std::mutex> one_at_a_time(reload_mutex_);
   const settings fresh = resolve_settings(engine_->data_dir, overrides_, engine_->control());
+  settings running;
+  {
+    std::lock_guard<std::mutex> guard(settings_mutex_);
+    running = current_;
+  }
   tidemark::reload_report report;
   for (const tidemark::setting_description& d : tidemark::describe_settings()) {
-    std::string before = show_setting(current_, d.name), after = show_setting(fresh, d.name);
+    std::string before = show_setting(running, d.name), after = show_setting(fresh, d.name);
     if (before == after)
       continue;
     (d.reloadable ? report.changed : report.need_restart).push_back(d.name + " = " + after);
@@ -55,6 +63,7 @@ tidemark::reload_report instance::reload() {
     hand_over(self, bgwriter_, reload);
     hand_over(self, sync_worker_, reload);
     hand_over(self, dw_batcher_, reload);
+    std::lock_guard<std::mutex> guard(settings_mutex_);
     actors::apply_reload(current_, reload);
   }
   for (const std::string& line : report.changed)

@@ -127,3 +127,24 @@ TEST_CASE("reload: what only a restart takes is named and kept, settings given a
   db->close();
   CHECK_THROWS_AS(db->reload(), usage_error);
 }
+
+TEST_CASE("reload: a log callback may read a setting while reload() logs what it changed") {
+  test::scratch_directory scratch("tidemark-reload");
+  create_options create;
+  create.settings = {"log_checkpoints=off"};
+  database::create(scratch.dir, create);
+  database* opened = nullptr;
+  std::vector<std::string> seen; // the target as the callback read it, per reload line
+  open_options options;
+  options.log = [&](const std::string& line) {
+    if (opened != nullptr && line.find("reloaded:") != std::string::npos)
+      seen.push_back(opened->setting("checkpoint_completion_target"));
+  };
+  auto db = database::open(scratch.dir, options);
+  opened = db.get();
+  set_in_file(scratch.dir, "checkpoint_completion_target", "0.6");
+  CHECK(names(db->reload().changed, "checkpoint_completion_target = 0.6"));
+  CHECK(seen == std::vector<std::string>{"0.6"}); // the new value, read without a deadlock
+  opened = nullptr;
+  db->close();
+}
