@@ -73,6 +73,18 @@ struct checkpoint_fixture : deterministic_fixture, engine_fixture {
     });
   }
 
+  /// Whether the file `all[registered]` names (a sync_register event) had an fsync traced
+  /// after it and before `before`.
+  static bool fsynced_between(const std::vector<messages::trace_event>& all, std::size_t registered,
+                              std::size_t before) {
+    const messages::trace_event& r = all[registered];
+    for (std::size_t j = registered + 1; j < before; ++j)
+      if (all[j].type == messages::trace_type::fsync && all[j].a == r.a && all[j].b == r.b &&
+          all[j].c == r.c)
+        return true;
+    return false;
+  }
+
   std::size_t index_of(const std::vector<messages::trace_event>& all, messages::trace_type type,
                        std::size_t from = 0) {
     for (std::size_t i = from; i < all.size(); ++i)

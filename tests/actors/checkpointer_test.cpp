@@ -106,13 +106,10 @@ TEST_CASE("checkpointer: files registered before a checkpoint are fsynced before
   for (std::size_t i = 0; i < record; ++i) {
     if (all[i].type != trace_type::sync_register)
       continue;
-    bool synced = false;
-    for (std::size_t j = i + 1; j < record; ++j)
-      synced = synced || (all[j].type == trace_type::fsync && all[j].a == all[i].a &&
-                          all[j].b == all[i].b && all[j].c == all[i].c);
-    CHECK_MESSAGE(synced, "file " << all[i].a << "." << all[i].b << " registered at event " << i
-                                  << (i < begin ? " (before BEGIN)" : " (during WRITE)")
-                                  << " was not fsynced before the checkpoint record");
+    CHECK_MESSAGE(f.fsynced_between(all, i, record),
+                  "file " << all[i].a << "." << all[i].b << " registered at event " << i
+                          << (i < begin ? " (before BEGIN)" : " (during WRITE)")
+                          << " was not fsynced before the checkpoint record");
     ++checked;
   }
   CHECK(checked >= 2 + 1); // the two earlier files and at least one written by the checkpoint
@@ -125,8 +122,8 @@ TEST_CASE("checkpointer: the commit-status log's writes are fsynced by the sync 
   test::checkpoint_fixture f({}, {}, count_log_syncs);
   for (storage::block_id b = 0; b < 20; ++b)
     f.touch(3, b); // each commit sets its status in the log's buffered page
-  CHECK(f.engine.faults->syncs_issued() ==
-        0); // commits log their status in WAL; the page waits for a checkpoint
+  // Commits log their status in WAL; the page waits for a checkpoint.
+  CHECK(f.engine.faults->syncs_issued() == 0);
   test::checkpoint_fixture::answer a;
   f.request(a);
   f.run();
@@ -141,12 +138,9 @@ TEST_CASE("checkpointer: the commit-status log's writes are fsynced by the sync 
     if (all[i].type == trace_type::sync_register && i < record) {
       ++registered;
       CHECK(all[i].sender == messages::actor_role::checkpointer); // its write at the sync phase
-      bool fsynced = false;
-      for (std::size_t j = i + 1; j < record; ++j)
-        fsynced = fsynced || (all[j].type == trace_type::fsync && all[j].a == all[i].a &&
-                              all[j].b == all[i].b && all[j].c == all[i].c);
-      CHECK_MESSAGE(fsynced, "commit-log segment " << all[i].b << " registered at event " << i
-                                                   << " was not fsynced before the record");
+      CHECK_MESSAGE(f.fsynced_between(all, i, record), "commit-log segment "
+                                                         << all[i].b << " registered at event " << i
+                                                         << " was not fsynced before the record");
     }
     if (all[i].type == trace_type::fsync) {
       CHECK(all[i].sender == messages::actor_role::sync_worker);
