@@ -174,13 +174,10 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
     chunk_ = chunk;
     has_chunk_ = true;
     ++generation_;
-    // Sessions share the chunk for a moment; redo during recovery is alone (its prefetch
-    // aside), and would only wait out the moment for every victim it writes.
-    if (context_.recovering.load(std::memory_order_relaxed))
-      caf::anon_send(context_.store.batcher, messages::flush_atom::value, generation_);
-    else
-      caf::delayed_anon_send(context_.store.batcher, shared_chunk_delay,
-                             messages::flush_atom::value, generation_);
+    // Sessions share the chunk for a moment. Redo (alone during recovery, its prefetch
+    // aside) fills it with up to a batch of victims and sends it before it waits.
+    caf::delayed_anon_send(context_.store.batcher, shared_chunk_delay, messages::flush_atom::value,
+                           generation_);
   }
   auto& entries = ring.entries(chunk_);
   std::memcpy(ring.slot_memory(chunk_, static_cast<std::uint32_t>(entries.size())), copy,
@@ -194,6 +191,19 @@ storage::victim_write doublewrite_victim_writer::write_victim(storage::buffer_id
                                               messages::actor_role::backend)});
   }
   return storage::victim_write::handed_over; // the batcher finishes this buffer's write
+}
+
+std::size_t doublewrite_victim_writer::handover_limit() const {
+  return context_.recovering.load(std::memory_order_relaxed) ? context_.store.ring->batch_pages()
+                                                             : 1;
+}
+
+void doublewrite_victim_writer::before_handover_wait() {
+  if (!context_.recovering.load(std::memory_order_relaxed))
+    return; // the shared chunk's moment is for other sessions' victims to join
+  std::lock_guard<std::mutex> guard(mutex_);
+  if (has_chunk_)
+    caf::anon_send(context_.store.batcher, messages::flush_atom::value, generation_);
 }
 
 std::pair<std::uint32_t, std::uint32_t> doublewrite_victim_writer::take(std::uint32_t generation) {

@@ -53,6 +53,10 @@ public:
   explicit doublewrite_victim_writer(context& ctx) : context_(ctx) {}
   storage::victim_write write_victim(storage::buffer_id buffer, storage::page_id id,
                                      storage::lsn_t lsn, void* copy, bool may_wait) override;
+  /// During recovery a batch's worth, sent when redo waits for them; otherwise one, which
+  /// other sessions' victims join for a moment (shared_chunk_delay).
+  std::size_t handover_limit() const override;
+  void before_handover_wait() override;
   /// The batcher's timer: hands over the shared chunk if it is still generation `generation`.
   /// Returns the chunk and its page count, or count 0 when there is nothing to take.
   std::pair<std::uint32_t, std::uint32_t> take(std::uint32_t generation);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 
 namespace tidemark::storage {
@@ -414,6 +415,14 @@ bool buffer_pool::take_from_supply(buffer_id* victim) {
   return false;
 }
 
+// Waits a moment for a victim this search handed over (or any other) to reach the supply.
+bool buffer_pool::wait_for_handed_over(buffer_id* victim) {
+  counters_.handover_waits.fetch_add(1, std::memory_order_relaxed);
+  victim_writer_->before_handover_wait();
+  return waits_.wait_until(supply_key(), std::chrono::steady_clock::now() + supply_wait,
+                           [&] { return take_from_supply(victim); });
+}
+
 void buffer_pool::check_supply() {
   allocation_listener* listener = listener_.load(std::memory_order_acquire);
   if (supply_size() >= supply_low_water_ || listener == nullptr ||
@@ -435,7 +444,6 @@ buffer_id buffer_pool::clock_sweep_victim() {
   check_supply();
   if (from_supply)
     return supplied;
-  thread_local std::vector<unsigned char> copy_storage; // one per thread, reused
   std::size_t scanned = 0;
   std::size_t dirty_seen = 0;  // dirty victims met in this search
   std::size_t handed_over = 0; // dirty victims this search handed to someone else to write
@@ -449,7 +457,11 @@ buffer_id buffer_pool::clock_sweep_victim() {
       if (stopped_.load(std::memory_order_acquire))
         throw engine_stopped_error("no buffer can be reused (each is pinned or being written) "
                                    "and the engine stopped after a failure");
-      wait.pause();
+      if (handed_over > 0 && wait_for_handed_over(&supplied))
+        return supplied;
+      if (handed_over == 0)
+        wait.pause();
+      handed_over = 0;
       scanned = 0;
     }
     std::atomic<std::uint32_t>& state = descriptors_[b].state;
@@ -464,45 +476,51 @@ buffer_id buffer_pool::clock_sweep_victim() {
       continue;
     if (!(s & dirty))
       return b;
-    if (handed_over > 0) {
-      // A victim of ours is on its way to disk (doublewrite) and joins the supply when it
-      // gets there: wait for the supply a moment rather than hand over more of the pool.
+    if (handed_over > 0 && handed_over >= victim_writer_->handover_limit()) {
+      // Victims of ours are on their way to disk (doublewrite) and join the supply when
+      // they get there: wait for the supply a moment rather than hand over more of the pool.
       unpin(b);
-      if (waits_.wait_until(supply_key(), std::chrono::steady_clock::now() + supply_wait,
-                            [&] { return take_from_supply(&supplied); }))
+      if (wait_for_handed_over(&supplied))
         return supplied;
       handed_over = 0;
       continue;
     }
     // A dirty victim: the session writes it itself (the bgwriter exists to make this rare).
-    if (copy_storage.size() < page_size_)
-      copy_storage.resize(page_size_);
-    page_id victim_id;
-    lsn_t lsn;
-    if (victim_writer_ != nullptr &&
-        start_write(b, copy_storage.data(), &victim_id, &lsn, false, true)) {
-      victim_write outcome;
-      try {
-        outcome = victim_writer_->write_victim(b, victim_id, lsn, copy_storage.data(),
-                                               dirty_seen >= buffer_count_);
-      } catch (...) {
-        finish_write(b, false);
-        unpin(b);
-        throw;
-      }
+    if (std::optional<victim_write> outcome = write_dirty_victim(b, dirty_seen >= buffer_count_)) {
       ++dirty_seen;
       if (outcome == victim_write::handed_over)
         ++handed_over;
-      if (outcome == victim_write::declined)
-        finish_write(b, false); // still dirty: look for a clean victim first
-      if (outcome == victim_write::completed) {
-        finish_write(b, true);
-        if (!is_dirty(b))
-          return b;
-      }
+      if (outcome == victim_write::completed && !is_dirty(b))
+        return b;
     }
     unpin(b);
   }
+}
+
+// Writes dirty victim `b` (pinned by the search) through the victim writer and finishes
+// the write unless the writer took it over. Nothing if the write could not start.
+std::optional<victim_write> buffer_pool::write_dirty_victim(buffer_id b, bool may_wait) {
+  thread_local std::vector<unsigned char> copy_storage; // one per thread, reused
+  if (copy_storage.size() < page_size_)
+    copy_storage.resize(page_size_);
+  page_id victim_id;
+  lsn_t lsn;
+  if (victim_writer_ == nullptr ||
+      !start_write(b, copy_storage.data(), &victim_id, &lsn, false, true))
+    return std::nullopt;
+  victim_write outcome;
+  try {
+    outcome = victim_writer_->write_victim(b, victim_id, lsn, copy_storage.data(), may_wait);
+  } catch (...) {
+    finish_write(b, false);
+    unpin(b);
+    throw;
+  }
+  if (outcome == victim_write::declined)
+    finish_write(b, false); // still dirty: look for a clean victim first
+  if (outcome == victim_write::completed)
+    finish_write(b, true);
+  return outcome;
 }
 
 // Moves `victim` (pinned once by us) to `id`. Fails if another session mapped `id` first

@@ -43,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace tidemark::storage {
@@ -65,6 +66,12 @@ public:
   virtual ~victim_writer() = default;
   virtual victim_write write_victim(buffer_id buffer, page_id id, lsn_t lsn, void* copy,
                                     bool may_wait) = 0;
+  /// How many victims one search may hand over before it waits for them to come back
+  /// through the supply: a writer whose victims share one sync takes as many as share it.
+  virtual std::size_t handover_limit() const { return 1; }
+  /// Called before a search waits for the victims it handed over: a writer that holds them
+  /// back for company sends them on now.
+  virtual void before_handover_wait() {}
 };
 
 /// Told about a buffer allocation while someone asked to be (the hibernating bgwriter), and
@@ -82,12 +89,13 @@ enum class read_mode {
 };
 
 struct buffer_pool_counters {
-  std::atomic<std::uint64_t> allocations{0};   // victims handed out (bgwriter reads it)
-  std::atomic<std::uint64_t> supplied{0};      // of which taken from the victim supply
-  std::atomic<std::uint64_t> supply_low{0};    // times sessions sounded the alarm
-  std::atomic<std::uint64_t> reads{0};         // pages read by pin() itself
-  std::atomic<std::uint64_t> prefetched{0};    // pages read ahead (start/finish_prefetch)
-  std::atomic<std::uint64_t> prefetch_hits{0}; // of which pinned before being evicted
+  std::atomic<std::uint64_t> allocations{0};    // victims handed out (bgwriter reads it)
+  std::atomic<std::uint64_t> supplied{0};       // of which taken from the victim supply
+  std::atomic<std::uint64_t> supply_low{0};     // times sessions sounded the alarm
+  std::atomic<std::uint64_t> reads{0};          // pages read by pin() itself
+  std::atomic<std::uint64_t> prefetched{0};     // pages read ahead (start/finish_prefetch)
+  std::atomic<std::uint64_t> prefetch_hits{0};  // of which pinned before being evicted
+  std::atomic<std::uint64_t> handover_waits{0}; // searches waiting for victims handed over
 };
 
 class buffer_pool {
@@ -212,6 +220,8 @@ private:
   void note_prefetch_use(buffer_id buffer);
   buffer_id clock_sweep_victim();
   bool take_from_supply(buffer_id* victim);
+  bool wait_for_handed_over(buffer_id* victim);
+  std::optional<victim_write> write_dirty_victim(buffer_id buffer, bool may_wait);
   void check_supply();
   bool retag(buffer_id victim, page_id id, buffer_id* existing);
   void read_into(buffer_id buffer, page_id id, read_mode mode);

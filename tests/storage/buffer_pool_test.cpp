@@ -87,6 +87,79 @@ TEST_CASE("buffer pool: dirty victims are written through the victim writer and 
   }
 }
 
+// Holds dirty victims back, as the doublewrite batcher does during recovery, and writes
+// them (offering each to the supply) only when a search is about to wait for them.
+struct holding_writer final : victim_writer {
+  holding_writer(buffer_pool& p, relation_files& f, std::size_t l) : pool(p), files(f), limit(l) {}
+  victim_write write_victim(buffer_id buffer, page_id id, lsn_t, void* copy, bool) override {
+    held.push_back({buffer, id, std::vector<unsigned char>(page_size)});
+    std::memcpy(held.back().bytes.data(), copy, page_size);
+    ++handed_over;
+    return victim_write::handed_over;
+  }
+  std::size_t handover_limit() const override { return limit; }
+  void before_handover_wait() override {
+    ++waits;
+    for (held_page& page : held) {
+      finalize_page_for_write(page.bytes.data(), page_size, page.id, true);
+      files.write_page(page.id, page.bytes.data());
+      pool.finish_write(page.buffer, true, true);
+    }
+    held.clear();
+  }
+  struct held_page {
+    buffer_id buffer;
+    page_id id;
+    std::vector<unsigned char> bytes;
+  };
+  buffer_pool& pool;
+  relation_files& files;
+  std::size_t limit;
+  std::vector<held_page> held;
+  std::size_t handed_over = 0, waits = 0;
+};
+
+// Fills a 16-buffer pool with dirty pages of relation 2, then maps one page more.
+void evict_one_from_dirty_pool(buffer_pool& pool) {
+  for (block_id block = 0; block < pool.size(); ++block) {
+    buffer_id b = pool.pin({2, block});
+    put_i64(pool, b, 64, 1000 + block);
+    pool.unpin(b);
+  }
+  pool.unpin(pool.pin({2, 100}));
+}
+
+TEST_CASE("buffer pool: a search hands over up to its writer's limit of dirty victims before it "
+          "waits, and its writer sends them first") {
+  for (std::size_t limit : {std::size_t{1}, std::size_t{4}}) {
+    CAPTURE(limit);
+    pool_fixture f;
+    buffer_pool pool(16, f.files, true);
+    holding_writer writer(pool, f.files, limit);
+    pool.set_victim_writer(&writer);
+    evict_one_from_dirty_pool(pool);
+    CHECK(writer.handed_over == limit);
+    CHECK(writer.waits == 1);
+    CHECK(pool.counters().handover_waits.load() == 1);
+    CHECK(pool.counters().supplied.load() == 1); // the new page took a victim written for it
+  }
+}
+
+TEST_CASE("buffer pool: a search that handed over every buffer waits for them, not spinning") {
+  pool_fixture f;
+  buffer_pool pool(16, f.files, true);
+  holding_writer writer(pool, f.files, 1000); // more than the pool holds
+  pool.set_victim_writer(&writer);
+  evict_one_from_dirty_pool(pool);
+  CHECK(writer.handed_over == pool.size());
+  CHECK(writer.waits == 1);
+  for (block_id block = 0; block < pool.size(); ++block) { // every write reached the file
+    buffer_id b = pool.pin({2, block});
+    CHECK(get_i64(pool, b, 64) == 1000 + block);
+    pool.unpin(b);
+  }
+}
+
 // Counts the pool's calls to the bgwriter's wake-ups.
 struct counting_listener final : allocation_listener {
   void on_allocation() override { ++allocations; }
