@@ -12,6 +12,15 @@
 # replay lag over time, one panel per row.
 # The seed's figures (doublewrite-buffer-review.txt): a PostgreSQL standby replaying
 # without full-page images fell 63.6 s behind, with full-page writes 3.1 s.
+# --sync SETTING runs the primary with synchronous_standby=SETTING (off, remote_write,
+# remote_flush or remote_apply; synchronous_standby_names='': any one standby), so its
+# commits wait for the standby: until it streams, none completes. --standby-shared-buffers
+# gives the standby its own pool (default: --shared-buffers). --cold (root only) syncs
+# and drops the page cache after the base backup, before the standby starts, so replay
+# reads the pages it needs from the device (the primary, running, loses its cache too).
+# Each run's bench report and per-second timeline, and its logs, are kept in OUT as
+# bench-NAME.json, bench-timeline-NAME.csv and *-NAME.log. These four are not for
+# --sync-cost.
 #
 # Both processes share this machine's two cores and disk: the primary's load competes
 # with the standby's replay for CPU, which a standby on its own machine would not.
@@ -37,11 +46,13 @@
 # on machines of their own.
 #
 #   usage: bench/standby.sh [-s SCALE] [-c CLIENTS] [-T SECONDS] [--modes "full_page_writes doublewrite"]
-#            [--prefetch "on off"] [--shared-buffers 128MB] [--out DIR] [--tidemark PATH]
-#            [--port 17500] [--keep]
+#            [--prefetch "on off"] [--shared-buffers 128MB] [--standby-shared-buffers SIZE]
+#            [--sync off|remote_write|remote_flush|remote_apply] [--cold] [--out DIR]
+#            [--tidemark PATH] [--port 17500] [--keep]
 #          bench/standby.sh --sync-cost [--rounds 2] [--warmup 5] [-s SCALE] [-c CLIENTS] [-T SECONDS]
 #            [--modes ...] [--shared-buffers 128MB] [--out DIR] [--tidemark PATH] [--port 17500] [--keep]
-#   defaults: -s 50 -c 8 -T 300, both modes, prefetch on and off (about 25 minutes);
+#   defaults: -s 50 -c 8 -T 300, both modes, prefetch on and off, --sync off, the page
+#   cache kept (about 25 minutes);
 #   --sync-cost: -s 10 -c 8 -T 30 --rounds 2 --warmup 5, both modes, the standbys' WAL
 #   prefetch at its default (16 runs, about 11 minutes on 2 cores).
 set -euo pipefail
@@ -54,6 +65,9 @@ sync_cost=0 rounds=2 warmup=5
 modes="full_page_writes doublewrite"
 prefetch_values="on off"
 shared_buffers=128MB
+standby_shared_buffers=
+sync=off
+cold=0
 out=standby-results
 tidemark_bin=$root/build/tidemark
 port=17500
@@ -68,6 +82,9 @@ while [ $# -gt 0 ]; do
     --modes) modes=$2; shift ;;
     --prefetch) prefetch_values=$2; shift ;;
     --shared-buffers) shared_buffers=$2; shift ;;
+    --standby-shared-buffers) standby_shared_buffers=$2; shift ;;
+    --sync) sync=$2; shift ;;
+    --cold) cold=1 ;;
     --out) out=$2; shift ;;
     --tidemark) tidemark_bin=$2; shift ;;
     --port) port=$2; shift ;;
@@ -97,6 +114,16 @@ done
 for p in $prefetch_values; do
   case $p in on|off) ;; *) echo "--prefetch takes on and/or off, got $p" >&2; exit 2 ;; esac
 done
+case $sync in off|remote_write|remote_flush|remote_apply) ;;
+  *) echo "--sync takes off, remote_write, remote_flush or remote_apply, got $sync" >&2; exit 2 ;;
+esac
+if [ "$sync_cost" = 1 ] && { [ "$sync" != off ] || [ -n "$standby_shared_buffers" ] || [ "$cold" = 1 ]; }; then
+  echo "--sync, --standby-shared-buffers and --cold are not for --sync-cost" >&2; exit 2
+fi
+if [ "$cold" = 1 ] && [ "$(id -u)" != 0 ]; then
+  echo "--cold drops the page cache and needs root" >&2; exit 2
+fi
+standby_shared_buffers=${standby_shared_buffers:-$shared_buffers}
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 mkdir -p "$out"
 out=$(realpath "$out")
@@ -319,6 +346,9 @@ fi
 
 rows=$out/rows.jsonl
 : > "$rows"
+log "scale $scale, $clients clients, ${seconds}s per run, modes: $modes, prefetch: $prefetch_values," \
+    "synchronous_standby=$sync, shared_buffers $shared_buffers (standby $standby_shared_buffers)," \
+    "page cache $([ "$cold" = 1 ] && echo "dropped before the standby starts" || echo kept)"
 for mode in $modes; do
   log "init -s $scale ($mode)"
   rm -rf "$work/template-$mode"
@@ -330,8 +360,9 @@ for mode in $modes; do
     cp -a "$work/template-$mode" "$work/primary"
     sync
     log "$name: primary load ${seconds}s at $clients clients, standby on 127.0.0.1:$port"
-    "$work/tidemark" bench -D "$work/primary" -c "$clients" -T "$seconds" --json "$work/bench.json" \
-      "${common[@]}" --set "replication_listen=127.0.0.1:$port" > "$work/primary-$name.log" 2>&1 &
+    "$work/tidemark" bench -D "$work/primary" -c "$clients" -T "$seconds" --json "$out/bench-$name.json" \
+      --timeline "$out/bench-timeline-$name.csv" "${common[@]}" --set "replication_listen=127.0.0.1:$port" \
+      --set "synchronous_standby=$sync" > "$work/primary-$name.log" 2>&1 &
     bench_pid=$!
     for _ in $(seq 600); do  # until the WAL sender listens
       grep -q "WAL sender listening" "$work/primary-$name.log" 2>/dev/null && break
@@ -339,9 +370,13 @@ for mode in $modes; do
     done
     "$work/tidemark" basebackup -D "$work/standby" --primary "127.0.0.1:$port" \
       --json "$work/backup-$name.json" > /dev/null 2> "$work/backup-$name.log"
+    if [ "$cold" = 1 ]; then
+      log "$name: base backup done; page cache dropped"
+      sync; echo 3 > /proc/sys/vm/drop_caches
+    fi
     "$work/tidemark" standby -D "$work/standby" --json "$work/status.json" --status-interval 1 \
-      "${common[@]}" --set "replication_listen=''" --set "recovery_prefetch=$prefetch" \
-      > /dev/null 2> "$work/standby-$name.log" &
+      "${common[@]}" --set "shared_buffers=$standby_shared_buffers" --set "replication_listen=''" \
+      --set "recovery_prefetch=$prefetch" > /dev/null 2> "$work/standby-$name.log" &
     standby_pid=$!
     python3 "$here/standby_sample.py" "$work/status.json" "$out/timeline-$name.csv" "$bench_pid" &
     sampler_pid=$!
@@ -349,8 +384,9 @@ for mode in $modes; do
     wait "$sampler_pid" || true
     kill -TERM "$standby_pid"
     wait "$standby_pid" || true
-    python3 "$here/standby_sample.py" --summarize "$out/timeline-$name.csv" "$work/bench.json" \
+    python3 "$here/standby_sample.py" --summarize "$out/timeline-$name.csv" "$out/bench-$name.json" \
       "$mode" "$prefetch" >> "$rows"
+    cp "$work"/{primary,backup,standby}-"$name".log "$out/"
     port=$((port + 1))
   done
 done
