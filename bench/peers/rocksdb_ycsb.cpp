@@ -1,8 +1,9 @@
 // rocksdb_ycsb: the durable YCSB driver for RocksDB, for bench/ycsb.sh (not a test).
 // Commands and records: ycsb_common.hpp.
 //
-// Configuration: RocksDB's defaults (leveled compaction, 64 MB memtables, snappy, crc32c
-// block checksums) with an LRU block cache of --cache bytes and a 10-bit Bloom filter;
+// Configuration: RocksDB's defaults (leveled compaction, snappy, crc32c block checksums)
+// with an LRU block cache of --cache bytes, a 10-bit Bloom filter and memtables of at most
+// a quarter of --cache (the default 64 MB from a 256 MB cache on);
 // every write with WriteOptions::sync = true (the WAL is fsynced before the write returns;
 // concurrent writers share one WAL write and fsync). A read is DB::Get, a scan an
 // iterator from the key on. RocksDB has no transactions on a plain DB, so a
@@ -94,12 +95,17 @@ int main(int argc, char** argv) {
     table.block_cache = rocksdb::NewLRUCache(o.cache_bytes);
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
     opt.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+    // Memtables count against the memory the run may use: at most a quarter of the cache
+    // each (RocksDB's default, 64 MB, when the cache is 256 MB or more).
+    opt.write_buffer_size = std::min<std::size_t>(opt.write_buffer_size, o.cache_bytes / 4);
     rocksdb::DB* db = nullptr;
     ok(rocksdb::DB::Open(opt, o.dir, &db), "open");
     s->db.reset(db);
     s->durable.sync = true;
     std::string config = "RocksDB defaults; block cache " + std::to_string(o.cache_bytes >> 20) +
-                         " MB LRU, 10-bit Bloom filter; WriteOptions::sync=true; "
+                         " MB LRU, 10-bit Bloom filter; memtables of " +
+                         std::to_string(opt.write_buffer_size >> 20) +
+                         " MB; WriteOptions::sync=true; "
                          "read-modify-write under a striped key lock";
     auto make_worker = [s]() -> std::unique_ptr<ycsb::worker> {
       return std::make_unique<rocksdb_worker>(*s);
