@@ -163,9 +163,6 @@ int main(int argc, char** argv) {
                          std::to_string(o.cache_bytes >> 20) +
                          " MB memory pool, deadlock detection on conflict, reads without a "
                          "transaction, DB_RMW for read-modify-write";
-    auto make_worker = [s]() -> std::unique_ptr<ycsb::worker> {
-      return std::make_unique<bdb_worker>(*s);
-    };
-    return std::make_pair(std::function<std::unique_ptr<ycsb::worker>()>(make_worker), config);
+    return ycsb::workers_of<bdb_worker>(s, config);
   });
 }

@@ -131,9 +131,6 @@ int main(int argc, char** argv) {
     std::string config = std::string(mdb_version(nullptr, nullptr, nullptr)) +
                          "; default sync (fsync on commit), MDB_NOTLS, 64 GB map; one writer at "
                          "a time; reads in a renewed read-only transaction per thread";
-    auto make_worker = [s]() -> std::unique_ptr<ycsb::worker> {
-      return std::make_unique<lmdb_worker>(*s);
-    };
-    return std::make_pair(std::function<std::unique_ptr<ycsb::worker>()>(make_worker), config);
+    return ycsb::workers_of<lmdb_worker>(s, config);
   });
 }

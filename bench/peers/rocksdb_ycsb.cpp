@@ -107,9 +107,6 @@ int main(int argc, char** argv) {
                          std::to_string(opt.write_buffer_size >> 20) +
                          " MB; WriteOptions::sync=true; "
                          "read-modify-write under a striped key lock";
-    auto make_worker = [s]() -> std::unique_ptr<ycsb::worker> {
-      return std::make_unique<rocksdb_worker>(*s);
-    };
-    return std::make_pair(std::function<std::unique_ptr<ycsb::worker>()>(make_worker), config);
+    return ycsb::workers_of<rocksdb_worker>(s, config);
   });
 }

@@ -88,10 +88,16 @@ private:
   sqlite3_stmt* st_ = nullptr;
 };
 
+// Where the database is and each connection's page cache.
+struct database {
+  std::string path;
+  std::size_t cache_bytes;
+};
+
 class sqlite_worker final : public ycsb::worker {
 public:
-  sqlite_worker(const std::string& path, std::size_t cache_bytes)
-    : db_(open_db(path, false, cache_bytes)),
+  explicit sqlite_worker(const database& d)
+    : db_(open_db(d.path, false, d.cache_bytes)),
       get_(db_, "SELECT value FROM usertable WHERE key = ?"),
       put_(db_, "UPDATE usertable SET value = ?2 WHERE key = ?1"),
       insert_(db_, "INSERT INTO usertable (key, value) VALUES (?1, ?2)"),
@@ -176,9 +182,8 @@ int main(int argc, char** argv) {
                          std::to_string(per_connection >> 20) +
                          " MB page cache each, BEGIN IMMEDIATE writes; SQLite " +
                          sqlite3_libversion() + " built with SQLITE_SECURE_DELETE";
-    auto make_worker = [path, per_connection]() -> std::unique_ptr<ycsb::worker> {
-      return std::make_unique<sqlite_worker>(path, per_connection);
-    };
-    return std::make_pair(std::function<std::unique_ptr<ycsb::worker>()>(make_worker), config);
+    return ycsb::workers_of<sqlite_worker>(std::make_shared<database>(
+                                             database{path, per_connection}),
+                                           config);
   });
 }

@@ -21,10 +21,15 @@ namespace {
 
 constexpr const char* table_name = "usertable";
 
+struct opened {
+  std::unique_ptr<tidemark::database> db;
+  tidemark::table table;
+};
+
 class tidemark_worker final : public ycsb::worker {
 public:
-  tidemark_worker(tidemark::database& db, tidemark::table t)
-    : session_(db.open_session()), table_(std::move(t)) {}
+  explicit tidemark_worker(opened& store)
+    : session_(store.db->open_session()), table_(store.table) {}
 
   std::optional<std::string> read(const std::string& key) override {
     return session_.get(table_, key);
@@ -88,11 +93,6 @@ private:
   tidemark::table table_;
 };
 
-struct opened {
-  std::unique_ptr<tidemark::database> db;
-  tidemark::table table;
-};
-
 std::shared_ptr<opened> open_store(const ycsb::options& o) {
   auto store = std::make_shared<opened>();
   if (o.command == "load") {
@@ -121,10 +121,7 @@ int main(int argc, char** argv) {
                            " torn_page_protection=" + store->db->setting("torn_page_protection") +
                            " synchronous_commit=" + store->db->setting("synchronous_commit") +
                            " page_size=" + std::to_string(store->db->page_size());
-      auto make_worker = [store]() -> std::unique_ptr<ycsb::worker> {
-        return std::make_unique<tidemark_worker>(*store->db, store->table);
-      };
-      return std::make_pair(std::function<std::unique_ptr<ycsb::worker>()>(make_worker), config);
+      return ycsb::workers_of<tidemark_worker>(store, config);
     });
   } catch (const std::exception& e) {
     ycsb::die(e.what());

@@ -167,9 +167,6 @@ int main(int argc, char** argv) {
     std::string stated = std::string(wiredtiger_version(nullptr, nullptr, nullptr)) + "; " +
                          config +
                          "; key_format=u,value_format=u, uncompressed; a session per thread";
-    auto make_worker = [s]() -> std::unique_ptr<ycsb::worker> {
-      return std::make_unique<wiredtiger_worker>(*s);
-    };
-    return std::make_pair(std::function<std::unique_ptr<ycsb::worker>()>(make_worker), stated);
+    return ycsb::workers_of<wiredtiger_worker>(s, stated);
   });
 }

@@ -664,6 +664,16 @@ inline void emit(const char* system, const options& o, const run_result& r,
   }
 }
 
+/// What a driver's open_store returns: a function that makes a `Worker` on the store for
+/// each thread (and keeps the store alive), and the store's configuration as stated.
+using opened_store = std::pair<std::function<std::unique_ptr<worker>()>, std::string>;
+
+template <class Worker, class Store>
+opened_store workers_of(std::shared_ptr<Store> store, std::string config) {
+  return {[store]() -> std::unique_ptr<worker> { return std::make_unique<Worker>(*store); },
+          std::move(config)};
+}
+
 /// The whole of a driver's main: parses the command line, opens the store through
 /// `open_store(options)` (which returns a function making one worker per thread, with the
 /// store kept alive by it), and runs the command.
