@@ -281,7 +281,7 @@ struct options {
                "[--cache BYTES] [--set KEY=VALUE]... [--json FILE]\n"
                "       %s run    -D DIR --acks DIR -w A|B|C|E|F [-n RECORDS] [-t THREADS] "
                "[-T SECONDS] [--uniform] [--cache BYTES] [--json FILE]\n"
-               "       %s verify -D DIR --acks DIR [-n RECORDS] [--cache BYTES]\n",
+               "       %s verify -D DIR --acks DIR [-n RECORDS] [-t THREADS] [--cache BYTES]\n",
                prog, prog, prog);
   std::exit(2);
 }
