@@ -49,6 +49,7 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <unordered_map>
 #include <vector>
 
 namespace ycsb {
@@ -335,21 +336,17 @@ inline options parse(int argc, char** argv) {
 /// What one thread measured.
 struct thread_result {
   std::uint64_t ops = 0, retries = 0, scanned = 0;
-  std::uint64_t counts[5] = {0, 0, 0, 0, 0}; // by op
   histogram reads, writes;
 };
 
 struct run_result {
   std::uint64_t ops = 0, retries = 0, scanned = 0;
-  std::uint64_t counts[5] = {0, 0, 0, 0, 0};
   double seconds = 0;
   histogram reads, writes;
   void add(const thread_result& t) {
     ops += t.ops;
     retries += t.retries;
     scanned += t.scanned;
-    for (int i = 0; i < 5; ++i)
-      counts[i] += t.counts[i];
     reads.merge(t.reads);
     writes.merge(t.writes);
   }
@@ -419,7 +416,6 @@ run_result load(const options& o, MakeWorker make_worker) {
         std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - started)
           .count()));
       results[t].ops += batch.size();
-      results[t].counts[int(op::insert)] += batch.size();
     }
   });
   for (const thread_result& t : results)
@@ -507,7 +503,6 @@ run_result run(const options& o, MakeWorker make_worker) {
       if (wrote)
         acks.add({record, sequence++, started_ns, now_ns()});
       ++res.ops;
-      ++res.counts[int(kind)];
     }
   };
   run_result r;
@@ -521,8 +516,8 @@ run_result run(const options& o, MakeWorker make_worker) {
 /// latest start of an acknowledged write.
 struct acknowledged {
   std::uint64_t load_end_ns = 0;
-  std::map<std::uint32_t, std::vector<std::uint64_t>> acked_ns;      // writer -> [sequence]
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> latest_start; // (record, ns), sorted
+  std::map<std::uint32_t, std::vector<std::uint64_t>> acked_ns;  // writer -> [sequence]
+  std::unordered_map<std::uint64_t, std::uint64_t> latest_start; // record -> ns
   std::uint64_t writes = 0, max_record = 0;
 
   /// When the write that stored `h` was acknowledged (never, for one still in flight).
@@ -534,9 +529,8 @@ struct acknowledged {
                                                                   : UINT64_MAX;
   }
   std::uint64_t latest_start_of(std::uint64_t record) const {
-    auto it = std::lower_bound(latest_start.begin(), latest_start.end(),
-                               std::make_pair(record, std::uint64_t(0)));
-    return it != latest_start.end() && it->first == record ? it->second : 0;
+    auto it = latest_start.find(record);
+    return it != latest_start.end() ? it->second : 0;
   }
 };
 
@@ -565,21 +559,14 @@ inline acknowledged read_acks(const options& o) {
       if (r.sequence != acked.size())
         die(std::string(entry->d_name) + " skips a sequence number");
       acked.push_back(r.acked_ns);
-      a.latest_start.emplace_back(r.record, r.started_ns);
+      std::uint64_t& latest = a.latest_start[r.record];
+      latest = std::max(latest, r.started_ns);
       a.max_record = std::max(a.max_record, r.record);
       ++a.writes;
     }
     std::fclose(log); // a torn last record (killed mid-write) is left out, as never acked
   }
   ::closedir(logs);
-  std::sort(a.latest_start.begin(), a.latest_start.end());
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> latest; // keep each record's last
-  for (const auto& e : a.latest_start)
-    if (latest.empty() || latest.back().first != e.first)
-      latest.push_back(e);
-    else
-      latest.back().second = std::max(latest.back().second, e.second);
-  a.latest_start.swap(latest);
   return a;
 }
 
