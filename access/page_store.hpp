@@ -24,6 +24,7 @@
 //    marked committed in the commit-status log before log_change() returns.
 #pragma once
 
+#include "access/commit_gate.hpp"
 #include "access/operation_epochs.hpp"
 #include "access/page_changes.hpp"
 #include "storage/relation_files.hpp"
@@ -156,6 +157,8 @@ public:
 
   /// Every tree operation runs in a section of these (operation_epochs.hpp).
   operation_epochs& epochs() { return epochs_; }
+  /// Every attempt of a table commit passes it (commit_gate.hpp).
+  access::commit_gate& commit_gate() { return commit_gate_; }
   /// A leaf was unlinked from its tree just now: its block goes on the free list, but is
   /// not given out again while an operation that may hold its number is in progress.
   void note_unlinked(page_id id);
@@ -176,6 +179,7 @@ protected:
 
 private:
   operation_epochs epochs_;
+  access::commit_gate commit_gate_;
   std::mutex unlinked_mutex_;
   std::map<page_id, std::uint64_t> unlinked_; // block -> the epoch it was unlinked in
   std::uint64_t changes_began_ = 0;

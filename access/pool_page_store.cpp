@@ -46,12 +46,13 @@ bool pool_page_store::draw_reserved() {
   return true;
 }
 
-// A quarter of the pool, so that several commits hold theirs at once with buffers left to
-// read into; at least 8 pages (a pool has 16 or more), so small pools still take the
-// commits of a few keys. Any limit up to the pool's size is safe: pins are reserved all at
-// once and never beyond the pool, so a pinned buffer never waits for another.
+// A quarter of the pins the pool gives out (its size, up to buffer_pool::max_pins), so that
+// several commits hold theirs at once with buffers left to read into; at least 8 pages (a
+// pool has 16 or more), so small pools still take the commits of a few keys. Any limit up
+// to the pin capacity is safe: pins are reserved all at once and never beyond it, so a
+// pinned buffer never waits for another.
 std::size_t pool_page_store::max_latched_pages() const {
-  return std::max<std::size_t>(pool_.size() / 4, 8);
+  return std::max<std::size_t>(pool_.pin_capacity() / 4, 8);
 }
 
 void pool_page_store::reserve_latches(std::size_t count) {
@@ -172,6 +173,10 @@ void pool_page_store::encode(storage::record_builder& record, const std::vector<
   record.finish();
 }
 
+namespace {
+constexpr std::size_t kept_record_bytes = std::size_t(32) << 20; // a session's builder keeps
+} // namespace
+
 lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages, storage::xid_t xid) {
   if (wal_ == nullptr)
     throw tidemark::usage_error("the database is open read-only: a table may not change");
@@ -180,7 +185,19 @@ lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages, storage
   for (const logged_page& page : pages)
     TIDEMARK_CHECK(page.page->mode() == latch_mode::exclusive,
                    "a logged page is latched exclusively by the caller");
-  storage::record_builder record;
+  // The thread's builder, reused: a commit's record (megabytes for a large one) would
+  // otherwise be new memory every time, each page of it a fault.
+  thread_local storage::record_builder record;
+  thread_local bool building = false;
+  TIDEMARK_CHECK(!building, "log_change is not called again while it builds a record");
+  struct in_use {
+    storage::record_builder& record;
+    bool& building;
+    ~in_use() {
+      record.shrink_to(kept_record_bytes);
+      building = false;
+    }
+  } use{record, building = true};
   storage::wal_log::commit_hold hold;
   std::optional<storage::lsn_range> position;
   try {

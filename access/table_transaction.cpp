@@ -67,6 +67,7 @@ void table_transaction::abort() {
   newest_seen_ = 0;
   extra_latches_ = 0;
   emptied_.clear();
+  located_.clear();
   active_ = false;
 }
 
@@ -325,7 +326,15 @@ lsn_t table_transaction::commit() {
   lsn_t end = 0;
   try {
     operation_epochs::section section(store_.epochs());
-    while (try_commit(&end) == attempt::again) {
+    std::optional<commit_gate::alone> alone; // closed after alone_after failed attempts
+    for (last_attempts_ = 1;; ++last_attempts_) {
+      if (last_attempts_ == commit_gate::alone_after + 1)
+        alone.emplace(store_.commit_gate());
+      std::optional<commit_gate::attempt_pass> pass;
+      if (!alone)
+        pass.emplace(store_.commit_gate());
+      if (try_commit(&end) == attempt::done)
+        break;
     }
     for (const auto& [table, key] : emptied_) // structure changes of their own, after it
       tree(store_, table).remove_empty_leaf(key);
@@ -379,12 +388,13 @@ void table_transaction::check_latch_limit(std::size_t pages) const {
 table_transaction::attempt table_transaction::latch_leaves(
   std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
   std::map<page_id, std::size_t>& index, latch_reservation& reserved) {
-  std::map<table_key, page_id> located;
   std::map<page_id, latch_mode> wanted;
   auto locate = [&](const table_key& k, latch_mode mode) {
-    page_id id = tree(store_, k.table).latch_leaf(k.key, latch_mode::shared).id();
-    located[k] = id;
-    auto [entry, added] = wanted.emplace(id, mode);
+    auto known = located_.find(k); // found by an earlier attempt, and covering it then
+    if (known == located_.end())
+      known =
+        located_.emplace(k, tree(store_, k.table).latch_leaf(k.key, latch_mode::shared).id()).first;
+    auto [entry, added] = wanted.emplace(known->second, mode);
     if (!added && mode == latch_mode::exclusive)
       entry->second = mode;
   };
@@ -406,13 +416,20 @@ table_transaction::attempt table_transaction::latch_leaves(
     index[id] = leaves.size();
     leaves.push_back({id, mode, store_.latch(id, mode), id.block == meta_block, {}, {}});
   }
-  for (const auto& [k, id] : located) {
-    node_view node(leaves[index[id]].guard.bytes(), store_.page_size());
-    if (!node.is_node() || !node.is_leaf() || !node.below_high_key(k.key)) {
-      leaves.clear(); // a split moved the key right: find the leaves again
-      return attempt::again;
+  bool moved = false;
+  for (auto at = located_.begin(); at != located_.end();) {
+    node_view node(leaves[index[at->second]].guard.bytes(), store_.page_size());
+    if (!node.is_node() || !node.is_leaf() || !node.below_high_key(at->first.key)) {
+      at = located_.erase(at); // a split moved the key right (or its leaf was unlinked)
+      moved = true;
+      continue;
     }
-    leaf_of[k] = index[id];
+    leaf_of[at->first] = index[at->second];
+    ++at;
+  }
+  if (moved) {
+    leaves.clear(); // find those keys' leaves again
+    return attempt::again;
   }
   if (!ranges_latched(leaves, index)) {
     leaves.clear(); // a range's leaves split since they were found
@@ -511,6 +528,7 @@ void table_transaction::conflict(std::vector<latched_leaf>& leaves, const std::s
 bool table_transaction::make_room(std::vector<latched_leaf>& leaves, latch_reservation& reserved) {
   std::size_t page_size = store_.page_size();
   std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
+  std::set<page_id> split;
   for (std::size_t i = 0; i < leaves.size(); ++i) {
     if (leaves[i].mode != latch_mode::exclusive || leaves[i].meta)
       continue;
@@ -529,11 +547,15 @@ bool table_transaction::make_room(std::vector<latched_leaf>& leaves, latch_reser
         items.push_back({k.key, footprint});
       }
     }
-    if (added > removed && !node.fits(added - removed))
+    if (added > removed && !node.fits(added - removed)) {
       too_full.emplace_back(leaves[i].id.rel, std::move(items));
+      split.insert(leaves[i].id);
+    }
   }
   if (too_full.empty())
     return false;
+  for (auto at = located_.begin(); at != located_.end();) // their keys may move: find them again
+    at = split.count(at->second) != 0 ? located_.erase(at) : std::next(at);
   leaves.clear();
   reserved.release(); // splits latch a few pages at a time, holding nothing else
   for (const auto& [table, items] : too_full)

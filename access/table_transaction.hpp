@@ -8,7 +8,8 @@
 // entries the range held (a count and an order-independent hash of keys and values, so
 // adjacent steps join into one range). commit() then:
 //   1. finds the leaf of every key it changes or read, and the leaves of every range it
-//      read (descents and right links, holding nothing);
+//      read (descents and right links, holding nothing); an attempt after the first keeps
+//      the leaves the last one found for keys they still covered;
 //   2. reserves room for all its latches (page_store::reserve_latches, holding nothing;
 //      usage_error past max_latched_pages), then latches those leaves in (relation,
 //      block) order, exclusively where it changes one, shared where it only reads; checks each key
@@ -35,6 +36,9 @@
 // no commit waits for room for a latch while it holds one.
 // Why no undo: nothing is applied before the record can be written; a split made for the
 // transaction is a structure change of its own and stays.
+// Why it ends: after commit_gate::alone_after failed attempts, the rest run with the gate
+// closed (commit_gate.hpp), so no other commit fills its leaves between its splits and its
+// next attempt.
 #pragma once
 
 #include "access/overflow.hpp"
@@ -99,6 +103,9 @@ public:
   /// store's max_record_bytes(). The transaction has ended whatever it throws.
   lsn_t commit();
   void abort();
+  /// The attempts the last commit() made (the first, and one more after each release:
+  /// room made, keys moved by splits, pages to add).
+  std::size_t last_commit_attempts() const { return last_attempts_; }
 
 private:
   struct table_key {
@@ -188,6 +195,12 @@ private:
   std::vector<rel_id> new_trees_;
   std::set<rel_id> meta_tables_;  // tables whose meta page the commit latches (chains)
   std::size_t extra_latches_ = 0; // pages beyond the leaves the last attempt found it needs
+  /// The leaf each key read or changed was found in: kept from one attempt to the next while
+  /// it still covers the key (the commit's operation_epochs section keeps the block from
+  /// being given out again, and a live leaf only loses keys to its right), so an attempt
+  /// after a split descends again only for the keys that moved.
+  std::map<table_key, page_id> located_;
+  std::size_t last_attempts_ = 0;
   std::vector<std::pair<rel_id, std::string>> emptied_; // a key of each leaf it emptied
 };
 

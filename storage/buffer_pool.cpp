@@ -29,6 +29,8 @@ constexpr std::uint32_t just_dirtied = 1u << 27;
 constexpr std::uint32_t in_supply = 1u << 28;
 constexpr std::uint32_t prefetched = 1u << 29; // read ahead by WAL prefetch, not yet pinned
 
+static_assert(buffer_pool::max_pins == pin_mask, "the pin count field holds every pin");
+
 std::uint32_t pins(std::uint32_t state) { return state & pin_mask; }
 std::uint32_t usage(std::uint32_t state) { return (state & usage_mask) >> usage_shift; }
 
@@ -55,15 +57,13 @@ buffer_pool::buffer_pool(std::size_t buffer_count, relation_files& files, bool c
   : buffer_count_(buffer_count), page_size_(files.page_size()), files_(files),
     checksums_(checksums), descriptors_(new descriptor[buffer_count]),
     partitions_(new partition_lock[partition_count]),
-    pins_available_(static_cast<std::int64_t>(buffer_count)), supply_(buffer_count),
-    supply_low_water_(std::max<std::size_t>(8, buffer_count / 32)) {
-  if (buffer_count < 16 || buffer_count > pin_mask)
-    throw std::invalid_argument("buffer pool needs 16 .. 262143 buffers");
-  void* memory = nullptr;
-  if (posix_memalign(&memory, 4096, buffer_count * page_size_) != 0)
-    throw std::bad_alloc();
-  frames_ = static_cast<unsigned char*>(memory);
-  std::memset(frames_, 0, buffer_count * page_size_);
+    pins_available_(static_cast<std::int64_t>(std::min<std::size_t>(buffer_count, pin_mask))),
+    supply_(buffer_count), supply_low_water_(std::max<std::size_t>(8, buffer_count / 32)) {
+  if (buffer_count < 16 || buffer_count > max_buffers)
+    throw std::invalid_argument("buffer pool needs 16 .. " + std::to_string(max_buffers) +
+                                " buffers");
+  frames_memory_ = std::make_unique<zeroed_memory>(buffer_count * page_size_);
+  frames_ = frames_memory_->data();
   std::size_t buckets = partition_count;
   while (buckets < buffer_count * 2)
     buckets *= 2;
@@ -71,7 +71,7 @@ buffer_pool::buffer_pool(std::size_t buffer_count, relation_files& files, bool c
   bucket_mask_ = buckets - 1;
 }
 
-buffer_pool::~buffer_pool() { std::free(frames_); }
+buffer_pool::~buffer_pool() = default;
 
 // ---- page table --------------------------------------------------------------------------
 
@@ -181,7 +181,7 @@ bool buffer_pool::try_reserve_pins(std::uint32_t count) {
 
 void buffer_pool::release_pins(std::uint32_t count) {
   std::int64_t before = pins_available_.fetch_add(count, std::memory_order_acq_rel);
-  TIDEMARK_CHECK(before + count <= static_cast<std::int64_t>(buffer_count_),
+  TIDEMARK_CHECK(before + count <= static_cast<std::int64_t>(pin_capacity()),
                  "release_pins gives back only pins reserve_pins reserved");
   waits_.wake(pins_key());
 }

@@ -22,6 +22,8 @@
 //    for): it passes that victim by.
 //  - Sessions reserve their pins up front (reserve_pins), so the pool never runs out of
 //    unpinned buffers however small it is: writers (bgwriter, checkpointer) pin nothing.
+//    At most pin_capacity() pins are held at once (the pool's size, and never more than
+//    the pin count field holds), so no buffer's pin count overflows however large the pool.
 //  - The victim supply (a lock-free queue the bgwriter fills with clean, reusable buffers)
 //    only suggests: a session takes a buffer from it only by the same checks, under the
 //    same CAS, as the clock sweep (unpinned, usage 0, clean, no I/O); stale entries are
@@ -36,9 +38,11 @@
 #include "storage/relation_files.hpp"
 #include "storage/types.hpp"
 #include "storage/wait_board.hpp"
+#include "storage/zeroed_memory.hpp"
 
 #include <boost/lockfree/queue.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -100,6 +104,8 @@ struct buffer_pool_counters {
 
 class buffer_pool {
 public:
+  static constexpr std::uint32_t max_pins = (1u << 18) - 1;        // the state word's pin count
+  static constexpr std::size_t max_buffers = std::size_t(1) << 30; // buffer ids and buckets
   buffer_pool(std::size_t buffer_count, relation_files& files, bool checksums);
   ~buffer_pool();
   buffer_pool(const buffer_pool&) = delete;
@@ -199,6 +205,8 @@ public:
   void clock_position(std::uint32_t* hand, std::uint64_t* passes) const;
 
   std::size_t size() const { return buffer_count_; }
+  /// How many pins may be held at once (reserve_pins never gives out more).
+  std::size_t pin_capacity() const { return std::min<std::size_t>(buffer_count_, max_pins); }
   std::size_t page_size() const { return page_size_; }
   buffer_pool_counters& counters() { return counters_; }
   relation_files& files() { return files_; }
@@ -241,7 +249,8 @@ private:
   std::atomic<bool> notify_allocation_{false};
   std::atomic<bool> stopped_{false}; // stop_waits()
 
-  unsigned char* frames_ = nullptr;
+  std::unique_ptr<zeroed_memory> frames_memory_;
+  unsigned char* frames_ = nullptr; // frames_memory_'s bytes
   std::unique_ptr<descriptor[]> descriptors_;
   std::vector<std::int32_t> bucket_heads_; // guarded by the bucket's partition lock
   std::unique_ptr<partition_lock[]> partitions_;

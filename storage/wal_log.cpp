@@ -81,7 +81,7 @@ wal_log::wal_log(io_engine& io, wal_options options, lsn_t insert_lsn, lsn_t pre
     throw std::invalid_argument("wal_log: buffer_size must be >= 64 KiB and a multiple of 8");
   if (insert_lsn % record_alignment != 0)
     throw std::invalid_argument("wal_log: insert_lsn must be 8-byte aligned");
-  buffer_.resize(options_.buffer_size);
+  buffer_ = std::make_unique<zeroed_memory>(options_.buffer_size);
   inserted_lsn_.store(insert_lsn);
   written_lsn_.store(insert_lsn);
   flushed_lsn_.store(insert_lsn);
@@ -129,18 +129,18 @@ std::optional<lsn_range> wal_log::insert(record_builder& record, lsn_t expected_
   TIDEMARK_CHECK(hold == nullptr || !hold->held(), "a commit inserts one record with its hold");
   std::size_t length = record.size();
   std::size_t aligned = aligned_record_size(length);
-  if (aligned > buffer_.size() || length > max_wal_record_bytes)
+  if (aligned > buffer_->size() || length > max_wal_record_bytes)
     throw std::length_error(
       "a WAL record of " + std::to_string(length) + " bytes is longer than " +
       (length > max_wal_record_bytes
          ? "any record may be (" + std::to_string(max_wal_record_bytes) + ")"
-         : "the WAL insert buffer (wal_buffers, " + std::to_string(buffer_.size()) + " bytes)"));
+         : "the WAL insert buffer (wal_buffers, " + std::to_string(buffer_->size()) + " bytes)"));
   std::unique_lock lock(insert_mutex_);
   check_usable();
   if (redo_lsn_.load(std::memory_order_relaxed) != expected_redo_lsn)
     return std::nullopt;
   lsn_t lsn = inserted_lsn_.load(std::memory_order_relaxed);
-  if (lsn + aligned - written_lsn_.load(std::memory_order_acquire) > buffer_.size())
+  if (lsn + aligned - written_lsn_.load(std::memory_order_acquire) > buffer_->size())
     make_room_locked();
   auto* bytes = reinterpret_cast<unsigned char*>(&record.header());
   seal_record(bytes, lsn, prev_lsn_, flushed_lsn_.load(std::memory_order_acquire),
@@ -170,9 +170,9 @@ void wal_log::append_received(lsn_t lsn, const void* data, std::size_t length) {
                         "received at " + std::to_string(lsn) + ", the log ends at " +
                           std::to_string(inserted_lsn_.load()));
   while (length > 0) {
-    std::size_t piece = std::min(length, buffer_.size() / 2);
+    std::size_t piece = std::min(length, buffer_->size() / 2);
     lsn_t at = inserted_lsn_.load(std::memory_order_relaxed);
-    if (at + piece - written_lsn_.load(std::memory_order_acquire) > buffer_.size())
+    if (at + piece - written_lsn_.load(std::memory_order_acquire) > buffer_->size())
       make_room_locked();
     copy_to_ring(at, bytes, piece);
     inserted_lsn_.store(at + piece, std::memory_order_release);
@@ -207,10 +207,10 @@ void wal_log::make_room_locked() {
 }
 
 void wal_log::copy_to_ring(lsn_t lsn, const void* data, std::size_t length) {
-  std::size_t at = lsn % buffer_.size();
-  std::size_t first = std::min(length, buffer_.size() - at);
-  std::memcpy(buffer_.data() + at, data, first);
-  std::memcpy(buffer_.data(), static_cast<const unsigned char*>(data) + first, length - first);
+  std::size_t at = lsn % buffer_->size();
+  std::size_t first = std::min(length, buffer_->size() - at);
+  std::memcpy(buffer_->data() + at, data, first);
+  std::memcpy(buffer_->data(), static_cast<const unsigned char*>(data) + first, length - first);
 }
 
 lsn_t wal_log::begin_redo_point() {
@@ -365,9 +365,9 @@ void wal_log::write_out_locked(lsn_t upto) {
   pieces_.clear();
   while (from < upto) {
     lsn_t start = segment_start(from);
-    std::size_t ring_at = from % buffer_.size();
-    lsn_t end = std::min({upto, start + options_.segment_size, from + (buffer_.size() - ring_at)});
-    pieces_.push_back({segment_fd(start), buffer_.data() + ring_at, end - from, from - start});
+    std::size_t ring_at = from % buffer_->size();
+    lsn_t end = std::min({upto, start + options_.segment_size, from + (buffer_->size() - ring_at)});
+    pieces_.push_back({segment_fd(start), buffer_->data() + ring_at, end - from, from - start});
     from = end;
   }
   io_.write_batch(pieces_.data(), pieces_.size());

@@ -28,10 +28,12 @@
 #include "storage/latency_buckets.hpp"
 #include "storage/sync_failure_latch.hpp"
 #include "storage/wal_record.hpp"
+#include "storage/zeroed_memory.hpp"
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -209,7 +211,7 @@ private:
 
   io_engine& io_;
   wal_options options_;
-  std::vector<unsigned char> buffer_; // ring: byte at lsn L lives at L % buffer_size
+  std::unique_ptr<zeroed_memory> buffer_; // ring: byte at lsn L lives at L % buffer_size
   std::mutex insert_mutex_;
   std::mutex flush_mutex_;
   std::mutex create_mutex_; // segment file creation; taken after flush_mutex_ when both

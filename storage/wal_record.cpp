@@ -147,6 +147,11 @@ void record_builder::reset(record_type type, xid_t xid) {
   payload_crc_ = 0;
 }
 
+void record_builder::shrink_to(std::size_t keep_bytes) {
+  if (bytes_.capacity() > keep_bytes)
+    std::vector<unsigned char>().swap(bytes_);
+}
+
 void record_builder::set_flags(std::uint8_t flags) { header().flags = flags; }
 
 void record_builder::begin_block(page_id id) {

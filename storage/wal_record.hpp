@@ -120,6 +120,9 @@ inline std::size_t max_record_length(std::size_t page_size) {
 class record_builder {
 public:
   void reset(record_type type, xid_t xid);
+  /// Frees the buffer when it grew past `keep_bytes` (a builder kept for reuse holds on to
+  /// no more than that between records).
+  void shrink_to(std::size_t keep_bytes);
   /// Sets record_header::flags (before finish()).
   void set_flags(std::uint8_t flags);
   void begin_block(page_id id);

@@ -1,6 +1,7 @@
 // Transactions over keyed tables (access/table_transaction.hpp) in a memory page store:
 // what a transaction sees, what a conflict leaves, transfers between accounts on four
-// threads keeping every total (serializability), a transaction that needs many splits, the
+// threads keeping every total (serializability), a transaction that needs many splits, large
+// commits racing for the same leaves (the commit gate), the
 // leaf limit refusing with nothing applied, and the commit records replayed as redo would.
 #include "access/table_transaction.hpp"
 #include "memory_page_store.hpp"
@@ -10,7 +11,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <future>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -204,6 +208,81 @@ TEST_CASE("one transaction inserting thousands of keys into an empty table split
   txn.commit();
   CHECK(check_tree(store, accounts) == "");
   CHECK(contents(store, accounts) == expected);
+}
+
+TEST_CASE("large commits racing on four threads for the same leaves each end within a few "
+          "attempts, the rest of them run alone") {
+  memory_page_store store(4096);
+  tree::create(store, accounts);
+  constexpr int threads = 4, commits = 12, keys = 300;
+  std::vector<std::map<std::string, std::string>> committed(threads);
+  std::vector<std::size_t> most_attempts(threads, 0);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      std::mt19937_64 random(static_cast<unsigned>(t) + 11);
+      table_transaction txn(store);
+      for (int c = 0; c < commits; ++c) {
+        txn.begin(static_cast<tidemark::storage::xid_t>(1 + t * commits + c));
+        std::map<std::string, std::string> batch;
+        for (int k = 0; k < keys; ++k) { // spread over the whole tree, as a hashed load is
+          std::string key = "k" + std::to_string(random() % 1000000) + "/" + std::to_string(t);
+          batch[key] = std::string(150 + random() % 100, char('a' + t));
+          txn.put(accounts, key, batch[key]);
+        }
+        txn.commit();
+        for (const auto& [key, value] : batch) // a later commit's value replaces an earlier one
+          committed[t][key] = value;
+        most_attempts[t] = std::max(most_attempts[t], txn.last_commit_attempts());
+      }
+    });
+  for (auto& w : workers)
+    w.join();
+  // Alone, a commit fails at most twice more: once to split the leaves too full for it,
+  // once to find the keys those splits moved.
+  for (int t = 0; t < threads; ++t)
+    CHECK(most_attempts[t] <= commit_gate::alone_after + 3);
+  std::map<std::string, std::string> expected;
+  for (const auto& part : committed)
+    expected.insert(part.begin(), part.end());
+  CHECK(check_tree(store, accounts) == "");
+  CHECK(contents(store, accounts) == expected);
+  MESSAGE("commits run alone: " << store.commit_gate().closed_count() << " of "
+                                << threads * commits);
+}
+
+TEST_CASE("the commit gate: a closer waits for the attempt in progress, and attempts wait for "
+          "it") {
+  commit_gate gate;
+  std::mutex mutex;
+  std::vector<std::string> events;
+  auto note = [&](const char* what) {
+    std::lock_guard lock(mutex);
+    events.push_back(what);
+  };
+  auto first = std::make_unique<commit_gate::attempt_pass>(gate);
+  std::promise<void> closing;
+  std::thread closer([&] {
+    std::thread later;
+    closing.set_value();
+    {
+      commit_gate::alone alone(gate);
+      note("closed");
+      later = std::thread([&] {
+        commit_gate::attempt_pass pass(gate);
+        note("later attempt");
+      });
+      note("opening");
+    }
+    later.join();
+  });
+  closing.get_future().wait();
+  note("first attempt ends");
+  first.reset();
+  closer.join();
+  CHECK(events ==
+        std::vector<std::string>{"first attempt ends", "closed", "opening", "later attempt"});
+  CHECK(gate.closed_count() == 1);
 }
 
 TEST_CASE("a transaction larger than one WAL record is refused with nothing applied") {

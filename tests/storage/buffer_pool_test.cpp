@@ -397,6 +397,28 @@ TEST_CASE("buffer pool: concurrent sessions on a tiny pool never lose an update"
   CHECK(writer.written.size() > 0); // evictions happened while sessions worked
 }
 
+TEST_CASE("buffer pool: a pool of more buffers than a pin count holds gives out at most that "
+          "many pins") {
+  constexpr std::size_t small_page = 256; // keeps the frames of 2^18 buffers small
+  test::temp_dir dir;
+  std::unique_ptr<io_engine> io = make_io_engine(io_method::sync);
+  relation_files files{*io, dir.path(), small_page, 64 * small_page};
+  buffer_pool pool(buffer_pool::max_pins + 2, files, false);
+  CHECK(pool.pin_capacity() == buffer_pool::max_pins);
+  REQUIRE(pool.try_reserve_pins(buffer_pool::max_pins));
+  CHECK_FALSE(pool.try_reserve_pins(1));
+  // Every pin on one buffer: its count reaches the field's limit and comes back intact.
+  std::vector<buffer_id> pinned;
+  for (std::uint32_t i = 0; i < buffer_pool::max_pins; ++i)
+    pinned.push_back(pool.pin({1, 0}));
+  CHECK(pinned.front() == pinned.back());
+  for (buffer_id b : pinned)
+    pool.unpin(b);
+  pool.release_pins(buffer_pool::max_pins);
+  CHECK(pool.is_reusable(pinned.front()) == false); // used: its usage count is up
+  CHECK(pool.try_reserve_pins(buffer_pool::max_pins));
+}
+
 TEST_CASE("buffer pool: a write started on a page dirtied again keeps it dirty") {
   pool_fixture f;
   buffer_pool pool(16, f.files, true);
