@@ -23,9 +23,9 @@
 # retries after conflicts; bytes written to the device per operation (/proc/diskstats of
 # the device holding the work directory: everything written on the machine meanwhile);
 # fsync and fdatasync calls per write (perf stat of the driver's system calls).
-# Once per system (cached size): the crash check. Workload A runs until at least 2 000
-# writes are acknowledged, the driver is killed with SIGKILL, and `verify` opens the store
-# (its recovery) and checks every acknowledged write.
+# Once per system (cached size): the crash check, on a store of at most 100 000 records.
+# Workload A runs until at least 2 000 writes are acknowledged, the driver is killed with
+# SIGKILL, and `verify` opens the store (its recovery) and checks every acknowledged write.
 # Writes OUT/ycsb.md (tables), OUT/ycsb.json, OUT/ycsb-<size>-<workload>.svg (ops/s per
 # system; gnuplot, installed from Debian when missing) and keeps each phase's JSON line in
 # OUT/rows.jsonl. Installs the peers' Debian packages and perf when missing.
@@ -254,14 +254,15 @@ for size in $sizes; do
 done
 
 if [ "$crash" = 1 ]; then
+  crash_records=$((records < 100000 ? records : 100000)) # enough to kill mid-workload
   for system in $systems; do
     log "crash check, $system: load, workload A killed after 2 000 acknowledged writes, verify"
     dir=$work/data-$system-crash acks=$work/acks-$system-crash
     mkdir -p "$acks"
     bin=$work/bin/$(driver_of "$system")
-    "$bin" load -D "$dir" --acks "$acks" -n "$records" -t "$threads" --cache "$cached_cache_bytes" \
+    "$bin" load -D "$dir" --acks "$acks" -n "$crash_records" -t "$threads" --cache "$cached_cache_bytes" \
       $(settings_of "$system") > /dev/null 2> "$work/logs/crash-$system-load.log"
-    "$bin" run -D "$dir" --acks "$acks" -n "$records" -t "$threads" -w A -T 600 \
+    "$bin" run -D "$dir" --acks "$acks" -n "$crash_records" -t "$threads" -w A -T 600 \
       --cache "$cached_cache_bytes" > /dev/null 2> "$work/logs/crash-$system-run.log" &
     pid=$!
     until [ "$(cat "$acks"/acks-* 2>/dev/null | wc -c)" -ge $((2000 * 32)) ]; do
@@ -270,7 +271,7 @@ if [ "$crash" = 1 ]; then
     done
     kill -9 "$pid"
     wait "$pid" 2>/dev/null || true
-    "$bin" verify -D "$dir" --acks "$acks" -n "$records" -t "$threads" --cache "$cached_cache_bytes" \
+    "$bin" verify -D "$dir" --acks "$acks" -n "$crash_records" -t "$threads" --cache "$cached_cache_bytes" \
       > "$work/logs/crash-$system-verify.out" 2> "$work/logs/crash-$system-verify.log" || true
     python3 - "$work/logs/crash-$system-verify.out" "$system" >> "$work/rows.jsonl" <<'EOF'
 import json, sys

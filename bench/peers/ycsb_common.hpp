@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -97,12 +98,24 @@ struct value_header {
 
 /// Parses a value's header; nothing if it has none.
 inline std::optional<value_header> parse_value(const std::string& value) {
-  unsigned long long i = 0, s = 0;
-  unsigned w = 0;
-  if (value.size() != value_bytes ||
-      std::sscanf(value.c_str(), "i=%llu w=%u s=%llu", &i, &w, &s) != 3)
+  if (value.size() != value_bytes)
     return std::nullopt;
-  return value_header{i, s, w};
+  const char* at = value.data();
+  const char* end = value.data() + header_bytes;
+  // "i=<record> w=<writer> s=<sequence>" (from_chars: no locale, no copy, as cheap as a
+  // read of the value should stay for the stores being measured)
+  auto field = [&](const char* name, auto* out) {
+    std::size_t length = std::strlen(name);
+    if (std::size_t(end - at) < length || std::memcmp(at, name, length) != 0)
+      return false;
+    auto [next, error] = std::from_chars(at + length, end, *out);
+    at = next;
+    return error == std::errc();
+  };
+  value_header h;
+  if (!field("i=", &h.record) || !field(" w=", &h.writer) || !field(" s=", &h.sequence))
+    return std::nullopt;
+  return h;
 }
 
 /// Checks a value read under `key`: its header must name a record whose key is `key`.
