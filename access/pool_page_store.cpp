@@ -174,7 +174,8 @@ void pool_page_store::encode(storage::record_builder& record, const std::vector<
 }
 
 namespace {
-constexpr std::size_t kept_record_bytes = std::size_t(32) << 20; // a session's builder keeps
+// The most a session's record builder keeps between records (a larger one is freed).
+constexpr std::size_t kept_record_bytes = std::size_t(32) << 20;
 } // namespace
 
 lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages, storage::xid_t xid) {

@@ -35,7 +35,9 @@
 #            [--sizes "cached beyond"] [--cached-cache 2GB] [--limit 256MB] [--no-crash]
 #            [--quick] [--build DIR] [--out DIR] [--keep]
 #   defaults: -n 1000000 -t 8 -T 20, all workloads, systems and sizes, --cached-cache 2GB,
-#   --limit 256MB (the data is about 1.2 GB: 4.7 x); about 55 minutes on 2 cores.
+#   --limit 256MB (the data is about 1.2 GB: 4.7 x). The cached size takes about 25 minutes
+#   on 2 cores; beyond memory, Berkeley DB's, LMDB's and SQLite's loads take the whole run
+#   past an hour (Berkeley DB's load alone took 9 minutes).
 #   --quick: -n 50000 -T 1 --cached-cache 128MB --limit 256MB, about 5 minutes. It checks
 #   the harness, not the stores: its "beyond" data (about 60 MB) fits the limit, since a
 #   smaller limit leaves too little for the stores' own memory (WAL buffers, memtables,
