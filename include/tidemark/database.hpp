@@ -147,8 +147,9 @@ public:
   /// Every table, by name. Throws: usage_error (closed).
   std::vector<table_info> tables();
   /// The most pages a commit of a table transaction may hold at once: a quarter of the
-  /// buffer pool (at most 65 535 pages), and at least 8. A transaction whose commit would need more (its leaves,
-  /// the overflow pages of its large values) is refused (see session::commit).
+  /// buffer pool (at most 65 535 pages), and at least 8. A transaction whose commit would
+  /// need more (its leaves, the overflow pages of its large values) is refused (see
+  /// session::commit).
   std::size_t max_commit_pages() const;
   /// Runs an immediate checkpoint and waits for it. Throws: usage_error (closed, open
   /// read-only, a standby, or called from an observer or log callback),
