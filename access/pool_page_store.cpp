@@ -173,11 +173,6 @@ void pool_page_store::encode(storage::record_builder& record, const std::vector<
   record.finish();
 }
 
-namespace {
-// The most a session's record builder keeps between records (a larger one is freed).
-constexpr std::size_t kept_record_bytes = std::size_t(32) << 20;
-} // namespace
-
 lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages, storage::xid_t xid) {
   if (wal_ == nullptr)
     throw tidemark::usage_error("the database is open read-only: a table may not change");
@@ -187,18 +182,21 @@ lsn_t pool_page_store::log_change(const std::vector<logged_page>& pages, storage
     TIDEMARK_CHECK(page.page->mode() == latch_mode::exclusive,
                    "a logged page is latched exclusively by the caller");
   // The thread's builder, reused: a commit's record (megabytes for a large one) would
-  // otherwise be new memory every time, each page of it a fault.
+  // otherwise be new memory every time, each page of it a fault. Between records it keeps
+  // at most a sixteenth of the longest record (of wal_buffers), so sessions hold little
+  // memory beside a small pool.
   thread_local storage::record_builder record;
   thread_local bool building = false;
   TIDEMARK_CHECK(!building, "log_change is not called again while it builds a record");
-  struct in_use {
+  building = true;
+  struct done_building {
     storage::record_builder& record;
-    bool& building;
-    ~in_use() {
-      record.shrink_to(kept_record_bytes);
+    std::size_t keep;
+    ~done_building() {
+      record.shrink_to(keep);
       building = false;
     }
-  } use{record, building = true};
+  } done{record, max_record_bytes() / 16};
   storage::wal_log::commit_hold hold;
   std::optional<storage::lsn_range> position;
   try {

@@ -16,7 +16,7 @@ namespace tidemark::storage {
 
 namespace {
 
-constexpr std::uint32_t pin_mask = (1u << 18) - 1;
+constexpr std::uint32_t pin_mask = buffer_pool::max_pins; // bits 0..17
 constexpr std::uint32_t usage_shift = 18;
 constexpr std::uint32_t usage_mask = 0xFu << usage_shift;
 constexpr std::uint32_t usage_max = 5;
@@ -28,8 +28,6 @@ constexpr std::uint32_t io_in_progress = 1u << 26;
 constexpr std::uint32_t just_dirtied = 1u << 27;
 constexpr std::uint32_t in_supply = 1u << 28;
 constexpr std::uint32_t prefetched = 1u << 29; // read ahead by WAL prefetch, not yet pinned
-
-static_assert(buffer_pool::max_pins == pin_mask, "the pin count field holds every pin");
 
 std::uint32_t pins(std::uint32_t state) { return state & pin_mask; }
 std::uint32_t usage(std::uint32_t state) { return (state & usage_mask) >> usage_shift; }
@@ -57,7 +55,7 @@ buffer_pool::buffer_pool(std::size_t buffer_count, relation_files& files, bool c
   : buffer_count_(buffer_count), page_size_(files.page_size()), files_(files),
     checksums_(checksums), descriptors_(new descriptor[buffer_count]),
     partitions_(new partition_lock[partition_count]),
-    pins_available_(static_cast<std::int64_t>(std::min<std::size_t>(buffer_count, pin_mask))),
+    pins_available_(static_cast<std::int64_t>(std::min<std::size_t>(buffer_count, max_pins))),
     supply_(buffer_count), supply_low_water_(std::max<std::size_t>(8, buffer_count / 32)) {
   if (buffer_count < 16 || buffer_count > max_buffers)
     throw std::invalid_argument("buffer pool needs 16 .. " + std::to_string(max_buffers) +
