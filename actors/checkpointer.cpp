@@ -247,6 +247,15 @@ void write_step(checkpointer_pointer self) {
 
 // ---- SYNC and FINISH -------------------------------------------------------------------------
 
+// C2: only after the control file moved on, and not what a standby still needs. Segments
+// are recycled up to max_wal_size past the redo point (as PostgreSQL does), so the WAL of
+// the next cycle is written into recycled files rather than freshly zero-filled ones.
+void remove_old_wal(context& ctx, storage::lsn_t redo) {
+  ctx.store.wal->remove_segments_before(std::min(redo, ctx.sender.keep_from.load()),
+                                        redo + ctx.config.max_wal_size);
+  trace(ctx, actor_role::checkpointer, trace_type::wal_recycled, redo);
+}
+
 storage::lsn_t write_checkpoint_record(context& ctx, const checkpoint_run& run) {
   storage::checkpoint_payload payload{};
   payload.redo_lsn = run.redo;
@@ -275,9 +284,7 @@ storage::lsn_t write_checkpoint_record(context& ctx, const checkpoint_run& run) 
   storage::write_control_file(*ctx.store.io, ctx.data_dir, control);
   ctx.set_control(control);
   trace(ctx, actor_role::checkpointer, trace_type::control_file_written, position->start, run.redo);
-  // C2: only now that the control file moved on, and not what a standby still needs
-  ctx.store.wal->remove_segments_before(std::min(run.redo, ctx.sender.keep_from.load()));
-  trace(ctx, actor_role::checkpointer, trace_type::wal_recycled, run.redo);
+  remove_old_wal(ctx, run.redo);
   return position->start;
 }
 
@@ -295,8 +302,7 @@ storage::lsn_t write_restartpoint(context& ctx, const checkpoint_run& run) {
   ctx.standby.restart_redo.store(run.redo);
   trace(ctx, actor_role::checkpointer, trace_type::control_file_written, control.checkpoint_lsn,
         run.redo);
-  ctx.store.wal->remove_segments_before(std::min(run.redo, ctx.sender.keep_from.load()));
-  trace(ctx, actor_role::checkpointer, trace_type::wal_recycled, run.redo);
+  remove_old_wal(ctx, run.redo);
   return control.checkpoint_lsn;
 }
 

@@ -35,7 +35,7 @@ namespace tidemark::storage {
 namespace {
 
 constexpr std::size_t zero_piece_size = 256u << 10;
-constexpr std::size_t future_segments_max = 4;
+constexpr std::size_t future_segments_min = 4; // recycled whatever recycle_through says
 constexpr unsigned char zero_padding[record_alignment] = {};
 
 const std::vector<unsigned char>& zero_piece() {
@@ -452,7 +452,7 @@ void wal_log::close_segment(lsn_t start) {
 
 // ---- segment removal and recycling (C2) ---------------------------------------------------
 
-void wal_log::remove_segments_before(lsn_t lsn) {
+void wal_log::remove_segments_before(lsn_t lsn, lsn_t recycle_through) {
   lsn_t limit;
   {
     // Only to read a consistent flushed LSN and close the fds: the renames, unlinks and the
@@ -479,7 +479,7 @@ void wal_log::remove_segments_before(lsn_t lsn) {
   for (lsn_t start : existing) {
     if (start + options_.segment_size > limit)
       break;
-    remove_segment(start, highest, future_count);
+    remove_segment(start, highest, future_count, recycle_through);
     changed = true;
   }
   if (changed)
@@ -489,9 +489,11 @@ void wal_log::remove_segments_before(lsn_t lsn) {
 // Renames the segment to the next future segment name, or unlinks it when enough future
 // segments exist. Its stale records are harmless there: each carries its own lsn. An fd
 // a running sync still holds outlives the name.
-void wal_log::remove_segment(lsn_t start, lsn_t& highest, std::size_t& future_count) {
-  if (future_count < future_segments_max) {
-    highest += options_.segment_size;
+void wal_log::remove_segment(lsn_t start, lsn_t& highest, std::size_t& future_count,
+                             lsn_t recycle_through) {
+  lsn_t next = highest + options_.segment_size;
+  if (future_count < future_segments_min || next + options_.segment_size <= recycle_through) {
+    highest = next;
     io_.rename(segment_path(start), segment_path(highest));
     ++future_count;
   } else {

@@ -169,8 +169,12 @@ public:
   /// and so does every later wait that is not already satisfied.
   void stop_waiters(const std::string& why);
 
-  /// Removes (or recycles as future segments) every segment wholly before `lsn`'s segment.
-  void remove_segments_before(lsn_t lsn);
+  /// Removes every segment wholly before `lsn`'s segment. Each is recycled (renamed to a
+  /// future segment, so that writing there later needs no zero-fill) while the future
+  /// segment's end stays at or below `recycle_through` or fewer than four future segments
+  /// exist; the rest are unlinked. PostgreSQL's rule: the checkpointer passes its redo point
+  /// plus max_wal_size, so the directory stays near max_wal_size.
+  void remove_segments_before(lsn_t lsn, lsn_t recycle_through = 0);
 
   /// Creates (zero-filled, durable) the `count` segments after the one being inserted into,
   /// where missing, so that a flush never stalls creating one. Safe from any thread; meant
@@ -201,7 +205,8 @@ private:
   void create_segment_file(lsn_t segment_start);
   void write_zeros(int fd, std::uint64_t offset, std::uint64_t length);
   void close_segment(lsn_t segment_start);
-  void remove_segment(lsn_t segment_start, lsn_t& highest, std::size_t& future_count);
+  void remove_segment(lsn_t segment_start, lsn_t& highest, std::size_t& future_count,
+                      lsn_t recycle_through);
   // ---- helpers ----
   void check_usable() const;
   template <class Work>

@@ -12,6 +12,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <sys/stat.h>
 #include <thread>
 
 using namespace tidemark::storage;
@@ -149,7 +150,7 @@ TEST_CASE("wal_log: segments are created full-size and named by their start lsn"
   CHECK(wal.counters().fsyncs == 4); // one flush: one fdatasync per segment it wrote to
 }
 
-TEST_CASE("wal_log: remove_segments_before recycles up to four future segments, then unlinks") {
+TEST_CASE("wal_log: remove_segments_before recycles at least four future segments, then unlinks") {
   temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   wal_log wal(*io, small_options(dir.path()), 0, 0);
@@ -174,6 +175,37 @@ TEST_CASE("wal_log: remove_segments_before recycles up to four future segments, 
   insert_one(wal, builder, 1, 10);
   wal.remove_segments_before(wal.inserted_lsn() + 10 * small_segment);
   CHECK(wal_log::list_segments(dir.path()).front() == 7 * small_segment);
+}
+
+TEST_CASE("wal_log: remove_segments_before recycles future segments up to recycle_through") {
+  temp_dir dir;
+  auto io = make_io_engine(io_method::sync);
+  wal_log wal(*io, small_options(dir.path()), 0, 0);
+  record_builder builder;
+  while (wal.inserted_lsn() < 7 * small_segment + 100)
+    insert_one(wal, builder, 1, 5000);
+  wal.flush(wal.inserted_lsn());
+  REQUIRE(wal_log::list_segments(dir.path()).size() == 8);
+
+  // Segments 0..6 go; recycled names may end at 15 segments: 8..14 (seven future ones).
+  wal.remove_segments_before(7 * small_segment, 15 * small_segment);
+  std::vector<lsn_t> expected;
+  for (lsn_t i = 7; i <= 14; ++i)
+    expected.push_back(i * small_segment);
+  CHECK(wal_log::list_segments(dir.path()) == expected);
+
+  // A recycled segment is written into as it is: the same file, not a new zero-filled one.
+  auto inode_of = [&](lsn_t start) {
+    struct stat st {};
+    REQUIRE(::stat(segment_file(dir.path(), small_segment, start).c_str(), &st) == 0);
+    return st.st_ino;
+  };
+  ino_t recycled = inode_of(8 * small_segment);
+  while (wal.inserted_lsn() < 9 * small_segment + 100)
+    insert_one(wal, builder, 1, 5000);
+  wal.flush(wal.inserted_lsn());
+  CHECK(wal_log::list_segments(dir.path()) == expected);
+  CHECK(inode_of(8 * small_segment) == recycled);
 }
 
 // An engine whose directory fsyncs wait while the test holds the gate closed.
