@@ -218,21 +218,77 @@ void mark_deleted(page_edit& edit, std::uint32_t next_free) {
   edit.write_value(next_free_at, next_free);
 }
 
+// Packs the live items (the slots' and the high key's) against the end of the page, in the
+// order they lie: each moves up or stays, the highest first, so none is overwritten before
+// it moved. Logged as one move per item that moves, the slot array and the header fields.
 void compact_node(page_edit& edit) {
   node_view node(edit.bytes(), edit.page_size());
-  std::vector<node_item> items = node_items(node);
-  std::string high;
-  bool has_high = node.has_high_key();
-  if (has_high)
-    high = std::string(node.high_key());
-  build_node(edit, node.kind(), node.level(), items, has_high ? &high : nullptr, node.right(),
-             node.left());
+  std::size_t count = node.slot_count();
+  struct live_item {
+    std::size_t offset, length, slot; // slot == count: the high key
+  };
+  std::vector<live_item> live;
+  live.reserve(count + 1);
+  for (std::size_t slot = 0; slot < count; ++slot) {
+    item_view item = node.item(slot);
+    live.push_back({load<std::uint16_t>(edit.bytes(), slots_offset + slot_size * slot),
+                    item_length(item, item.key.size()), slot});
+  }
+  if (node.has_high_key()) {
+    std::size_t at = load<std::uint16_t>(edit.bytes(), high_key_at);
+    live.push_back({at, item_header_size + node.high_key().size(), count});
+  }
+  std::sort(live.begin(), live.end(),
+            [](const live_item& a, const live_item& b) { return a.offset > b.offset; });
+  std::vector<std::uint16_t> slots(count);
+  std::uint16_t fields[4] = {static_cast<std::uint16_t>(count), 0, 0,
+                             0}; // count, upper, dead, high
+  std::size_t upper = edit.page_size();
+  for (const live_item& item : live) {
+    upper -= item.length;
+    TIDEMARK_CHECK(upper >= item.offset && upper >= lower_of(count),
+                   "a compaction moves each item up, clear of the slots");
+    edit.move(upper, item.offset, item.length);
+    (item.slot == count ? fields[3] : slots[item.slot]) = static_cast<std::uint16_t>(upper);
+  }
+  fields[1] = static_cast<std::uint16_t>(upper);
+  if (count > 0)
+    edit.write(slots_offset, slots.data(), slot_size * count);
+  edit.write(slot_count_at, fields, sizeof fields); // slot_count, upper, dead, high_key: adjacent
+}
+
+void truncate_node(page_edit& edit, std::size_t keep, const std::string& high_key,
+                   std::uint32_t right) {
+  node_view node(edit.bytes(), edit.page_size());
+  std::size_t count = node.slot_count();
+  TIDEMARK_CHECK(keep <= count, "a node keeps at most the items it has");
+  auto dead = static_cast<std::size_t>(load<std::uint16_t>(edit.bytes(), dead_at));
+  for (std::size_t slot = keep; slot < count; ++slot)
+    dead += item_length(node.item(slot), node.item(slot).key.size());
+  if (node.has_high_key())
+    dead += item_header_size + node.high_key().size();
+  std::uint16_t fields[4] = {static_cast<std::uint16_t>(keep),
+                             load<std::uint16_t>(edit.bytes(), upper_at),
+                             static_cast<std::uint16_t>(dead), 0}; // count, upper, dead, high
+  edit.write(slot_count_at, fields, sizeof fields);
+  compact_node(edit);
+  std::size_t upper =
+    load<std::uint16_t>(edit.bytes(), upper_at) - item_header_size - high_key.size();
+  TIDEMARK_CHECK(upper >= lower_of(keep), "a node's first items leave room for its high key");
+  std::vector<unsigned char> scratch;
+  write_item(edit, upper, high_key, 0, 0, {}, scratch);
+  fields[0] = static_cast<std::uint16_t>(upper); // upper, dead, high_key
+  fields[1] = 0;
+  fields[2] = static_cast<std::uint16_t>(upper);
+  edit.write(upper_at, fields, 3 * sizeof(std::uint16_t));
+  set_right(edit, right);
 }
 
 void build_node(page_edit& edit, node_kind kind, std::uint16_t level,
                 const std::vector<node_item>& items, const std::string* high_key,
                 std::uint32_t right, std::uint32_t left) {
-  // Built in a private image, then written as one op: header, slots and items.
+  // Built in a private image, then written as two ops: header and slots, and the items.
+  // The free space between them is not written: nothing reads it.
   std::size_t page_size = edit.page_size();
   std::vector<unsigned char> image(edit.bytes(), edit.bytes() + page_size);
   std::fill(image.begin() + node_header_offset, image.end(), 0);
@@ -255,7 +311,9 @@ void build_node(page_edit& edit, node_kind kind, std::uint16_t level,
   }
   build.write_value(slot_count_at, static_cast<std::uint16_t>(items.size()));
   build.write_value(upper_at, static_cast<std::uint16_t>(upper));
-  edit.write(node_header_offset, image.data() + node_header_offset, page_size - node_header_offset);
+  std::size_t lower = lower_of(items.size());
+  edit.write(node_header_offset, image.data() + node_header_offset, lower - node_header_offset);
+  edit.write(upper, image.data() + upper, page_size - upper);
 }
 
 std::vector<node_item> node_items(const node_view& node) {

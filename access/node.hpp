@@ -167,10 +167,16 @@ void set_left(page_edit& edit, std::uint32_t block);
 void set_child(page_edit& edit, std::size_t slot, std::uint32_t block);
 /// Turns an empty leaf into a deleted node that links to `next_free` on the free list.
 void mark_deleted(page_edit& edit, std::uint32_t next_free);
-/// Rewrites the item area without dead bytes (same slots, same high key).
+/// Rewrites the item area without dead bytes (same slots, same high key), logged as moves.
 void compact_node(page_edit& edit);
+/// Keeps the node's first `keep` items only, with `high_key` as its high key and `right` as
+/// its right sibling, compacted: the left half of a leaf's split, made in place and logged
+/// in a few dozen bytes. The kept items and the high key must fit (choose_split).
+void truncate_node(page_edit& edit, std::size_t keep, const std::string& high_key,
+                   std::uint32_t right);
 /// Rewrites the whole node: `items` in order, the high key (none when `high_key` is null),
-/// siblings. Used for both halves of a split, built in private pages.
+/// siblings. Used for a split's new right node, an inner node's split and new roots. The
+/// bytes between the slots and the items are left as they were (nothing reads them).
 void build_node(page_edit& edit, node_kind kind, std::uint16_t level,
                 const std::vector<node_item>& items, const std::string* high_key,
                 std::uint32_t right, std::uint32_t left);

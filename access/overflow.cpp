@@ -161,7 +161,7 @@ std::pair<page_guard*, page_changes*> page_allocator::hold(page_guard page) {
 std::pair<page_guard*, page_changes*> page_allocator::take_page() {
   block_id head = free_head();
   if (head == 0 || !store_.reusable({rel_, head}))
-    return hold(store_.latch({rel_, store_.new_block(rel_)}, latch_mode::exclusive));
+    return hold(store_.latch_new_block(rel_));
   std::pair<page_guard*, page_changes*> page{nullptr, nullptr};
   for (std::size_t i = 0; i < pages_.size() && page.first == nullptr; ++i)
     if (pages_[i].id().block == head)

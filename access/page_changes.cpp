@@ -27,6 +27,20 @@ void page_changes::record_write(std::size_t offset, const void* bytes, std::size
   }
 }
 
+void page_changes::record_move(std::size_t offset, std::size_t source, std::size_t count) {
+  TIDEMARK_CHECK(offset + count <= 0xFFFF + 1 && source + count <= 0xFFFF + 1,
+                 "a move's offsets fit 16 bits");
+  auto op_offset = static_cast<std::uint16_t>(offset);
+  auto op_length = static_cast<std::uint16_t>(sizeof(storage::move_op));
+  storage::move_op move{static_cast<std::uint16_t>(source), static_cast<std::uint16_t>(count)};
+  std::size_t at = ops_.size();
+  ops_.resize(at + storage::op_header_size + sizeof move);
+  ops_[at] = static_cast<unsigned char>(storage::op_kind::move_bytes);
+  std::memcpy(&ops_[at + 1], &op_offset, sizeof op_offset);
+  std::memcpy(&ops_[at + 3], &op_length, sizeof op_length);
+  std::memcpy(&ops_[at + storage::op_header_size], &move, sizeof move);
+}
+
 void page_changes::collapse(const void* page, std::size_t page_size) {
   std::size_t whole = storage::op_header_size + page_size - storage::page_header_size;
   if (ops_.size() <= whole)
@@ -44,6 +58,20 @@ void page_edit::write(std::size_t offset, const void* bytes, std::size_t length)
   if (log_ != nullptr) // first: `bytes` may lie in the page itself
     log_->record_write(offset, bytes, length);
   std::memmove(page_ + offset, bytes, length);
+}
+
+void page_edit::move(std::size_t offset, std::size_t source, std::size_t count) {
+  TIDEMARK_CHECK_DETAIL(offset >= storage::page_header_size &&
+                          source >= storage::page_header_size && offset + count <= page_size_ &&
+                          source + count <= page_size_,
+                        "the access layer moves bytes only past the page header, inside the page",
+                        "from " + std::to_string(source) + " to " + std::to_string(offset) +
+                          " count " + std::to_string(count));
+  if (count == 0 || offset == source)
+    return;
+  if (log_ != nullptr)
+    log_->record_move(offset, source, count);
+  std::memmove(page_ + offset, page_ + source, count);
 }
 
 } // namespace tidemark::access

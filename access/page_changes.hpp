@@ -1,8 +1,8 @@
 // How the access layer changes a page: every change goes through a page_edit, which
 // applies it to the page bytes and records it as WAL ops (storage/wal_record.hpp's
-// write_bytes op) in a page_changes log. Redo replays those ops with storage::apply_ops,
-// the same function that replays every other record, so a page rebuilt by redo is byte for
-// byte the page the change left (tests/access/node_test.cpp checks this after every
+// write_bytes and move_bytes ops) in a page_changes log. Redo replays those ops with
+// storage::apply_ops, the same function that replays every other record, so a page rebuilt by redo
+// is byte for byte the page the change left (tests/access/node_test.cpp checks this after every
 // operation).
 //
 // Invariants:
@@ -31,6 +31,8 @@ public:
   static constexpr std::size_t max_op_bytes = 0xFFFF;
 
   void record_write(std::size_t offset, const void* bytes, std::size_t length);
+  /// page[source, source + count) copied to page[offset, offset + count) (one move_bytes op).
+  void record_move(std::size_t offset, std::size_t source, std::size_t count);
   /// Replaces the ops by one write of the page's bytes past the header when they are longer
   /// than that write would be. `page` is the page as the ops leave it.
   void collapse(const void* page, std::size_t page_size);
@@ -56,6 +58,9 @@ public:
   void write_value(std::size_t offset, T value) {
     write(offset, &value, sizeof(T));
   }
+  /// Copies `count` bytes of the page from `source` to `offset` (ranges may overlap), logged
+  /// as one op of a few bytes whatever `count` is.
+  void move(std::size_t offset, std::size_t source, std::size_t count);
 
   unsigned char* bytes() { return page_; }
   const unsigned char* bytes() const { return page_; }

@@ -115,6 +115,10 @@ public:
   /// A block past the relation's end, all zero, that no one else is given: the caller
   /// latches it, builds a page in it and logs it in the same change.
   virtual block_id new_block(rel_id rel) = 0;
+  /// A new_block(), latched exclusively: its bytes are zeros (a store may skip reading it).
+  virtual page_guard latch_new_block(rel_id rel) {
+    return latch({rel, new_block(rel)}, latch_mode::exclusive);
+  }
   /// Blocks the relation has (every one handed out by new_block() counts).
   virtual block_id blocks(rel_id rel) = 0;
   /// One atomic change (see the header comment): a structure change (xid 0) or the commit

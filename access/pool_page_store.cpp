@@ -30,9 +30,9 @@ pool_page_store::pool_page_store(storage::buffer_pool& pool, storage::wal_log* w
     on_half_applied_(std::move(on_half_applied)) {}
 
 // Pins `id` with the pin the caller reserved, which a failed pin gives back.
-storage::buffer_id pool_page_store::pin_reserved(page_id id) {
+storage::buffer_id pool_page_store::pin_reserved(page_id id, storage::read_mode mode) {
   try {
-    return pool_.pin(id);
+    return pool_.pin(id, mode);
   } catch (...) {
     give_back_pin();
     throw;
@@ -85,12 +85,20 @@ void pool_page_store::release_reserved_latches() {
 }
 
 page_guard pool_page_store::latch(page_id id, latch_mode mode) {
+  return latch_as(id, mode, storage::read_mode::normal);
+}
+
+page_guard pool_page_store::latch_new_block(rel_id rel) {
+  return latch_as({rel, new_block(rel)}, latch_mode::exclusive, storage::read_mode::zero_fill);
+}
+
+page_guard pool_page_store::latch_as(page_id id, latch_mode mode, storage::read_mode read) {
   if (!draw_reserved()) {
     TIDEMARK_CHECK(latches_held == 0, "a thread holding a latch takes another only from a "
                                       "reservation: it never waits for a pin while holding one");
     pool_.reserve_pins(1);
   }
-  storage::buffer_id buffer = pin_reserved(id);
+  storage::buffer_id buffer = pin_reserved(id, read);
   if (mode == latch_mode::exclusive)
     pool_.lock_exclusive(buffer);
   else
@@ -102,7 +110,7 @@ page_guard pool_page_store::latch(page_id id, latch_mode mode) {
 page_guard pool_page_store::try_latch(page_id id, latch_mode mode) {
   if (!draw_reserved() && !pool_.try_reserve_pins(1))
     return {};
-  storage::buffer_id buffer = pin_reserved(id);
+  storage::buffer_id buffer = pin_reserved(id, storage::read_mode::normal);
   bool granted = mode == latch_mode::exclusive ? pool_.try_lock_exclusive(buffer)
                                                : pool_.try_lock_shared(buffer);
   if (!granted) {

@@ -47,6 +47,8 @@ public:
   page_guard latch(page_id id, latch_mode mode) override;
   page_guard try_latch(page_id id, latch_mode mode) override;
   block_id new_block(rel_id rel) override;
+  /// Pinned without a read: past the relation's end the file holds nothing.
+  page_guard latch_new_block(rel_id rel) override;
   block_id blocks(rel_id rel) override;
   lsn_t log_change(const std::vector<logged_page>& pages, storage::xid_t xid = 0) override;
   std::size_t max_record_bytes() const override;
@@ -62,7 +64,8 @@ protected:
   void unlatch(page_id id, std::uint64_t handle, latch_mode mode) override;
 
 private:
-  storage::buffer_id pin_reserved(page_id id);
+  storage::buffer_id pin_reserved(page_id id, storage::read_mode mode);
+  page_guard latch_as(page_id id, latch_mode mode, storage::read_mode read);
   /// Takes one pin of the calling thread's reservation; false when it has none left.
   bool draw_reserved();
   /// A latch's pin, given back to the thread's reservation while it has one, else the pool.

@@ -200,24 +200,84 @@ bool table_transaction::recorded_range::covers(key_view key) const {
   return true;
 }
 
+namespace {
+
+std::optional<table_entry> as_entry(std::optional<std::pair<std::string, std::string>> found) {
+  if (!found)
+    return std::nullopt;
+  return table_entry{std::move(found->first), std::move(found->second)};
+}
+
+} // namespace
+
+std::optional<std::optional<table_entry>> read_ahead::take(rel_id table, const std::string& key,
+                                                           bool inclusive) {
+  if (!filled_ || table != table_)
+    return std::nullopt;
+  int order = compare_keys(key, from_);
+  if (order < 0 || (order == 0 && inclusive && !from_inclusive_))
+    return std::nullopt; // the step starts before the stretch
+  auto& entries = stretch_.entries;
+  auto at = std::partition_point(entries.begin(), entries.end(), [&](const auto& entry) {
+    int c = compare_keys(entry.first, key);
+    return c < 0 || (c == 0 && !inclusive);
+  });
+  if (at != entries.end()) {
+    auto index = static_cast<std::size_t>(at - entries.begin());
+    if (index < taken_)
+      return std::nullopt; // given out already
+    taken_ = index + 1;
+    return std::optional<table_entry>(
+      table_entry{at->first, std::move(at->second)}); // keys stay: searched
+  }
+  if (!stretch_.end)
+    return std::optional<table_entry>(); // nothing up to the table's end
+  return std::nullopt;                   // past what the stretch holds
+}
+
+void read_ahead::fill(rel_id table, const std::string& from, bool inclusive, tree::run stretch,
+                      lsn_t newest) {
+  filled_ = true;
+  table_ = table;
+  from_ = from;
+  from_inclusive_ = inclusive;
+  stretch_ = std::move(stretch);
+  taken_ = 0;
+  newest_ = newest;
+}
+
 std::optional<table_entry> table_transaction::committed_step(rel_id table, const std::string* key,
-                                                             bool inclusive, bool forward) {
-  operation_epochs::section section(store_.epochs());
-  latch_reservation reserved(store_);
-  reserved.reserve(read_latches);
-  tree t(store_, table);
+                                                             bool inclusive, bool forward,
+                                                             read_ahead* ahead) {
   lsn_t newest = 0;
-  std::optional<std::pair<std::string, std::string>> found =
-    forward ? t.first_from(key != nullptr ? key_view(*key) : key_view(),
-                           key == nullptr || inclusive, &newest)
-            : t.last_before(key, inclusive, &newest);
+  std::optional<std::optional<table_entry>> known;
+  if (forward && ahead != nullptr && key != nullptr &&
+      (known = ahead->take(table, *key, inclusive)))
+    newest = ahead->newest();
+  if (!known) {
+    operation_epochs::section section(store_.epochs());
+    latch_reservation reserved(store_);
+    reserved.reserve(read_latches);
+    tree t(store_, table);
+    if (forward) {
+      bool from_start = key == nullptr || inclusive;
+      std::string from = key != nullptr ? *key : std::string();
+      if (ahead != nullptr) {
+        ahead->fill(table, from, from_start, t.run_from(from, from_start, ~std::size_t{0}, &newest),
+                    newest);
+        known = ahead->take(table, from, from_start);
+        TIDEMARK_CHECK(known.has_value(), "a stretch just read answers the step it was read for");
+      } else {
+        known = as_entry(t.first_from(from, from_start, &newest));
+      }
+    } else {
+      known = as_entry(t.last_before(key, inclusive, &newest));
+    }
+  }
   newest_seen_ = active_ ? std::max(newest_seen_, newest) : newest;
-  std::optional<table_entry> entry;
-  if (found)
-    entry = table_entry{std::move(found->first), std::move(found->second)};
   if (active_)
-    record_step(table, key, inclusive, forward, entry);
-  return entry;
+    record_step(table, key, inclusive, forward, *known);
+  return std::move(*known);
 }
 
 // A step from `from` (null: the table's start or end) to `found` (none: nothing up to the
@@ -282,11 +342,11 @@ table_transaction::pending_step(rel_id table, const std::string* key, bool inclu
   return &it->second;
 }
 
-std::optional<table_entry> table_transaction::next_entry(rel_id table, key_view key,
-                                                         bool inclusive) {
+std::optional<table_entry> table_transaction::next_entry(rel_id table, key_view key, bool inclusive,
+                                                         read_ahead* ahead) {
   std::string at(key);
   for (;;) {
-    std::optional<table_entry> committed = committed_step(table, &at, inclusive, true);
+    std::optional<table_entry> committed = committed_step(table, &at, inclusive, true, ahead);
     const std::string* pending_key = nullptr;
     const std::optional<std::string>* pending =
       pending_step(table, &at, inclusive, true, &pending_key);
@@ -384,10 +444,65 @@ void table_transaction::check_latch_limit(std::size_t pages) const {
     "transaction); nothing was applied");
 }
 
+// The room a leaf's writes need beyond what they free, and their items (for a split).
+struct table_transaction::leaf_room {
+  std::size_t added = 0, removed = 0;
+  std::vector<pending_item> items;
+
+  void add(const node_view& node, const pending_write& write, std::size_t page_size) {
+    const auto& [k, value] = write;
+    bool found;
+    std::size_t slot = node.lower_bound(k.key, &found);
+    if (found)
+      removed += item_footprint(k.key.size(), node.item(slot).payload_length);
+    if (value) {
+      std::size_t footprint = stored_footprint(page_size, k.key.size(), value->size());
+      added += footprint;
+      items.push_back({k.key, footprint});
+    }
+  }
+  bool fits(const node_view& node) const { return added <= removed || node.fits(added - removed); }
+};
+
+// Step 1 for the changed keys not located yet, one shared latch at a time: each leaf with
+// the run of keys after its first that it covers (the keys are in order), and the leaves
+// too full for their run split at once, so that the attempt latching everything seldom
+// finds one (a bulk insert would otherwise latch every leaf twice, convoying with the
+// other commits). Keys of a split leaf are located again by step 1 proper.
+void table_transaction::locate_writes() {
+  std::size_t page_size = store_.page_size();
+  std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
+  for (auto at = writes_.begin(); at != writes_.end();) {
+    if (located_.count(at->first) != 0) {
+      ++at;
+      continue;
+    }
+    rel_id table = at->first.table;
+    page_guard leaf = tree(store_, table).latch_leaf(at->first.key, latch_mode::shared);
+    node_view node(leaf.bytes(), page_size);
+    leaf_room room;
+    auto run_end = at;
+    for (; run_end != writes_.end() && run_end->first.table == table &&
+           node.below_high_key(run_end->first.key) && located_.count(run_end->first) == 0;
+         ++run_end)
+      room.add(node, *run_end, page_size);
+    if (room.fits(node)) {
+      for (; at != run_end; ++at)
+        located_.emplace(at->first, leaf.id());
+    } else {
+      too_full.emplace_back(table, std::move(room.items));
+      at = run_end;
+    }
+  }
+  for (const auto& [table, items] : too_full) // holding nothing
+    tree(store_, table).make_room(items);
+}
+
 // Steps 1 and 2 of the header: every key's leaf, latched in page order, still covering it.
 table_transaction::attempt table_transaction::latch_leaves(
   std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
   std::map<page_id, std::size_t>& index, latch_reservation& reserved) {
+  locate_writes();
   std::map<page_id, latch_mode> wanted;
   auto locate = [&](const table_key& k, latch_mode mode) {
     auto known = located_.find(k); // found by an earlier attempt, and covering it then
@@ -533,22 +648,11 @@ bool table_transaction::make_room(std::vector<latched_leaf>& leaves, latch_reser
     if (leaves[i].mode != latch_mode::exclusive || leaves[i].meta)
       continue;
     node_view node(leaves[i].guard.bytes(), page_size);
-    std::size_t added = 0, removed = 0;
-    std::vector<pending_item> items;
-    for (const pending_write* write : leaves[i].writes) {
-      const auto& [k, value] = *write;
-      bool found;
-      std::size_t slot = node.lower_bound(k.key, &found);
-      if (found)
-        removed += item_footprint(k.key.size(), node.item(slot).payload_length);
-      if (value) {
-        std::size_t footprint = stored_footprint(page_size, k.key.size(), value->size());
-        added += footprint;
-        items.push_back({k.key, footprint});
-      }
-    }
-    if (added > removed && !node.fits(added - removed)) {
-      too_full.emplace_back(leaves[i].id.rel, std::move(items));
+    leaf_room room;
+    for (const pending_write* write : leaves[i].writes)
+      room.add(node, *write, page_size);
+    if (!room.fits(node)) {
+      too_full.emplace_back(leaves[i].id.rel, std::move(room.items));
       split.insert(leaves[i].id);
     }
   }

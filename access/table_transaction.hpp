@@ -8,8 +8,9 @@
 // entries the range held (a count and an order-independent hash of keys and values, so
 // adjacent steps join into one range). commit() then:
 //   1. finds the leaf of every key it changes or read, and the leaves of every range it
-//      read (descents and right links, holding nothing); an attempt after the first keeps
-//      the leaves the last one found for keys they still covered;
+//      read (descents and right links, one latch at a time); a leaf found too full for the
+//      changes it gets is split there and then (holding nothing else); an attempt after the
+//      first keeps the leaves the last one found for keys they still covered;
 //   2. reserves room for all its latches (page_store::reserve_latches, holding nothing;
 //      usage_error past max_latched_pages), then latches those leaves in (relation,
 //      block) order, exclusively where it changes one, shared where it only reads; checks each key
@@ -60,6 +61,31 @@ struct table_entry {
   }
 };
 
+/// A forward cursor's read-ahead (table_transaction::next_entry): the committed entries of
+/// one leaf from a key on, which were every entry of the table from that key up to the end
+/// of the stretch when the leaf was read. Steps inside the stretch are answered from it: the
+/// leaf is read once, not once a step. Owned by one cursor, so what a step shows is never
+/// older than what that cursor's earlier steps showed.
+class read_ahead {
+public:
+  /// The answer to a step from `key` (`inclusive`) when the stretch holds it: the entry, or
+  /// none at the table's end. Not known (nullopt) otherwise. An entry given is moved out:
+  /// a later step that would need it again reads the leaf again.
+  std::optional<std::optional<table_entry>> take(rel_id table, const std::string& key,
+                                                 bool inclusive);
+  void fill(rel_id table, const std::string& from, bool inclusive, tree::run stretch, lsn_t newest);
+  lsn_t newest() const { return newest_; }
+
+private:
+  bool filled_ = false;
+  rel_id table_ = 0;
+  std::string from_;
+  bool from_inclusive_ = true;
+  tree::run stretch_;
+  std::size_t taken_ = 0; // entries moved out, from the first
+  lsn_t newest_ = 0;
+};
+
 class table_transaction {
 public:
   explicit table_transaction(page_store& store) : store_(store) {}
@@ -90,7 +116,10 @@ public:
   /// Ordered reads as this transaction sees the table: the first entry at or after `key`
   /// (after, with `inclusive` false), and the last entry at or before `key` (before; `key`
   /// null: the last entry). Each is recorded as a range read.
-  std::optional<table_entry> next_entry(rel_id table, key_view key, bool inclusive);
+  /// With `ahead`, a cursor's read-ahead: committed entries come from it while its stretch
+  /// holds the answer (commit() validates those steps all the same).
+  std::optional<table_entry> next_entry(rel_id table, key_view key, bool inclusive,
+                                        read_ahead* ahead = nullptr);
   std::optional<table_entry> previous_entry(rel_id table, const std::string* key, bool inclusive);
 
   /// The newest page LSN a read returned since begin(): the caller makes WAL durable up to
@@ -144,7 +173,7 @@ private:
 
   std::optional<std::string> read_committed(rel_id table, key_view key);
   std::optional<table_entry> committed_step(rel_id table, const std::string* key, bool inclusive,
-                                            bool forward);
+                                            bool forward, read_ahead* ahead = nullptr);
   void record_step(rel_id table, const std::string* from, bool inclusive, bool forward,
                    const std::optional<table_entry>& found);
   const std::optional<std::string>* pending_step(rel_id table, const std::string* key,
@@ -158,6 +187,8 @@ private:
   attempt try_commit(lsn_t* end);
   attempt latch_leaves(std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
                        std::map<page_id, std::size_t>& index, latch_reservation& reserved);
+  struct leaf_room;
+  void locate_writes();
   bool make_room(std::vector<latched_leaf>& leaves, latch_reservation& reserved);
   void check_latch_limit(std::size_t pages) const;
   void validate_reads(std::vector<latched_leaf>& leaves,

@@ -232,7 +232,10 @@ void build_split_step(split_step& step, page_edit& right_edit,
   if (kind == node_kind::inner)
     right.front().key.clear(); // minus infinity
   page_edit left_edit = edit_of(step.node);
-  build_node(left_edit, kind, level, left, &step.separator, step.new_block, old_left);
+  if (kind == node_kind::leaf) // the left keeps the node's first items: truncated in place
+    truncate_node(left_edit, step.split, step.separator, step.new_block);
+  else // the new downlink may be among the left's items
+    build_node(left_edit, kind, level, left, &step.separator, step.new_block, old_left);
   build_node(right_edit, kind, level, right, old_high ? &*old_high : nullptr, old_right,
              step.node.id().block);
   if (step.old_right) {
@@ -676,8 +679,8 @@ std::optional<page_id> tree::try_remove_empty_leaf(key_view key) {
 
 // ---- ordered reads -------------------------------------------------------------------------
 
-std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key, bool inclusive,
-                                                                    lsn_t* newest) {
+tree::run tree::run_from(key_view key, bool inclusive, std::size_t most, lsn_t* newest) {
+  TIDEMARK_CHECK(most > 0, "a run holds at least the entry asked for");
   operation_epochs::section section(store_.epochs());
   page_guard leaf = latch_leaf(key, latch_mode::shared);
   for (;;) {
@@ -688,14 +691,32 @@ std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key
     std::size_t slot = view.lower_bound(key, &found);
     if (found && !inclusive)
       ++slot;
-    if (slot < view.slot_count())
-      return entry_of(store_, rel_, view, slot);
     block_id right = view.right();
-    if (right == 0)
-      return std::nullopt;
+    if (slot < view.slot_count() || right == 0) {
+      run stretch;
+      for (; slot < view.slot_count(); ++slot) {
+        bool chained = (view.item(slot).flags & item_overflow) != 0;
+        if (stretch.entries.size() == most || (chained && !stretch.entries.empty())) {
+          stretch.end = std::string(view.key(slot));
+          return stretch;
+        }
+        stretch.entries.push_back(entry_of(store_, rel_, view, slot));
+      }
+      if (view.has_high_key())
+        stretch.end = std::string(view.high_key());
+      return stretch;
+    }
     leaf.release();
     leaf = latch_node(right, latch_mode::shared);
   }
+}
+
+std::optional<std::pair<std::string, std::string>> tree::first_from(key_view key, bool inclusive,
+                                                                    lsn_t* newest) {
+  run stretch = run_from(key, inclusive, 1, newest);
+  if (stretch.entries.empty())
+    return std::nullopt;
+  return std::move(stretch.entries.front());
 }
 
 std::optional<std::pair<std::string, std::string>>

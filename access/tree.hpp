@@ -106,8 +106,18 @@ public:
   /// caller then puts them the usual way).
   std::optional<lsn_t> append(const std::vector<node_item>& entries);
 
-  /// The first key >= `key` (> with `inclusive` false), with its value. `*newest`, when
-  /// given, is raised to the LSN of every leaf looked at.
+  /// A stretch of the table read at once: `entries`, in key order, were every entry from
+  /// the key asked for up to `end` (not included; none: the table's end).
+  struct run {
+    std::vector<std::pair<std::string, std::string>> entries;
+    std::optional<std::string> end;
+  };
+  /// From the first key >= `key` (> with `inclusive` false) on, the entries of its leaf: at
+  /// most `most`, and past the first none whose value lies on overflow pages (reading a
+  /// chain is left to the step that reaches it). `*newest`, when given, is raised to the
+  /// LSN of every leaf looked at.
+  run run_from(key_view key, bool inclusive, std::size_t most, lsn_t* newest = nullptr);
+  /// The first key >= `key` (> with `inclusive` false), with its value (run_from's first).
   std::optional<std::pair<std::string, std::string>> first_from(key_view key, bool inclusive,
                                                                 lsn_t* newest = nullptr);
   /// The last key < `key` (<= with `inclusive`), with its value; `key` null: the last key.

@@ -33,11 +33,13 @@
 #   usage: bench/ycsb.sh [-n RECORDS] [-t THREADS] [-T SECONDS] [--workloads "A B C F E"]
 #            [--systems "tidemark-fpw tidemark-dw rocksdb wiredtiger bdb lmdb sqlite"]
 #            [--sizes "cached beyond"] [--cached-cache 2GB] [--limit 256MB] [--no-crash]
-#            [--quick] [--build DIR] [--out DIR] [--keep]
+#            [--load-limit SECONDS] [--quick] [--build DIR] [--out DIR] [--keep]
 #   defaults: -n 1000000 -t 8 -T 20, all workloads, systems and sizes, --cached-cache 2GB,
-#   --limit 256MB (the data is about 1.2 GB: 4.7 x). The cached size takes about 25 minutes
-#   on 2 cores; beyond memory, Berkeley DB's, LMDB's and SQLite's loads take the whole run
-#   past an hour (Berkeley DB's load alone took 9 minutes).
+#   --limit 256MB (the data is about 1.2 GB: 4.7 x), --load-limit 240. A load still
+#   running after --load-limit seconds is stopped (SIGKILL) and reported as not finished;
+#   that store's workloads are not run at that size (beyond memory, Berkeley DB's load took
+#   9 minutes). The cached size takes about 25 minutes on 2 cores, the whole run about an
+#   hour.
 #   --quick: -n 50000 -T 1 --cached-cache 128MB --limit 256MB, about 5 minutes. It checks
 #   the harness, not the stores: its "beyond" data (about 60 MB) fits the limit, since a
 #   smaller limit leaves too little for the stores' own memory (WAL buffers, memtables,
@@ -51,7 +53,7 @@ records=1000000 threads=8 seconds=20
 workloads="A B C F E"
 systems="tidemark-fpw tidemark-dw rocksdb wiredtiger bdb lmdb sqlite"
 sizes="cached beyond"
-cached_cache=2GB limit=256MB
+cached_cache=2GB limit=256MB load_limit=240
 crash=1 keep=0
 build=$root/build
 out=ycsb-results
@@ -73,6 +75,7 @@ while [ $# -gt 0 ]; do
     --cached-cache) cached_cache=$2; shift ;;
     --limit) limit=$2; shift ;;
     --no-crash) crash=0 ;;
+    --load-limit) load_limit=$2; shift ;;
     --quick) ;;
     --build) build=$2; shift ;;
     --out) out=$2; shift ;;
@@ -82,8 +85,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-for v in "$records" "$threads" "$seconds"; do
-  [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "-n, -t and -T take positive integers" >&2; exit 2; }
+for v in "$records" "$threads" "$seconds" "$load_limit"; do
+  [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "-n, -t, -T and --load-limit take positive integers" >&2; exit 2; }
 done
 for w in $workloads; do
   case $w in A|B|C|E|F) ;; *) echo "--workloads takes A, B, C, E and F, got $w" >&2; exit 2 ;; esac
@@ -196,9 +199,11 @@ phase() {
   if [ "$size" = beyond ]; then echo 3 > /proc/sys/vm/drop_caches; fi
   local before after=
   before=${device:+$(sectors_written)}
+  local limited=()
+  [ "$command" = load ] && limited=(timeout -s KILL "$load_limit")
   local wrapped=(perf stat -x, -o "$perfout" -e syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync
-                 -- "$work/bin/$(driver_of "$system")" "${args[@]}")
-  local rc=0
+                 -- "${limited[@]}" "$work/bin/$(driver_of "$system")" "${args[@]}")
+  local rc=0 started=$SECONDS
   if [ "$size" = beyond ]; then
     sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$cgroup" "${wrapped[@]}" \
       > "$work/logs/$name.out" 2> "$work/logs/$name.log" || rc=$?
@@ -212,6 +217,9 @@ phase() {
   if [ $rc -ne 0 ]; then
     local why
     why=$(grep -v '^LOG:' "$work/logs/$name.log" | tail -1)
+    if [ "$command" = load ] && [ $((SECONDS - started)) -ge "$load_limit" ]; then
+      why="the load did not finish within ${load_limit} s (stopped)"
+    fi
     log "$name failed (exit $rc): ${why:-no message; killed for memory?}"
     python3 -c 'import json, sys; print(json.dumps({"system": sys.argv[1], "size": sys.argv[2], "command": sys.argv[3], "phase": sys.argv[4], "failed": sys.argv[5]}))' \
       "$system" "$size" "$command" "${1:-$command}" "exit $rc: ${why:-killed for memory?}" >> "$work/rows.jsonl"

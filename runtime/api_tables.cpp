@@ -186,6 +186,7 @@ struct table_cursor::state {
   std::thread::id thread;
   std::shared_ptr<const table::state> handle;
   key_range range;
+  access::read_ahead ahead; // forward steps: the rest of a leaf, read once
 };
 
 table_cursor session::cursor(const table& t, const key_range& range) {
@@ -272,16 +273,18 @@ bool table_cursor::seek(std::string_view key, bool inclusive) {
   check_key(key, "table_cursor::seek");
   const key_range& range = state_->range;
   if (range.low && below_low(range, std::string(key))) // start at the range's beginning
-    return land(as_pair(call.session().next_entry(call.relation, *range.low, range.low_inclusive)));
-  return land(as_pair(call.session().next_entry(call.relation, key, inclusive)));
+    return land(as_pair(
+      call.session().next_entry(call.relation, *range.low, range.low_inclusive, &state_->ahead)));
+  return land(as_pair(call.session().next_entry(call.relation, key, inclusive, &state_->ahead)));
 }
 
 bool table_cursor::seek_first() {
   cursor_call call(state_, "table_cursor::seek_first");
   const key_range& range = state_->range;
-  return land(as_pair(range.low
-                        ? call.session().next_entry(call.relation, *range.low, range.low_inclusive)
-                        : call.session().next_entry(call.relation, std::string_view(), true)));
+  return land(as_pair(
+    range.low
+      ? call.session().next_entry(call.relation, *range.low, range.low_inclusive, &state_->ahead)
+      : call.session().next_entry(call.relation, std::string_view(), true, &state_->ahead)));
 }
 
 bool table_cursor::seek_last() {
@@ -296,7 +299,7 @@ bool table_cursor::next() {
   if (!positioned_)
     return seek_first();
   cursor_call call(state_, "table_cursor::next");
-  return land(as_pair(call.session().next_entry(call.relation, key_, false)));
+  return land(as_pair(call.session().next_entry(call.relation, key_, false, &state_->ahead)));
 }
 
 bool table_cursor::prev() {
@@ -407,7 +410,7 @@ table_loader session::load(const table& t) {
     throw usage_error("load: the session is inside a transaction; commit() or rollback() it "
                       "first");
   s->internal.check_writable("load");
-  if (s->internal.next_entry(relation, std::string_view(), true))
+  if (s->internal.next_entry(relation, std::string_view(), true, nullptr))
     throw usage_error("load: table " + quoted(t.state_->name) +
                       " is not empty (a load fills an empty table; use put)");
   auto loader = std::make_unique<table_loader::state>();

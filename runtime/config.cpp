@@ -454,7 +454,8 @@ std::vector<setting_entry> background_settings() {
                  milliseconds(1000), milliseconds(86'400'000), false,
                  "time between automatic checkpoints"),
     size_setting("max_wal_size", false, &settings::max_wal_size, MiB, 128 * KiB, TiB,
-                 "WAL volume that triggers a checkpoint"),
+                 "WAL volume that triggers a checkpoint; old segments are kept for reuse up "
+                 "to this much past the redo point"),
     real_setting("checkpoint_completion_target", &settings::checkpoint_completion_target, 0, 1,
                  "fraction of the interval a checkpoint spreads its writes over"),
     time_setting("bgwriter_delay", &settings::bgwriter_delay, milliseconds(1), milliseconds(10),

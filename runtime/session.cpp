@@ -186,11 +186,13 @@ void instance_session::add_i64(storage::rel_id table, std::string_view key, std:
   tables_->add_i64(table, key, offset, delta);
 }
 
-std::optional<access::table_entry>
-instance_session::next_entry(storage::rel_id table, std::string_view key, bool inclusive) {
+std::optional<access::table_entry> instance_session::next_entry(storage::rel_id table,
+                                                                std::string_view key,
+                                                                bool inclusive,
+                                                                access::read_ahead* ahead) {
   check_running();
   use(uses::tables, "a cursor's step");
-  std::optional<access::table_entry> entry = tables_->next_entry(table, key, inclusive);
+  std::optional<access::table_entry> entry = tables_->next_entry(table, key, inclusive, ahead);
   settle_read(tables_->newest_seen());
   return entry;
 }

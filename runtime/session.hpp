@@ -52,8 +52,9 @@ public:
   bool erase(storage::rel_id table, std::string_view key);
   void add_i64(storage::rel_id table, std::string_view key, std::uint32_t offset,
                std::int64_t delta);
+  /// `ahead`: the cursor's read-ahead (access::read_ahead).
   std::optional<access::table_entry> next_entry(storage::rel_id table, std::string_view key,
-                                                bool inclusive);
+                                                bool inclusive, access::read_ahead* ahead);
   /// `key` null: the table's last entry.
   std::optional<access::table_entry> previous_entry(storage::rel_id table, const std::string* key,
                                                     bool inclusive);

@@ -63,12 +63,21 @@ bool valid_ops(const unsigned char* ops, std::size_t length, std::size_t page_si
       return false;
     op_header op = load_op(ops + pos);
     pos += op_header_size;
-    if (op.kind != op_kind::add_i64 && op.kind != op_kind::write_bytes)
+    if (op.kind != op_kind::add_i64 && op.kind != op_kind::write_bytes &&
+        op.kind != op_kind::move_bytes)
       return false;
     if (op.kind == op_kind::add_i64 && op.length != sizeof(std::int64_t))
       return false;
     if (std::size_t{op.offset} + op.length > page_size || length - pos < op.length)
       return false;
+    if (op.kind == op_kind::move_bytes) {
+      if (op.length != sizeof(move_op))
+        return false;
+      auto move = load<move_op>(ops + pos);
+      if (std::size_t{move.source} + move.count > page_size ||
+          std::size_t{op.offset} + move.count > page_size)
+        return false;
+    }
     pos += op.length;
   }
   return true;
@@ -311,6 +320,12 @@ void apply_ops(void* page, std::size_t page_size, const unsigned char* ops, std:
       // Wrapping arithmetic on the unsigned representation: no signed-overflow UB.
       auto value = load<std::uint64_t>(bytes + op.offset);
       store(bytes + op.offset, value + load<std::uint64_t>(data));
+    } else if (op.kind == op_kind::move_bytes) {
+      auto move = load<move_op>(data);
+      TIDEMARK_CHECK(std::size_t{move.source} + move.count <= page_size &&
+                       std::size_t{op.offset} + move.count <= page_size,
+                     "a decoded move lies inside its page (valid_ops checked it)");
+      std::memmove(bytes + op.offset, bytes + move.source, move.count);
     } else {
       std::memcpy(bytes + op.offset, data, op.length);
     }

@@ -16,6 +16,9 @@
 //   op:  u8 kind, u16 offset, u16 length, then `length` bytes
 //        add_i64:     length 8, the bytes are a signed delta added to the i64 at offset
 //        write_bytes: the bytes replace page[offset, offset + length)
+//        move_bytes:  length 4, the bytes are u16 source, u16 count: page[source, source +
+//                     count) is copied (as memmove) to page[offset, offset + count); a
+//                     node's compaction is logged as moves rather than its bytes
 //
 // Invariants:
 //  - crc = crc32c over the header (crc field zeroed) continued from crc32c over everything
@@ -90,7 +93,14 @@ constexpr std::size_t max_main_length = 1u << 20;
 constexpr std::size_t op_header_size = 5;            // u8 kind, u16 offset, u16 length
 constexpr std::size_t max_block_ops_length = 0xFFFF; // ops of one block in one record
 
-enum class op_kind : std::uint8_t { add_i64 = 1, write_bytes = 2 };
+enum class op_kind : std::uint8_t { add_i64 = 1, write_bytes = 2, move_bytes = 3 };
+
+/// The data of a move_bytes op.
+struct move_op {
+  std::uint16_t source;
+  std::uint16_t count;
+};
+static_assert(sizeof(move_op) == 4, "a move op's data is two u16");
 
 /// Payload of a checkpoint record.
 struct checkpoint_payload {

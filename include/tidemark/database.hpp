@@ -264,7 +264,10 @@ private:
 /// that appeared in or vanished from the stretch a step passed over is a conflict), and
 /// the transaction's own pending changes are seen. A cursor lives as long as the
 /// transaction it was made in (or, made outside one, until the session begins one), and is
-/// used from the thread that made it: otherwise every call throws usage_error.
+/// used from the thread that made it: otherwise every call throws usage_error. Stepping
+/// forward, it reads the rest of a leaf at once and answers the next steps from it: outside
+/// a transaction, a step may show an entry as it was when that leaf was read (never older
+/// than what the cursor's earlier steps showed).
 ///
 /// seek, seek_first, seek_last, next and prev return whether the cursor is on an entry;
 /// next() on a cursor on none starts at the first entry, prev() at the last. Each may

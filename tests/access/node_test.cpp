@@ -2,7 +2,7 @@
 // keys at the limits, empty keys and long shared prefixes; after every operation the node
 // passes check_node(), holds exactly the model, and the logged ops replayed on the page as
 // it was rebuild it byte for byte (what redo does). Splits leave two valid nodes that
-// together hold every item, bounded by the separator.
+// together hold every item, bounded by the separator, the left truncated in place.
 #include "access/node.hpp"
 
 #include "storage/wal_record.hpp"
@@ -26,9 +26,10 @@ struct test_node {
   }
   node_view view() const { return node_view(page.data(), page.size()); }
 
-  // Runs `change` through a logged edit and checks that its ops rebuild the page.
+  // Runs `change` through a logged edit and checks that its ops rebuild the page; returns
+  // the length of those ops.
   template <class Change>
-  void change(Change&& change) {
+  std::size_t change(Change&& change) {
     std::vector<unsigned char> before = page;
     page_changes log;
     page_edit edit(page.data(), page.size(), &log);
@@ -38,6 +39,7 @@ struct test_node {
     page_changes collapsed = log;
     collapsed.collapse(page.data(), page.size());
     CHECK(collapsed.size() <= storage::op_header_size + page.size() - storage::page_header_size);
+    return log.size();
   }
 
   std::vector<unsigned char> page;
@@ -163,17 +165,33 @@ TEST_CASE("a full leaf splits into two nodes that hold every item, bounded by th
         std::string separator = shortest_separator(items[split - 1].key, items[split].key);
         CHECK(compare_keys(items[split - 1].key, separator) < 0);
         CHECK(compare_keys(separator, items[split].key) <= 0);
-        std::vector<node_item> left_items(items.begin(), items.begin() + split);
-        std::vector<node_item> right_items(items.begin() + split, items.end());
-        test_node left(page_size), right(page_size);
-        left.change([&](page_edit& edit) {
-          build_node(edit, node_kind::leaf, 0, left_items, &separator, 9, 0);
-        });
+        // As the tree splits: the node keeps the items below the separator in place (a
+        // truncation logged in a few bytes), the rest go to a new node, and the new item then
+        // goes to the half that covers it.
+        std::vector<node_item> existing = node_items(node.view());
+        std::size_t keep = 0;
+        while (keep < existing.size() && compare_keys(existing[keep].key, separator) < 0)
+          ++keep;
+        std::vector<node_item> right_items(existing.begin() + static_cast<std::ptrdiff_t>(keep),
+                                           existing.end());
+        test_node& left = node;
+        test_node right(page_size);
+        std::size_t logged =
+          left.change([&](page_edit& edit) { truncate_node(edit, keep, separator, 9); });
+        CHECK(logged <= 96 + 11 * keep + separator.size()); // moves and slots, not items
         right.change([&](page_edit& edit) {
           build_node(edit, node_kind::leaf, 0, right_items, nullptr, 0, 8);
         });
         REQUIRE(check_node(left.view()) == "");
         REQUIRE(check_node(right.view()) == "");
+        test_node& covering = compare_keys(key, separator) < 0 ? left : right;
+        bool present;
+        std::size_t at = covering.view().lower_bound(key, &present);
+        REQUIRE(covering.view().fits(item_footprint(key.size(), value.size())));
+        covering.change([&](page_edit& edit) {
+          insert_item(edit, at, key, 0, static_cast<std::uint32_t>(value.size()), value);
+        });
+        REQUIRE(check_node(covering.view()) == "");
         CHECK(left.view().high_key() == separator);
         CHECK(left.view().right() == 9);
         CHECK(right.view().left() == 8);

@@ -42,6 +42,13 @@ lsn_range insert_one(wal_log& wal, record_builder& builder, xid_t xid, std::size
   return *range;
 }
 
+// Inserts records until the log reaches `lsn`, and flushes them.
+void fill_past(wal_log& wal, record_builder& builder, lsn_t lsn) {
+  while (wal.inserted_lsn() < lsn)
+    insert_one(wal, builder, 1, 5000);
+  wal.flush(wal.inserted_lsn());
+}
+
 } // namespace
 
 TEST_CASE("wal_log: inserts get consecutive aligned positions and one fsync per flush") {
@@ -150,62 +157,50 @@ TEST_CASE("wal_log: segments are created full-size and named by their start lsn"
   CHECK(wal.counters().fsyncs == 4); // one flush: one fdatasync per segment it wrote to
 }
 
-TEST_CASE("wal_log: remove_segments_before recycles at least four future segments, then unlinks") {
+TEST_CASE("wal_log: remove_segments_before recycles at least four future segments, up to "
+          "recycle_through, and unlinks the rest") {
   temp_dir dir;
   auto io = make_io_engine(io_method::sync);
   wal_log wal(*io, small_options(dir.path()), 0, 0);
   record_builder builder;
-  while (wal.inserted_lsn() < 7 * small_segment + 100)
-    insert_one(wal, builder, 1, 5000);
-  wal.flush(wal.inserted_lsn());
+  fill_past(wal, builder, 7 * small_segment + 100);
   REQUIRE(wal_log::list_segments(dir.path()).size() == 8);
-
-  wal.remove_segments_before(3 * small_segment + 10);
   std::vector<lsn_t> expected;
-  for (lsn_t i = 3; i <= 10; ++i)
-    expected.push_back(i * small_segment); // 0, 1, 2 renamed to 8, 9, 10
-  CHECK(wal_log::list_segments(dir.path()) == expected);
 
-  wal.remove_segments_before(6 * small_segment);
-  expected = {6 * small_segment,  7 * small_segment, 8 * small_segment, 9 * small_segment,
-              10 * small_segment, 11 * small_segment}; // 3 recycled as 11; 4 and 5 unlinked
-  CHECK(wal_log::list_segments(dir.path()) == expected);
+  SUBCASE("at least four") {
+    wal.remove_segments_before(3 * small_segment + 10);
+    for (lsn_t i = 3; i <= 10; ++i)
+      expected.push_back(i * small_segment); // 0, 1, 2 renamed to 8, 9, 10
+    CHECK(wal_log::list_segments(dir.path()) == expected);
 
-  // Never past the flushed position, whatever the caller asks.
-  insert_one(wal, builder, 1, 10);
-  wal.remove_segments_before(wal.inserted_lsn() + 10 * small_segment);
-  CHECK(wal_log::list_segments(dir.path()).front() == 7 * small_segment);
-}
+    wal.remove_segments_before(6 * small_segment);
+    expected = {6 * small_segment,  7 * small_segment, 8 * small_segment, 9 * small_segment,
+                10 * small_segment, 11 * small_segment}; // 3 recycled as 11; 4 and 5 unlinked
+    CHECK(wal_log::list_segments(dir.path()) == expected);
 
-TEST_CASE("wal_log: remove_segments_before recycles future segments up to recycle_through") {
-  temp_dir dir;
-  auto io = make_io_engine(io_method::sync);
-  wal_log wal(*io, small_options(dir.path()), 0, 0);
-  record_builder builder;
-  while (wal.inserted_lsn() < 7 * small_segment + 100)
-    insert_one(wal, builder, 1, 5000);
-  wal.flush(wal.inserted_lsn());
-  REQUIRE(wal_log::list_segments(dir.path()).size() == 8);
+    // Never past the flushed position, whatever the caller asks.
+    insert_one(wal, builder, 1, 10);
+    wal.remove_segments_before(wal.inserted_lsn() + 10 * small_segment);
+    CHECK(wal_log::list_segments(dir.path()).front() == 7 * small_segment);
+  }
+  SUBCASE("up to recycle_through") {
+    // Segments 0..6 go; recycled names may end at 15 segments: 8..14 (seven future ones).
+    wal.remove_segments_before(7 * small_segment, 15 * small_segment);
+    for (lsn_t i = 7; i <= 14; ++i)
+      expected.push_back(i * small_segment);
+    CHECK(wal_log::list_segments(dir.path()) == expected);
 
-  // Segments 0..6 go; recycled names may end at 15 segments: 8..14 (seven future ones).
-  wal.remove_segments_before(7 * small_segment, 15 * small_segment);
-  std::vector<lsn_t> expected;
-  for (lsn_t i = 7; i <= 14; ++i)
-    expected.push_back(i * small_segment);
-  CHECK(wal_log::list_segments(dir.path()) == expected);
-
-  // A recycled segment is written into as it is: the same file, not a new zero-filled one.
-  auto inode_of = [&](lsn_t start) {
-    struct stat st {};
-    REQUIRE(::stat(segment_file(dir.path(), small_segment, start).c_str(), &st) == 0);
-    return st.st_ino;
-  };
-  ino_t recycled = inode_of(8 * small_segment);
-  while (wal.inserted_lsn() < 9 * small_segment + 100)
-    insert_one(wal, builder, 1, 5000);
-  wal.flush(wal.inserted_lsn());
-  CHECK(wal_log::list_segments(dir.path()) == expected);
-  CHECK(inode_of(8 * small_segment) == recycled);
+    // A recycled segment is written into as it is: the same file, not a new zero-filled one.
+    auto inode_of = [&](lsn_t start) {
+      struct stat st {};
+      REQUIRE(::stat(segment_file(dir.path(), small_segment, start).c_str(), &st) == 0);
+      return st.st_ino;
+    };
+    ino_t recycled = inode_of(8 * small_segment);
+    fill_past(wal, builder, 9 * small_segment + 100);
+    CHECK(wal_log::list_segments(dir.path()) == expected);
+    CHECK(inode_of(8 * small_segment) == recycled);
+  }
 }
 
 // An engine whose directory fsyncs wait while the test holds the gate closed.

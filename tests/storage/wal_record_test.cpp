@@ -306,6 +306,47 @@ TEST_CASE("wal_record: apply_ops adds with wrapping and writes bytes") {
   CHECK(page == std::vector<unsigned char>(page_size, 0)); // nothing else was touched
 }
 
+TEST_CASE("wal_record: a move op copies bytes within the page, overlapping or not") {
+  std::vector<unsigned char> page(page_size, 0);
+  std::memcpy(&page[100], "abcdefgh", 8);
+  auto move = [&](std::uint16_t to, std::uint16_t from, std::uint16_t count) {
+    unsigned char op[op_header_size + sizeof(move_op)];
+    op[0] = static_cast<unsigned char>(op_kind::move_bytes);
+    std::uint16_t length = sizeof(move_op);
+    move_op data{from, count};
+    std::memcpy(op + 1, &to, 2);
+    std::memcpy(op + 3, &length, 2);
+    std::memcpy(op + op_header_size, &data, sizeof data);
+    return std::vector<unsigned char>(op, op + sizeof op);
+  };
+  std::vector<unsigned char> ops = move(104, 100, 8); // overlapping, upwards
+  apply_ops(page.data(), page_size, ops.data(), ops.size());
+  CHECK(std::memcmp(&page[100], "abcdabcdefgh", 12) == 0);
+  ops = move(8184, 104, 8); // to the page's end
+  apply_ops(page.data(), page_size, ops.data(), ops.size());
+  CHECK(std::memcmp(&page[8184], "abcdefgh", 8) == 0);
+
+  // In a record (in place of a write op of the same length): a move reaching past the
+  // page, from either end, is a bad structure.
+  record_builder builder;
+  builder.reset(record_type::transaction, 1);
+  builder.begin_block(page_id{1, 1});
+  builder.write_bytes(64, "abcd", 4);
+  builder.end_block(nullptr, page_size);
+  builder.finish();
+  const std::vector<unsigned char> written = sealed_copy(builder);
+  const std::size_t op_at = sizeof(record_header) + sizeof(block_ref_header);
+  auto with_op = [&](const std::vector<unsigned char>& op) {
+    std::vector<unsigned char> bytes = written;
+    std::copy(op.begin(), op.end(), bytes.begin() + op_at);
+    reseal(bytes);
+    return decode(bytes, page_size);
+  };
+  CHECK(with_op(move(8184, 100, 8)) == decode_result::ok);
+  CHECK(with_op(move(8185, 100, 8)) == decode_result::bad_structure);
+  CHECK(with_op(move(100, 8185, 8)) == decode_result::bad_structure);
+}
+
 TEST_CASE("wal_record: decoded ops apply like the builder's ops") {
   std::vector<unsigned char> forward(page_size, 0), replayed(page_size, 0);
   record_builder builder;
