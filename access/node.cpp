@@ -260,27 +260,20 @@ void compact_node(page_edit& edit) {
 void truncate_node(page_edit& edit, std::size_t keep, const std::string& high_key,
                    std::uint32_t right) {
   node_view node(edit.bytes(), edit.page_size());
-  std::size_t count = node.slot_count();
-  TIDEMARK_CHECK(keep <= count, "a node keeps at most the items it has");
-  auto dead = static_cast<std::size_t>(load<std::uint16_t>(edit.bytes(), dead_at));
-  for (std::size_t slot = keep; slot < count; ++slot)
-    dead += item_length(node.item(slot), node.item(slot).key.size());
-  if (node.has_high_key())
-    dead += item_header_size + node.high_key().size();
-  std::uint16_t fields[4] = {static_cast<std::uint16_t>(keep),
-                             load<std::uint16_t>(edit.bytes(), upper_at),
-                             static_cast<std::uint16_t>(dead), 0}; // count, upper, dead, high
-  edit.write(slot_count_at, fields, sizeof fields);
+  TIDEMARK_CHECK(keep <= node.slot_count(), "a node keeps at most the items it has");
+  // Fewer slots and no high key; the compaction then packs what they refer to (and sets
+  // upper and dead from that alone).
+  edit.write_value(slot_count_at, static_cast<std::uint16_t>(keep));
+  edit.write_value(high_key_at, std::uint16_t{0});
   compact_node(edit);
   std::size_t upper =
     load<std::uint16_t>(edit.bytes(), upper_at) - item_header_size - high_key.size();
   TIDEMARK_CHECK(upper >= lower_of(keep), "a node's first items leave room for its high key");
   std::vector<unsigned char> scratch;
   write_item(edit, upper, high_key, 0, 0, {}, scratch);
-  fields[0] = static_cast<std::uint16_t>(upper); // upper, dead, high_key
-  fields[1] = 0;
-  fields[2] = static_cast<std::uint16_t>(upper);
-  edit.write(upper_at, fields, 3 * sizeof(std::uint16_t));
+  std::uint16_t fields[3] = {static_cast<std::uint16_t>(upper), 0,
+                             static_cast<std::uint16_t>(upper)}; // upper, dead, high_key
+  edit.write(upper_at, fields, sizeof fields);
   set_right(edit, right);
 }
 

@@ -8,19 +8,24 @@
 
 namespace tidemark::access {
 
+void page_changes::append_op(storage::op_kind kind, std::size_t offset, const void* data,
+                             std::size_t length) {
+  auto op_offset = static_cast<std::uint16_t>(offset);
+  auto op_length = static_cast<std::uint16_t>(length);
+  std::size_t at = ops_.size();
+  ops_.resize(at + storage::op_header_size + length);
+  ops_[at] = static_cast<unsigned char>(kind);
+  std::memcpy(&ops_[at + 1], &op_offset, sizeof op_offset);
+  std::memcpy(&ops_[at + 3], &op_length, sizeof op_length);
+  std::memcpy(&ops_[at + storage::op_header_size], data, length);
+}
+
 void page_changes::record_write(std::size_t offset, const void* bytes, std::size_t length) {
   const auto* from = static_cast<const unsigned char*>(bytes);
   while (length > 0) {
     std::size_t piece = std::min(length, max_op_bytes);
     TIDEMARK_CHECK(offset + piece <= 0xFFFF + 1, "a WAL op's offset fits 16 bits");
-    auto op_offset = static_cast<std::uint16_t>(offset);
-    auto op_length = static_cast<std::uint16_t>(piece);
-    std::size_t at = ops_.size();
-    ops_.resize(at + storage::op_header_size + piece);
-    ops_[at] = static_cast<unsigned char>(storage::op_kind::write_bytes);
-    std::memcpy(&ops_[at + 1], &op_offset, sizeof op_offset);
-    std::memcpy(&ops_[at + 3], &op_length, sizeof op_length);
-    std::memcpy(&ops_[at + storage::op_header_size], from, piece);
+    append_op(storage::op_kind::write_bytes, offset, from, piece);
     offset += piece;
     from += piece;
     length -= piece;
@@ -30,15 +35,8 @@ void page_changes::record_write(std::size_t offset, const void* bytes, std::size
 void page_changes::record_move(std::size_t offset, std::size_t source, std::size_t count) {
   TIDEMARK_CHECK(offset + count <= 0xFFFF + 1 && source + count <= 0xFFFF + 1,
                  "a move's offsets fit 16 bits");
-  auto op_offset = static_cast<std::uint16_t>(offset);
-  auto op_length = static_cast<std::uint16_t>(sizeof(storage::move_op));
   storage::move_op move{static_cast<std::uint16_t>(source), static_cast<std::uint16_t>(count)};
-  std::size_t at = ops_.size();
-  ops_.resize(at + storage::op_header_size + sizeof move);
-  ops_[at] = static_cast<unsigned char>(storage::op_kind::move_bytes);
-  std::memcpy(&ops_[at + 1], &op_offset, sizeof op_offset);
-  std::memcpy(&ops_[at + 3], &op_length, sizeof op_length);
-  std::memcpy(&ops_[at + storage::op_header_size], &move, sizeof move);
+  append_op(storage::op_kind::move_bytes, offset, &move, sizeof move);
 }
 
 void page_changes::collapse(const void* page, std::size_t page_size) {

@@ -43,6 +43,9 @@ public:
   bool empty() const { return ops_.empty(); }
 
 private:
+  // One op in WAL op format: u8 kind, u16 offset, u16 length, then `length` bytes.
+  void append_op(storage::op_kind kind, std::size_t offset, const void* data, std::size_t length);
+
   std::vector<unsigned char> ops_;
 };
 
