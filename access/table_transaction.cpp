@@ -409,25 +409,25 @@ lsn_t table_transaction::commit() {
 table_transaction::attempt table_transaction::try_commit(lsn_t* end) {
   latch_reservation reserved(store_); // released after the latches (declared before them)
   std::vector<latched_leaf> leaves;
-  std::map<table_key, std::size_t> leaf_of;
   std::map<page_id, std::size_t> index;
-  if (latch_leaves(leaves, leaf_of, index, reserved) == attempt::again)
+  if (latch_leaves(leaves, index, reserved) == attempt::again)
     return attempt::again;
-  if (make_room(leaves, reserved))
+  std::vector<chain_to_free> chains;
+  if (look_at_writes(leaves, reserved, &chains) == attempt::again)
     return attempt::again;
-  validate_reads(leaves, leaf_of);
+  validate_reads(leaves);
   validate_ranges(leaves, index);
   if (writes_.empty() && adds_.empty() && new_trees_.empty()) {
     *end = 0;
     return attempt::done;
   }
-  std::size_t extra = check_before_applying(leaves, leaf_of);
+  std::size_t extra = check_before_applying(leaves, chains);
   if (extra > extra_latches_ && !reserved.try_reserve(extra - extra_latches_)) {
     leaves.clear(); // reserve room for them next time, before latching anything
     extra_latches_ = extra;
     return attempt::again;
   }
-  *end = apply_and_log(leaves, leaf_of);
+  *end = apply_and_log(leaves);
   return attempt::done;
 }
 
@@ -444,24 +444,36 @@ void table_transaction::check_latch_limit(std::size_t pages) const {
     "transaction); nothing was applied");
 }
 
-// The room a leaf's writes need beyond what they free, and their items (for a split).
+// The room a leaf's writes need beyond what they free, and the writes that store a value
+// (the items of a split, should it need one).
 struct table_transaction::leaf_room {
+  explicit leaf_room(std::size_t size) : page_size(size) {}
+  std::size_t page_size;
   std::size_t added = 0, removed = 0;
-  std::vector<pending_item> items;
+  std::vector<const pending_write*> stored;
 
-  void add(const node_view& node, const pending_write& write, std::size_t page_size) {
+  /// Counts one write; returns whether its key is in the leaf, at *slot.
+  bool add(const node_view& node, const pending_write& write, std::size_t* slot) {
     const auto& [k, value] = write;
     bool found;
-    std::size_t slot = node.lower_bound(k.key, &found);
+    *slot = node.lower_bound(k.key, &found);
     if (found)
-      removed += item_footprint(k.key.size(), node.item(slot).payload_length);
+      removed += item_footprint(k.key.size(), node.item(*slot).payload_length);
     if (value) {
-      std::size_t footprint = stored_footprint(page_size, k.key.size(), value->size());
-      added += footprint;
-      items.push_back({k.key, footprint});
+      added += stored_footprint(page_size, k.key.size(), value->size());
+      stored.push_back(&write);
     }
+    return found;
   }
   bool fits(const node_view& node) const { return added <= removed || node.fits(added - removed); }
+  std::vector<pending_item> items() const {
+    std::vector<pending_item> out;
+    out.reserve(stored.size());
+    for (const pending_write* write : stored)
+      out.push_back({write->first.key,
+                     stored_footprint(page_size, write->first.key.size(), write->second->size())});
+    return out;
+  }
 };
 
 // Step 1 for the changed keys not located yet, one shared latch at a time: each leaf with
@@ -480,17 +492,18 @@ void table_transaction::locate_writes() {
     rel_id table = at->first.table;
     page_guard leaf = tree(store_, table).latch_leaf(at->first.key, latch_mode::shared);
     node_view node(leaf.bytes(), page_size);
-    leaf_room room;
+    leaf_room room(page_size);
     auto run_end = at;
+    std::size_t slot; // unused here
     for (; run_end != writes_.end() && run_end->first.table == table &&
            node.below_high_key(run_end->first.key) && located_.count(run_end->first) == 0;
          ++run_end)
-      room.add(node, *run_end, page_size);
+      room.add(node, *run_end, &slot);
     if (room.fits(node)) {
       for (; at != run_end; ++at)
         located_.emplace(at->first, leaf.id());
     } else {
-      too_full.emplace_back(table, std::move(room.items));
+      too_full.emplace_back(table, room.items());
       at = run_end;
     }
   }
@@ -499,9 +512,9 @@ void table_transaction::locate_writes() {
 }
 
 // Steps 1 and 2 of the header: every key's leaf, latched in page order, still covering it.
-table_transaction::attempt table_transaction::latch_leaves(
-  std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
-  std::map<page_id, std::size_t>& index, latch_reservation& reserved) {
+table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_leaf>& leaves,
+                                                           std::map<page_id, std::size_t>& index,
+                                                           latch_reservation& reserved) {
   locate_writes();
   std::map<page_id, latch_mode> wanted;
   auto locate = [&](const table_key& k, latch_mode mode) {
@@ -529,17 +542,20 @@ table_transaction::attempt table_transaction::latch_leaves(
   reserved.reserve(wanted.size() + 1 + extra_latches_);
   for (const auto& [id, mode] : wanted) {
     index[id] = leaves.size();
-    leaves.push_back({id, mode, store_.latch(id, mode), id.block == meta_block, {}, {}});
+    leaves.push_back({id, mode, store_.latch(id, mode), id.block == meta_block, {}, {}, {}});
   }
+  std::vector<std::size_t> leaf_at; // the leaf of each key of located_, in its order
+  leaf_at.reserve(located_.size());
   bool moved = false;
   for (auto at = located_.begin(); at != located_.end();) {
-    node_view node(leaves[index[at->second]].guard.bytes(), store_.page_size());
+    std::size_t i = index.at(at->second);
+    node_view node(leaves[i].guard.bytes(), store_.page_size());
     if (!node.is_node() || !node.is_leaf() || !node.below_high_key(at->first.key)) {
       at = located_.erase(at); // a split moved the key right (or its leaf was unlinked)
       moved = true;
       continue;
     }
-    leaf_of[at->first] = index[at->second];
+    leaf_at.push_back(i);
     ++at;
   }
   if (moved) {
@@ -550,34 +566,28 @@ table_transaction::attempt table_transaction::latch_leaves(
     leaves.clear(); // a range's leaves split since they were found
     return attempt::again;
   }
-  if (needs_meta(leaves, leaf_of)) {
-    leaves.clear(); // a chain to free: latch the table's meta page too, in order
-    return attempt::again;
-  }
-  for (const pending_write& write : writes_) // each leaf's changes, found once
-    leaves[leaf_of.at(write.first)].writes.push_back(&write);
-  for (const pending_adds& add : adds_)
-    leaves[leaf_of.at(add.first)].adds.push_back(&add);
+  hand_out(leaf_at, leaves);
   return attempt::done;
 }
 
-// True (the table noted) when a change erases or replaces a value on a chain of a table
-// whose meta page is not latched: freeing the chain changes the free list.
-bool table_transaction::needs_meta(const std::vector<latched_leaf>& leaves,
-                                   const std::map<table_key, std::size_t>& leaf_of) {
-  bool missing = false;
-  for (const auto& write : writes_) {
-    if (meta_tables_.count(write.first.table) != 0)
-      continue;
-    node_view node(leaves[leaf_of.at(write.first)].guard.bytes(), store_.page_size());
-    bool found;
-    std::size_t slot = node.lower_bound(write.first.key, &found);
-    if (found && (node.item(slot).flags & item_overflow) != 0) {
-      meta_tables_.insert(write.first.table);
-      missing = true;
+// Each change, delta and read goes to its leaf's lists, in key order: walks located_ (which
+// holds every key they name, in the same order) beside each of them, with no lookups.
+void table_transaction::hand_out(const std::vector<std::size_t>& leaf_at,
+                                 std::vector<latched_leaf>& leaves) const {
+  auto hand = [&](const auto& keyed, auto list) {
+    auto at = located_.begin();
+    std::size_t n = 0;
+    for (const auto& entry : keyed) {
+      for (; at != located_.end() && at->first < entry.first; ++at)
+        ++n;
+      TIDEMARK_CHECK(at != located_.end() && !(entry.first < at->first),
+                     "step 1 located every key the commit reads or changes");
+      (leaves[leaf_at[n]].*list).push_back(&entry);
     }
-  }
-  return missing;
+  };
+  hand(writes_, &latched_leaf::writes);
+  hand(adds_, &latched_leaf::adds);
+  hand(reads_, &latched_leaf::reads);
 }
 
 void table_transaction::locate_ranges(std::map<page_id, latch_mode>& wanted) {
@@ -638,74 +648,91 @@ void table_transaction::conflict(std::vector<latched_leaf>& leaves, const std::s
                                  "; nothing was applied, retry it");
 }
 
-// Step 3: true (everything released) when leaves had no room for their changes and were
-// split.
-bool table_transaction::make_room(std::vector<latched_leaf>& leaves, latch_reservation& reserved) {
+// Step 3 and what step 5 frees, with one lower_bound per changed key (the same look counts
+// a leaf's room and finds the values on chains the changes replace or erase). A chain to
+// free comes before room: its table's meta page is latched from the next attempt on, and
+// that attempt looks at the room again.
+table_transaction::attempt table_transaction::look_at_writes(std::vector<latched_leaf>& leaves,
+                                                             latch_reservation& reserved,
+                                                             std::vector<chain_to_free>* chains) {
   std::size_t page_size = store_.page_size();
   std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
   std::set<page_id> split;
-  for (std::size_t i = 0; i < leaves.size(); ++i) {
-    if (leaves[i].mode != latch_mode::exclusive || leaves[i].meta)
+  std::set<rel_id> meta_missing; // tables with a chain to free whose meta page is not latched
+  for (latched_leaf& leaf : leaves) {
+    if (leaf.writes.empty())
       continue;
-    node_view node(leaves[i].guard.bytes(), page_size);
-    leaf_room room;
-    for (const pending_write* write : leaves[i].writes)
-      room.add(node, *write, page_size);
+    TIDEMARK_CHECK(leaf.mode == latch_mode::exclusive && !leaf.meta,
+                   "a leaf with changes is latched exclusively");
+    node_view node(leaf.guard.bytes(), page_size);
+    leaf_room room(page_size);
+    for (const pending_write* write : leaf.writes) {
+      std::size_t slot;
+      if (!room.add(node, *write, &slot) || (node.item(slot).flags & item_overflow) == 0)
+        continue;
+      rel_id table = write->first.table; // a chain to free changes the table's free list
+      if (meta_tables_.count(table) == 0)
+        meta_missing.insert(table);
+      else
+        chains->push_back({table, decode_ref(node.item(slot))});
+    }
     if (!room.fits(node)) {
-      too_full.emplace_back(leaves[i].id.rel, std::move(room.items));
-      split.insert(leaves[i].id);
+      too_full.emplace_back(leaf.id.rel, room.items());
+      split.insert(leaf.id);
     }
   }
+  if (!meta_missing.empty()) {
+    meta_tables_.insert(meta_missing.begin(), meta_missing.end());
+    leaves.clear(); // latch those meta pages too, in order, and look again
+    return attempt::again;
+  }
   if (too_full.empty())
-    return false;
+    return attempt::done;
   for (auto at = located_.begin(); at != located_.end();) // their keys may move: find them again
     at = split.count(at->second) != 0 ? located_.erase(at) : std::next(at);
   leaves.clear();
   reserved.release(); // splits latch a few pages at a time, holding nothing else
   for (const auto& [table, items] : too_full)
     tree(store_, table).make_room(items);
-  return true;
+  return attempt::again;
 }
 
 // Step 4: every read still holds, all leaves latched at once.
-void table_transaction::validate_reads(std::vector<latched_leaf>& leaves,
-                                       const std::map<table_key, std::size_t>& leaf_of) {
-  for (const auto& [k, read] : reads_) {
-    node_view node(leaves[leaf_of.at(k)].guard.bytes(), store_.page_size());
-    bool found;
-    std::size_t slot = node.lower_bound(k.key, &found);
-    bool holds = found == read.value.has_value() &&
-                 (!found || item_value(store_, k.table, node.item(slot)) == *read.value);
-    if (!holds)
-      conflict(leaves, "key " + describe_key(k.key) + " of table " + std::to_string(k.table) +
-                         " changed after it was read");
+void table_transaction::validate_reads(std::vector<latched_leaf>& leaves) {
+  for (const latched_leaf& leaf : leaves) {
+    node_view node(leaf.guard.bytes(), store_.page_size());
+    for (const keyed_read* entry : leaf.reads) {
+      const auto& [k, read] = *entry;
+      bool found;
+      std::size_t slot = node.lower_bound(k.key, &found);
+      bool holds = found == read.value.has_value() &&
+                   (!found || item_value(store_, k.table, node.item(slot)) == *read.value);
+      if (!holds)
+        conflict(leaves, "key " + describe_key(k.key) + " of table " + std::to_string(k.table) +
+                           " changed after it was read");
+    }
   }
 }
 
 // Before anything changes: each chain to be freed is intact, and the record will fit.
-std::size_t
-table_transaction::check_before_applying(std::vector<latched_leaf>& leaves,
-                                         const std::map<table_key, std::size_t>& leaf_of) {
-  check_adds(leaves, leaf_of);
+std::size_t table_transaction::check_before_applying(std::vector<latched_leaf>& leaves,
+                                                     const std::vector<chain_to_free>& chains) {
+  check_adds(leaves);
   std::size_t page_size = store_.page_size();
   std::size_t pages = new_trees_.size() * 2; // all of them latched beyond the leaves
   std::size_t changed_leaves = 0;
   for (const latched_leaf& leaf : leaves)
     changed_leaves += leaf.mode == latch_mode::exclusive ? 1 : 0;
-  for (const auto& [k, value] : writes_) {
+  for (const auto& [k, value] : writes_)
     if (value && !inline_value_fits(page_size, k.key.size(), value->size()))
       pages += overflow_pages(page_size, value->size());
-    node_view node(leaves[leaf_of.at(k)].guard.bytes(), page_size);
-    bool found;
-    std::size_t slot = node.lower_bound(k.key, &found);
-    if (!found || (node.item(slot).flags & item_overflow) == 0)
-      continue;
-    overflow_ref ref = decode_ref(node.item(slot));
-    if (std::string problem = check_chain(store_, k.table, ref, nullptr); !problem.empty()) {
+  for (const chain_to_free& chain : chains) {
+    if (std::string problem = check_chain(store_, chain.table, chain.ref, nullptr);
+        !problem.empty()) {
       leaves.clear();
       throw tidemark::data_error(problem + "; nothing was applied");
     }
-    pages += overflow_pages(page_size, ref.length);
+    pages += overflow_pages(page_size, chain.ref.length);
   }
   try {
     check_latch_limit(leaves.size() + 1 + pages);
@@ -775,31 +802,36 @@ void table_transaction::apply_to_leaf(latched_leaf& latched, page_changes& chang
 }
 
 // Before anything changes: every delta lands inside a value kept in its leaf.
-void table_transaction::check_adds(std::vector<latched_leaf>& leaves,
-                                   const std::map<table_key, std::size_t>& leaf_of) const {
-  for (const auto& [k, adds] : adds_) {
-    node_view node(leaves[leaf_of.at(k)].guard.bytes(), store_.page_size());
-    bool found;
-    std::size_t slot = node.lower_bound(k.key, &found);
-    std::string problem;
-    if (!found) {
-      problem = "is absent";
-    } else if ((node.item(slot).flags & item_overflow) != 0) {
-      problem = "has a value on overflow pages (add_i64 needs one kept in its leaf)";
-    } else {
-      for (const auto& add : adds)
-        if (std::uint64_t(add.first) + 8 > node.item(slot).payload_length)
-          problem = "has a " + std::to_string(node.item(slot).payload_length) +
-                    "-byte value, which bytes " + std::to_string(add.first) + ".." +
-                    std::to_string(std::uint64_t(add.first) + 8) + " are outside of";
-    }
-    if (!problem.empty()) {
-      leaves.clear();
-      throw tidemark::usage_error("add_i64: key " + describe_key(k.key) + " of table " +
-                                  std::to_string(k.table) + " " + problem +
-                                  "; nothing was applied");
-    }
-  }
+void table_transaction::check_adds(std::vector<latched_leaf>& leaves) const {
+  for (const latched_leaf& leaf : leaves)
+    for (const pending_adds* entry : leaf.adds)
+      if (std::string problem = add_problem(leaf, *entry); !problem.empty()) {
+        std::string what = "add_i64: key " + describe_key(entry->first.key) + " of table " +
+                           std::to_string(entry->first.table) + " " + problem +
+                           "; nothing was applied";
+        leaves.clear(); // throws at once: nothing of the loop is used again
+        throw tidemark::usage_error(what);
+      }
+}
+
+// Why `entry`'s deltas cannot be applied to its key in `leaf` (empty: they can).
+std::string table_transaction::add_problem(const latched_leaf& leaf,
+                                           const pending_adds& entry) const {
+  const auto& [k, adds] = entry;
+  node_view node(leaf.guard.bytes(), store_.page_size());
+  bool found;
+  std::size_t slot = node.lower_bound(k.key, &found);
+  if (!found)
+    return "is absent";
+  if ((node.item(slot).flags & item_overflow) != 0)
+    return "has a value on overflow pages (add_i64 needs one kept in its leaf)";
+  std::string problem;
+  for (const auto& add : adds)
+    if (std::uint64_t(add.first) + 8 > node.item(slot).payload_length)
+      problem = "has a " + std::to_string(node.item(slot).payload_length) +
+                "-byte value, which bytes " + std::to_string(add.first) + ".." +
+                std::to_string(std::uint64_t(add.first) + 8) + " are outside of";
+  return problem;
 }
 
 void table_transaction::apply_adds(const std::vector<const pending_adds*>& leaves_adds,
@@ -819,8 +851,7 @@ void table_transaction::apply_adds(const std::vector<const pending_adds*>& leave
   }
 }
 
-lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves,
-                                       const std::map<table_key, std::size_t>& leaf_of) {
+lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves) {
   std::size_t page_size = store_.page_size();
   std::vector<page_changes> changes(leaves.size());
   std::vector<logged_page> logged;

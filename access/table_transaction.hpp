@@ -18,7 +18,8 @@
 //      leaves again);
 //   3. checks each changed leaf has room for its changes, or releases everything and
 //      splits it (a structure change of its own, kept whatever happens next), then starts
-//      again;
+//      again; a change that frees a value's chain of overflow pages needs the table's meta
+//      page (its free list) latched too, in order: without it, releases and starts again;
 //   4. validates the reads: with every leaf latched at once, each key is present or absent
 //      with the value it was read with, and each range holds the same entries (a key that
 //      appeared in it is a phantom); otherwise conflict_error, nothing applied;
@@ -160,14 +161,22 @@ private:
   using pending_write = std::pair<const table_key, std::optional<std::string>>;
   using pending_adds =
     std::pair<const table_key, std::vector<std::pair<std::uint32_t, std::int64_t>>>;
+  using keyed_read = std::pair<const table_key, recorded_read>;
   struct latched_leaf {
     page_id id;
     latch_mode mode;
     page_guard guard;
     bool meta = false; // a table's meta page (its free list), not a leaf
-    // The changes that land on this leaf, in key order (filled once it is latched).
+    // The changes that land on this leaf and the reads it answered, in key order (filled
+    // once every leaf is latched: hand_out).
     std::vector<const pending_write*> writes;
     std::vector<const pending_adds*> adds;
+    std::vector<const keyed_read*> reads;
+  };
+  /// A value on overflow pages a change replaces or erases: step 5 frees its chain.
+  struct chain_to_free {
+    rel_id table;
+    overflow_ref ref;
   };
   enum class attempt { done, again };
 
@@ -185,31 +194,32 @@ private:
   void validate_ranges(std::vector<latched_leaf>& leaves,
                        const std::map<page_id, std::size_t>& index);
   attempt try_commit(lsn_t* end);
-  attempt latch_leaves(std::vector<latched_leaf>& leaves, std::map<table_key, std::size_t>& leaf_of,
-                       std::map<page_id, std::size_t>& index, latch_reservation& reserved);
+  attempt latch_leaves(std::vector<latched_leaf>& leaves, std::map<page_id, std::size_t>& index,
+                       latch_reservation& reserved);
+  void hand_out(const std::vector<std::size_t>& leaf_at, std::vector<latched_leaf>& leaves) const;
   struct leaf_room;
   void locate_writes();
-  bool make_room(std::vector<latched_leaf>& leaves, latch_reservation& reserved);
+  /// Step 3, one look per changed key: `again` (everything released) when a chain to free
+  /// needs its table's meta page latched, or a leaf was too full and is split; otherwise
+  /// the chains step 5 will free.
+  attempt look_at_writes(std::vector<latched_leaf>& leaves, latch_reservation& reserved,
+                         std::vector<chain_to_free>* chains);
   void check_latch_limit(std::size_t pages) const;
-  void validate_reads(std::vector<latched_leaf>& leaves,
-                      const std::map<table_key, std::size_t>& leaf_of);
+  void validate_reads(std::vector<latched_leaf>& leaves);
   [[noreturn]] void conflict(std::vector<latched_leaf>& leaves, const std::string& what);
   void note_if_emptied(const latched_leaf& leaf);
-  lsn_t apply_and_log(std::vector<latched_leaf>& leaves,
-                      const std::map<table_key, std::size_t>& leaf_of);
+  lsn_t apply_and_log(std::vector<latched_leaf>& leaves);
   /// Checks what applying needs (chains to free intact, the latches and the record within
   /// their limits) and returns how many pages it latches beyond the leaves.
   std::size_t check_before_applying(std::vector<latched_leaf>& leaves,
-                                    const std::map<table_key, std::size_t>& leaf_of);
+                                    const std::vector<chain_to_free>& chains);
   void apply_to_leaf(latched_leaf& latched, page_changes& changes,
                      std::map<rel_id, page_allocator>& allocators);
-  bool needs_meta(const std::vector<latched_leaf>& leaves,
-                  const std::map<table_key, std::size_t>& leaf_of);
   /// `value` with the transaction's pending deltas on `at` added.
   std::optional<std::string> with_adds(const table_key& at, std::optional<std::string> value) const;
   std::optional<table_entry> with_adds(rel_id table, std::optional<table_entry> entry) const;
-  void check_adds(std::vector<latched_leaf>& leaves,
-                  const std::map<table_key, std::size_t>& leaf_of) const;
+  void check_adds(std::vector<latched_leaf>& leaves) const;
+  std::string add_problem(const latched_leaf& leaf, const pending_adds& entry) const;
   void apply_adds(const std::vector<const pending_adds*>& adds, page_edit& edit) const;
   void build_new_trees(std::vector<page_guard>& pages, std::vector<page_changes>& changes,
                        std::vector<logged_page>& logged);
