@@ -19,6 +19,10 @@
 #           cache is dropped before every phase (pages cached by earlier phases would be
 #           charged to no one). cgroup v1 (/sys/fs/cgroup/memory) or v2 (memory.max);
 #           needs root.
+# Each workload phase starts with --warmup seconds of reads, measured by no one, so that
+# every store's cache (pool, block cache, LMDB's mapped pages) starts the measured seconds
+# holding what the workload reads most: a cold cache at the start of each process would
+# measure its filling (a fifth of Tidemark's CPU in a 20-second C), not the workload.
 # Per phase: operations per second; latency p50/p99/p99.9/max of reads and of writes;
 # retries after conflicts; bytes written to the device per operation (/proc/diskstats of
 # the device holding the work directory: everything written on the machine meanwhile);
@@ -30,18 +34,20 @@
 # system; gnuplot, installed from Debian when missing) and keeps each phase's JSON line in
 # OUT/rows.jsonl. Installs the peers' Debian packages and perf when missing.
 #
-#   usage: bench/ycsb.sh [-n RECORDS] [-t THREADS] [-T SECONDS] [--workloads "A B C F E"]
+#   usage: bench/ycsb.sh [-n RECORDS] [-t THREADS] [-T SECONDS] [--warmup SECONDS]
+#            [--workloads "A B C F E"]
 #            [--systems "tidemark-fpw tidemark-dw rocksdb wiredtiger bdb lmdb sqlite"]
 #            [--sizes "cached beyond"] [--cached-cache 2GB] [--limit 256MB] [--no-crash]
 #            [--load-limit SECONDS] [--quick] [--build DIR] [--out DIR] [--keep]
-#   defaults: -n 1000000 -t 8 -T 20, all workloads, systems and sizes, --cached-cache 2GB,
-#   --limit 256MB (the data is about 1.2 GB: 4.7 x), --load-limit 240. A load still
+#   defaults: -n 1000000 -t 8 -T 20 --warmup 3 (0: none), all workloads, systems and
+#   sizes, --cached-cache 2GB, --limit 256MB (the data is about 1.2 GB: 4.7 x),
+#   --load-limit 240. A load still
 #   running after --load-limit seconds is stopped (SIGKILL) and reported as not finished;
 #   that store's workloads are not run at that size (beyond memory, Berkeley DB's load took
 #   9 minutes). The cached size takes about 25 minutes on 2 cores, the whole run about an
 #   hour.
-#   --quick: -n 50000 -T 1 --cached-cache 128MB --limit 256MB, about 5 minutes. It checks
-#   the harness, not the stores: its "beyond" data (about 60 MB) fits the limit, since a
+#   --quick: -n 50000 -T 1 --warmup 1 --cached-cache 128MB --limit 256MB, about 5 minutes.
+#   It checks the harness, not the stores: its "beyond" data (about 60 MB) fits the limit, since a
 #   smaller limit leaves too little for the stores' own memory (WAL buffers, memtables,
 #   transactions: Tidemark's load peaks at 170 MB resident with an 80 MB pool).
 #   directory: --build names the Tidemark build tree (default: build).
@@ -49,7 +55,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 
-records=1000000 threads=8 seconds=20
+records=1000000 threads=8 seconds=20 warmup=3
 workloads="A B C F E"
 systems="tidemark-fpw tidemark-dw rocksdb wiredtiger bdb lmdb sqlite"
 sizes="cached beyond"
@@ -60,7 +66,7 @@ out=ycsb-results
 
 for a in "$@"; do # --quick sets the defaults below; options given with it still win
   if [ "$a" = --quick ]; then
-    records=50000 seconds=1 cached_cache=128MB limit=256MB
+    records=50000 seconds=1 warmup=1 cached_cache=128MB limit=256MB
   fi
 done
 usage() { sed -n '/^#   usage:/,/^#   directory/s/^#//p' "$0" >&2; exit 2; }
@@ -69,6 +75,7 @@ while [ $# -gt 0 ]; do
     -n) records=$2; shift ;;
     -t) threads=$2; shift ;;
     -T) seconds=$2; shift ;;
+    --warmup) warmup=$2; shift ;;
     --workloads) workloads=$2; shift ;;
     --systems) systems=$2; shift ;;
     --sizes) sizes=$2; shift ;;
@@ -88,6 +95,7 @@ done
 for v in "$records" "$threads" "$seconds" "$load_limit"; do
   [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "-n, -t, -T and --load-limit take positive integers" >&2; exit 2; }
 done
+[[ $warmup =~ ^[0-9]+$ ]] || { echo "--warmup takes seconds (0 or more), got $warmup" >&2; exit 2; }
 for w in $workloads; do
   case $w in A|B|C|E|F) ;; *) echo "--workloads takes A, B, C, E and F, got $w" >&2; exit 2 ;; esac
 done
@@ -192,7 +200,7 @@ phase() {
   local name=$system-$size-$command${1:+-$1} dir=$work/data-$system-$size acks=$work/acks-$system-$size
   local json=$work/logs/$name.json perfout=$work/logs/$name.perf
   local args=("$command" -D "$dir" --acks "$acks" -n "$records" -t "$threads" --cache "$cache")
-  [ "$command" = run ] && args+=(-w "$1" -T "$seconds")
+  [ "$command" = run ] && args+=(-w "$1" -T "$seconds" --warmup "$warmup")
   [ "$command" = load ] && args+=($(settings_of "$system"))
   [ "$command" = verify ] || args+=(--json "$json")
   sync
@@ -244,7 +252,7 @@ EOF
 
 : > "$work/rows.jsonl"
 [ -n "$(echo " $sizes " | grep " beyond ")" ] && make_cgroup
-log "records $records, threads $threads, ${seconds}s a workload, workloads: $workloads; sizes: $sizes" \
+log "records $records, threads $threads, ${seconds}s a workload after ${warmup}s of reads, workloads: $workloads; sizes: $sizes" \
     "(cached: cache $cached_cache; beyond: cgroup limit $limit, cache a quarter of it); device $device"
 for size in $sizes; do
   cache=$([ "$size" = cached ] && echo "$cached_cache_bytes" || echo $((limit_bytes / 4)))

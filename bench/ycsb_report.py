@@ -58,6 +58,12 @@ def main():
     rows_path, out, machine = sys.argv[1:4]
     rows = [json.loads(line) for line in open(rows_path) if line.strip()]
     md = ["### Durable YCSB", "", f"Machine: {machine}.", ""]
+    runs = [r for r in rows if r.get("command") == "run" and "failed" not in r]
+    if runs:
+        seconds = sorted({round(r["seconds"]) for r in runs})
+        warmups = sorted({r.get("warmup_seconds", 0) for r in runs})
+        md += [f"Each workload: {', '.join(f'{s:g}' for s in warmups)} s of unmeasured reads, "
+               f"then {', '.join(str(s) for s in seconds)} s measured.", ""]
     sizes = [s for s in ("cached", "beyond") if any(r["size"] == s for r in rows)]
     for size in sizes:
         measured = [r for r in rows if r["size"] == size and r["command"] in ("load", "run")

@@ -307,6 +307,7 @@ struct options {
   bool uniform = false; // uniform requests instead of zipfian
   int threads = 8;
   double seconds = 30;
+  double warmup = 0; // run: seconds of unmeasured reads first (warm_up)
   std::uint64_t batch = 1000;           // records per load transaction
   std::size_t cache_bytes = 128u << 20; // the store's page or block cache
   std::vector<std::string> sets;        // load: --set KEY=VALUE, the store's own settings
@@ -318,7 +319,7 @@ struct options {
                "usage: %s load   -D DIR --acks DIR [-n RECORDS] [-t THREADS] [--batch 1000] "
                "[--cache BYTES] [--set KEY=VALUE]... [--json FILE]\n"
                "       %s run    -D DIR --acks DIR -w A|B|C|E|F [-n RECORDS] [-t THREADS] "
-               "[-T SECONDS] [--uniform] [--cache BYTES] [--json FILE]\n"
+               "[-T SECONDS] [--warmup SECONDS] [--uniform] [--cache BYTES] [--json FILE]\n"
                "       %s verify -D DIR --acks DIR [-n RECORDS] [-t THREADS] [--cache BYTES]\n",
                prog, prog, prog);
   std::exit(2);
@@ -352,6 +353,8 @@ inline options parse(int argc, char** argv) {
       o.threads = std::atoi(value().c_str());
     else if (a == "-T")
       o.seconds = std::atof(value().c_str());
+    else if (a == "--warmup")
+      o.warmup = std::atof(value().c_str());
     else if (a == "--batch")
       o.batch = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--cache")
@@ -364,7 +367,7 @@ inline options parse(int argc, char** argv) {
       usage(argv[0]);
   }
   if (o.dir.empty() || o.acks.empty() || o.records < 1 || o.threads < 1 || o.seconds <= 0 ||
-      o.batch < 1)
+      !(o.warmup >= 0) || o.batch < 1)
     usage(argv[0]);
   workload_named(o.workload); // dies on a bad name
   return o;
@@ -481,28 +484,63 @@ inline std::uint64_t micros_since(clock_type::time_point start) {
     std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count());
 }
 
-/// The measured phase: each thread runs operations of the workload's mix on records chosen
-/// by the request distribution (inserts take new records N, N+1, ...) until the time is
-/// up, and logs each acknowledged write to ACKS/acks-<thread>.
+/// Picks existing records by the request distribution: zipfian over popularity ranks,
+/// scrambled by hashing, or uniform.
+struct record_picker {
+  const options& o;
+  const zipfian& popularity;
+  std::mt19937_64 random;
+  std::uniform_real_distribution<double> unit{0.0, 1.0};
+
+  record_picker(const options& opts, const zipfian& z, std::uint64_t seed)
+    : o(opts), popularity(z), random(seed) {}
+  std::uint64_t next() {
+    return o.uniform ? random() % o.records : fnv1a(popularity.next(unit(random))) % o.records;
+  }
+};
+
+/// Before the measured phase, `warmup` seconds of reads of records picked as the workload
+/// picks them, measured by no one: each store's cache (a buffer pool, a block cache, the
+/// pages LMDB maps) starts the measured phase holding what the workload reads most, the
+/// same for every store. Reads only, so the device bytes and syncs of the phase are the
+/// measured operations' (and the store's opening and closing) alone.
+template <class MakeWorker>
+void warm_up(const options& o, const zipfian& popularity, MakeWorker make_worker) {
+  if (o.warmup <= 0)
+    return;
+  on_threads(o.threads, o.warmup, make_worker, [&](int t, worker& w, std::atomic<bool>& stop) {
+    record_picker picker(o, popularity, 0x2545f4914f6cdd1dull * std::uint64_t(t + 1));
+    std::uint64_t retries = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const std::string key = key_of(picker.next());
+      std::optional<std::string> v;
+      retrying(&retries, [&] { v = w.read(key); });
+      if (!v)
+        die("warm-up: key " + key + " is missing");
+    }
+  });
+}
+
+/// The measured phase (after warm_up): each thread runs operations of the workload's mix on
+/// records chosen by the request distribution (inserts take new records N, N+1, ...) until
+/// the time is up, and logs each acknowledged write to ACKS/acks-<thread>.
 template <class MakeWorker>
 run_result run(const options& o, MakeWorker make_worker) {
   const workload mix = workload_named(o.workload);
   const zipfian popularity(o.records);
+  warm_up(o, popularity, make_worker);
   std::atomic<std::uint64_t> next_insert{o.records};
   std::vector<thread_result> results(o.threads);
   auto body = [&](int t, worker& w, std::atomic<bool>& stop) {
     thread_result& res = results[t];
     const std::uint32_t writer = writer_of(o.workload, t);
     ack_log acks(o.acks, writer);
-    std::mt19937_64 random(0x9e3779b97f4a7c15ull * std::uint64_t(t + 1));
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    auto pick = [&] {
-      return o.uniform ? random() % o.records : fnv1a(popularity.next(unit(random))) % o.records;
-    };
+    record_picker picker(o, popularity, 0x9e3779b97f4a7c15ull * std::uint64_t(t + 1));
+    std::mt19937_64& random = picker.random;
     std::uint64_t sequence = 0;
     while (!stop.load(std::memory_order_relaxed)) {
-      const op kind = choose(mix, unit(random));
-      const std::uint64_t record = kind == op::insert ? next_insert.fetch_add(1) : pick();
+      const op kind = choose(mix, picker.unit(random));
+      const std::uint64_t record = kind == op::insert ? next_insert.fetch_add(1) : picker.next();
       const std::string key = key_of(record);
       const auto started = clock_type::now();
       const std::uint64_t started_ns = now_ns();
@@ -667,10 +705,11 @@ inline void emit(const char* system, const options& o, const run_result& r,
   char head[400];
   std::snprintf(head, sizeof head,
                 "{\"system\": \"%s\", \"phase\": \"%s\", \"records\": %llu, \"threads\": %d, "
-                "\"seconds\": %.3f, \"ops\": %llu, \"ops_per_s\": %.1f, \"retries\": %llu, "
-                "\"scanned\": %llu, ",
+                "\"seconds\": %.3f, \"warmup_seconds\": %.3f, \"ops\": %llu, "
+                "\"ops_per_s\": %.1f, \"retries\": %llu, \"scanned\": %llu, ",
                 system, o.command == "load" ? "load" : std::string(1, o.workload).c_str(),
                 static_cast<unsigned long long>(o.records), o.threads, r.seconds,
+                o.command == "run" ? o.warmup : 0.0,
                 static_cast<unsigned long long>(r.ops), double(r.ops) / r.seconds,
                 static_cast<unsigned long long>(r.retries),
                 static_cast<unsigned long long>(r.scanned));
