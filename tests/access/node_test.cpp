@@ -46,7 +46,7 @@ struct test_node {
 };
 
 // Keys drawn to make comparisons hard: shared prefixes, the empty key, the longest key.
-std::string random_key(std::mt19937_64& random) {
+std::string random_node_key(std::mt19937_64& random) {
   switch (random() % 8) {
     case 0:
       return "";
@@ -64,7 +64,8 @@ std::string random_key(std::mt19937_64& random) {
   }
 }
 
-std::string random_value(std::mt19937_64& random, std::size_t page_size, std::size_t key_size) {
+std::string random_node_value(std::mt19937_64& random, std::size_t page_size,
+                              std::size_t key_size) {
   std::size_t most = max_item_size(page_size) - item_footprint(key_size, 0);
   std::size_t length = random() % 4 == 0 ? random() % (most + 1) : random() % 64;
   std::string value(length, '\0');
@@ -102,7 +103,7 @@ TEST_CASE("a leaf under random inserts, erases and replaces matches a std::map")
     test_node node(page_size);
     std::map<std::string, std::string> model;
     for (int step = 0; step < 20000; ++step) {
-      std::string key = random_key(random);
+      std::string key = random_node_key(random);
       bool found;
       std::size_t slot = node.view().lower_bound(key, &found);
       REQUIRE(found == (model.count(key) == 1));
@@ -110,7 +111,7 @@ TEST_CASE("a leaf under random inserts, erases and replaces matches a std::map")
         node.change([&](page_edit& edit) { erase_item(edit, slot); });
         model.erase(key);
       } else if (found) {
-        std::string value = random_value(random, page_size, key.size());
+        std::string value = random_node_value(random, page_size, key.size());
         std::size_t old_length = node.view().item(slot).payload_length;
         std::size_t growth = value.size() > old_length ? value.size() - old_length : 0;
         if (!node.view().fits(growth))
@@ -120,7 +121,7 @@ TEST_CASE("a leaf under random inserts, erases and replaces matches a std::map")
         });
         model[key] = value;
       } else {
-        std::string value = random_value(random, page_size, key.size());
+        std::string value = random_node_value(random, page_size, key.size());
         if (!node.view().fits(item_footprint(key.size(), value.size())))
           continue;
         node.change([&](page_edit& edit) {
@@ -143,8 +144,8 @@ TEST_CASE("a full leaf splits into two nodes that hold every item, bounded by th
       std::map<std::string, std::string> model;
       // Fill until an item does not fit, then split with it.
       for (;;) {
-        std::string key = random_key(random);
-        std::string value = random_value(random, page_size, key.size());
+        std::string key = random_node_key(random);
+        std::string value = random_node_value(random, page_size, key.size());
         if (model.count(key))
           continue;
         bool found;

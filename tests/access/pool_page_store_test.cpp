@@ -27,7 +27,7 @@ namespace {
 
 constexpr std::size_t page_size = 8192;
 constexpr std::uint64_t wal_segment = 256 * 1024;
-constexpr rel_id table_rel = 10;
+constexpr rel_id pool_tree_rel = 10;
 
 struct engine {
   explicit engine(const std::string& dir)
@@ -48,8 +48,8 @@ struct operation {
 // Random puts and erases; a checkpoint-like redo point midway, so that pages changed
 // after it log full-page images.
 std::vector<operation> build(engine& e, pool_page_store& store, int count) {
-  tree::create(store, table_rel);
-  tree t(store, table_rel);
+  tree::create(store, pool_tree_rel);
+  tree t(store, pool_tree_rel);
   std::mt19937_64 random(3);
   std::vector<operation> log;
   for (int i = 0; i < count; ++i) {
@@ -98,8 +98,8 @@ std::map<std::string, std::string> recover(const std::string& dir, lsn_t* replay
   storage::replay(reader, pool, 1, nullptr, options);
   *replayed_to = replayed.load();
   pool_page_store store(pool, nullptr, false);
-  REQUIRE(check_tree(store, table_rel) == "");
-  tree t(store, table_rel);
+  REQUIRE(check_tree(store, pool_tree_rel) == "");
+  tree t(store, pool_tree_rel);
   std::map<std::string, std::string> contents;
   for (auto entry = t.first_from("", true); entry; entry = t.first_from(entry->first, false))
     contents.insert(*entry);

@@ -30,7 +30,7 @@ using messages::checkpoint_reason;
 
 // The write-order probe for C5: records, in order, the offset and length of every write to
 // a relation segment file with the file's name ("3.0"), while recording is on.
-class write_order_probe final : public storage::test::delegating_engine {
+class segment_write_probe final : public storage::test::delegating_engine {
 public:
   using delegating_engine::delegating_engine;
   void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override {
@@ -325,10 +325,11 @@ TEST_CASE("checkpointer: WAL consumed faster than the time budget re-plans the s
 
 TEST_CASE("checkpointer: dirty buffers are written in file and block order, runs of blocks as one "
           "write (C5)") {
-  write_order_probe* probe = nullptr;
+  segment_write_probe* probe = nullptr;
   test::checkpoint_fixture f({"segment_size=64kB", "shared_buffers=1MB"},
                              [&probe](std::unique_ptr<storage::io_engine> real) {
-                               auto watching = std::make_unique<write_order_probe>(std::move(real));
+                               auto watching =
+                                 std::make_unique<segment_write_probe>(std::move(real));
                                probe = watching.get();
                                return watching;
                              });

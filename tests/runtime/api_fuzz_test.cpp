@@ -39,12 +39,8 @@ struct log_row {
   std::int64_t amount;
 };
 
-struct scratch_directory : test::scratch_directory {
-  scratch_directory() : test::scratch_directory("tidemark-api-fuzz") {}
-};
-
-const std::vector<std::string> settings = {"log_checkpoints=off", "shared_buffers=1MB",
-                                           "checkpoint_timeout=1s"};
+const std::vector<std::string> fuzz_settings = {"log_checkpoints=off", "shared_buffers=1MB",
+                                                "checkpoint_timeout=1s"};
 
 std::size_t per_page(std::size_t page_size) { return rows_per_page(page_size, 8); }
 
@@ -330,9 +326,9 @@ private:
 } // namespace
 
 TEST_CASE("public API under a randomized mix of 100 000 valid and wrong calls from four threads") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-api-fuzz");
   create_options create;
-  create.settings = settings;
+  create.settings = fuzz_settings;
   create.initial_data = [](initial_loader& loader) {
     std::vector<std::int64_t> balances(account_count, initial_balance);
     loader.append_rows(accounts, balances.data(), 8, balances.size());
@@ -341,7 +337,7 @@ TEST_CASE("public API under a randomized mix of 100 000 valid and wrong calls fr
   std::vector<worker_result> results(threads);
   {
     open_options options;
-    options.settings = settings;
+    options.settings = fuzz_settings;
     auto db = database::open(scratch.dir, options);
     session shared = db->open_session();
     {
@@ -379,7 +375,7 @@ TEST_CASE("public API under a randomized mix of 100 000 valid and wrong calls fr
   CHECK(snapshots > 0);
 
   open_options options;
-  options.settings = settings;
+  options.settings = fuzz_settings;
   auto db = database::open(scratch.dir, options);
   CHECK(!db->recovery().needed);
   session s = db->open_session();

@@ -24,7 +24,7 @@ namespace {
 constexpr relation_id relation = 2;
 constexpr std::uint32_t blocks = 8;
 constexpr std::uint32_t torn_block = 5;
-constexpr std::uint32_t offset = 64;
+constexpr std::uint32_t payload_offset = 64;
 
 std::vector<unsigned char> payload(std::uint32_t block, std::size_t length) {
   std::vector<unsigned char> bytes(length);
@@ -54,12 +54,12 @@ TEST_CASE("base backup: a page torn on the primary's disk is copied again from i
                                              "checkpoint_timeout=1h", "segment_size=1MB"};
   auto primary = test::create_replicated_primary(primary_dir.dir, settings);
   const std::uint32_t page_size = primary->page_size();
-  const std::uint32_t length = page_size - 2 * offset;
+  const std::uint32_t length = page_size - 2 * payload_offset;
   {
     session s = primary->open_session();
     s.begin();
     for (std::uint32_t b = 0; b < blocks; ++b)
-      s.write_bytes({relation, b}, offset, payload(b, length).data(), length);
+      s.write_bytes({relation, b}, payload_offset, payload(b, length).data(), length);
     s.commit();
   }
   primary->checkpoint(); // every page on disk, each still in the pool, clean
@@ -86,7 +86,7 @@ TEST_CASE("base backup: a page torn on the primary's disk is copied again from i
   session reader = standby->open_session();
   std::vector<unsigned char> read(length);
   reader.begin();
-  reader.read_bytes({relation, torn_block}, offset, read.data(), length);
+  reader.read_bytes({relation, torn_block}, payload_offset, read.data(), length);
   reader.commit();
   CHECK(read == payload(torn_block, length));
   standby->close();

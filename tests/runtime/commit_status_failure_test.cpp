@@ -5,6 +5,7 @@
 // the engine's internals.
 #include <tidemark/database.hpp>
 
+#include "quiet_database.hpp"
 #include "runtime/api_bridge.hpp"
 #include "scratch_directory.hpp"
 #include "storage/commit_log.hpp"
@@ -18,16 +19,11 @@ using namespace tidemark;
 
 namespace {
 
-const std::vector<std::string> quiet = {"log_checkpoints=off", "shared_buffers=1MB"};
-
-std::unique_ptr<database> open_quiet(const std::string& dir) {
-  open_options options;
-  options.settings = quiet;
-  return database::open(dir, options);
-}
+using test::open_quiet;
+using test::quiet;
 
 // A directory with relation 1 holding `rows` rows of 16 bytes.
-void create_with_rows(const std::string& dir, std::uint64_t rows) {
+void create_with_zero_rows(const std::string& dir, std::uint64_t rows) {
   create_options create;
   create.settings = quiet;
   create.initial_data = [rows](initial_loader& loader) {
@@ -37,16 +33,12 @@ void create_with_rows(const std::string& dir, std::uint64_t rows) {
   database::create(dir, create);
 }
 
-struct scratch_directory : test::scratch_directory {
-  scratch_directory() : test::scratch_directory("tidemark-commit-status") {}
-};
-
 } // namespace
 
 TEST_CASE("commit status: a commit whose status cannot be recorded stops the engine with "
           "commit_outcome_unknown") {
-  scratch_directory scratch;
-  create_with_rows(scratch.dir, 10);
+  test::scratch_directory scratch("tidemark-commit-status");
+  create_with_zero_rows(scratch.dir, 10);
   open_options options;
   options.settings = quiet;
   fault_injection faults;

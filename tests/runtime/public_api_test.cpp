@@ -4,6 +4,7 @@
 // offline page check. Only public headers are included.
 #include <tidemark/database.hpp>
 
+#include "quiet_database.hpp"
 #include "scratch_directory.hpp"
 
 #include <doctest/doctest.h>
@@ -27,17 +28,8 @@ using namespace tidemark;
 
 namespace {
 
-struct scratch_directory : test::scratch_directory {
-  scratch_directory() : test::scratch_directory("tidemark-public-api") {}
-};
-
-const std::vector<std::string> quiet = {"log_checkpoints=off", "shared_buffers=1MB"};
-
-std::unique_ptr<database> open_quiet(const std::string& dir) {
-  open_options options;
-  options.settings = quiet;
-  return database::open(dir, options);
-}
+using test::open_quiet;
+using test::quiet;
 
 struct row {
   std::uint64_t id;
@@ -64,7 +56,7 @@ void create_with_rows(const std::string& dir, std::uint64_t rows) {
 } // namespace
 
 TEST_CASE("public API: the initial loader packs rows in order, and a session reads them back") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   const std::uint64_t rows = 1000;
   create_with_rows(scratch.dir, rows);
   std::ifstream app(scratch.dir + "/app.conf");
@@ -91,7 +83,7 @@ TEST_CASE("public API: the initial loader packs rows in order, and a session rea
 }
 
 TEST_CASE("public API: a commit changes several pages at once and survives a reopen") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   transaction_id committed = 0;
   {
@@ -139,7 +131,7 @@ TEST_CASE("public API: a commit changes several pages at once and survives a reo
 }
 
 TEST_CASE("public API: bad input is a usage_error before anything happens") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   auto db = open_quiet(scratch.dir);
   session s = db->open_session();
@@ -178,7 +170,7 @@ TEST_CASE("public API: bad input is a usage_error before anything happens") {
 }
 
 TEST_CASE("public API: a session outliving its database gets usage_error, never freed memory") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   auto db = open_quiet(scratch.dir);
   session s = db->open_session();
@@ -195,7 +187,7 @@ TEST_CASE("public API: a session outliving its database gets usage_error, never 
 }
 
 TEST_CASE("public API: a directory in use is refused naming who holds it, and so is check_files") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   open_options read_only;
   read_only.read_only = true;
@@ -231,7 +223,7 @@ TEST_CASE("public API: a directory in use is refused naming who holds it, and so
 
 TEST_CASE("public API: a path through a regular file is refused naming that, not as in use or not "
           "empty") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   const std::string file = scratch.root + "/plain-file";
   std::ofstream(file) << "not a directory\n";
   CHECK_THROWS_WITH_AS(open_quiet(file), doctest::Contains("is not a directory"), config_error);
@@ -247,7 +239,7 @@ TEST_CASE("public API: a path through a regular file is refused naming that, not
 }
 
 TEST_CASE("public API: a directory holding only tidemark.conf is not a data directory") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   std::filesystem::create_directory(scratch.dir);
   std::ofstream(scratch.dir + "/tidemark.conf") << "shared_buffers = 1MB\n";
   open_options read_only;
@@ -269,7 +261,7 @@ TEST_CASE("public API: a directory holding only tidemark.conf is not a data dire
 }
 
 TEST_CASE("public API: check_files names a page whose bytes were damaged on disk") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 1000);
   {
     std::fstream segment(scratch.dir + "/base/1.0",
@@ -319,7 +311,7 @@ public:
 } // namespace
 
 TEST_CASE("public API: the observer sees a checkpoint's phases and the fsyncs it asked for") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   auto events = std::make_shared<counting_observer>();
   open_options options;
@@ -375,7 +367,7 @@ std::map<std::string, std::string> directory_contents(const std::string& dir) {
 
 TEST_CASE("public API: a read-only open reads and runs read-only transactions, and writes "
           "nothing") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 1000);
   transaction_id committed = 0;
   {
@@ -433,7 +425,7 @@ TEST_CASE("public API: a read-only open reads and runs read-only transactions, a
 }
 
 TEST_CASE("public API: log lines go to the application's callback, which may not checkpoint") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   std::mutex lines_mutex;
   std::vector<std::string> lines;
@@ -508,7 +500,7 @@ std::string read_text(session& s, page_id page, std::uint32_t offset, std::uint3
 } // namespace
 
 TEST_CASE("public API: an append moves past the transaction's own writes, in either order") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   auto db = open_quiet(scratch.dir);
   session s = db->open_session();
@@ -561,7 +553,7 @@ TEST_CASE("public API: an append moves past the transaction's own writes, in eit
 
 TEST_CASE("public API: a change outside a transaction is a usage_error, and so is one after a "
           "conflict") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   auto db = open_quiet(scratch.dir);
   session s = db->open_session();
@@ -602,7 +594,7 @@ TEST_CASE("public API: a change outside a transaction is a usage_error, and so i
 
 TEST_CASE("public API: commit() throws io_error when a page it changes cannot be read, applies "
           "nothing, and the engine goes on") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   // Relation 4: one row per page, enough pages to push any page out of the 1 MB pool.
   create_options create;
   create.settings = quiet;
@@ -654,7 +646,7 @@ TEST_CASE("public API: commit() throws io_error when a page it changes cannot be
 }
 
 TEST_CASE("public API: write_trace to a file it cannot create is an io_error naming it") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-public-api");
   create_with_rows(scratch.dir, 10);
   open_options options;
   options.settings = quiet;

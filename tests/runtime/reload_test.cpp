@@ -50,9 +50,9 @@ void write_pages(session& s, std::uint32_t block) {
   s.commit();
 }
 
-std::unique_ptr<database> create_and_open(const std::string& dir,
-                                          const std::vector<std::string>& in_file,
-                                          const std::vector<std::string>& at_open = {}) {
+std::unique_ptr<database> create_then_open(const std::string& dir,
+                                           const std::vector<std::string>& in_file,
+                                           const std::vector<std::string>& at_open = {}) {
   create_options create;
   create.settings = in_file;
   database::create(dir, create);
@@ -65,7 +65,7 @@ std::unique_ptr<database> create_and_open(const std::string& dir,
 
 TEST_CASE("reload: a shorter checkpoint_timeout starts timed checkpoints without a restart") {
   test::scratch_directory scratch("tidemark-reload");
-  auto db = create_and_open(scratch.dir, {"checkpoint_timeout=1h", "log_checkpoints=off"});
+  auto db = create_then_open(scratch.dir, {"checkpoint_timeout=1h", "log_checkpoints=off"});
   session s = db->open_session();
   write_pages(s, 0);
   CHECK(db->stats().checkpoints.timed == 0);
@@ -87,8 +87,8 @@ TEST_CASE("reload: a shorter checkpoint_timeout starts timed checkpoints without
 
 TEST_CASE("reload: bgwriter_lru_maxpages from 0 turns the bgwriter's cleaning on") {
   test::scratch_directory scratch("tidemark-reload");
-  auto db = create_and_open(scratch.dir, {"shared_buffers=64", "bgwriter_lru_maxpages=0",
-                                          "checkpoint_timeout=1h", "log_checkpoints=off"});
+  auto db = create_then_open(scratch.dir, {"shared_buffers=64", "bgwriter_lru_maxpages=0",
+                                           "checkpoint_timeout=1h", "log_checkpoints=off"});
   session s = db->open_session();
   for (std::uint32_t block = 0; block < 512; block += 8)
     write_pages(s, block); // eight times the pool: sessions write every victim themselves
@@ -108,8 +108,8 @@ TEST_CASE("reload: bgwriter_lru_maxpages from 0 turns the bgwriter's cleaning on
 TEST_CASE("reload: what only a restart takes is named and kept, settings given at open win, a "
           "broken file changes nothing") {
   test::scratch_directory scratch("tidemark-reload");
-  auto db = create_and_open(scratch.dir, {"shared_buffers=1MB", "log_checkpoints=off"},
-                            {"bgwriter_delay=20ms"});
+  auto db = create_then_open(scratch.dir, {"shared_buffers=1MB", "log_checkpoints=off"},
+                             {"bgwriter_delay=20ms"});
   set_in_file(scratch.dir, "shared_buffers", "2MB");
   set_in_file(scratch.dir, "bgwriter_delay", "300ms"); // given at open: the open's stays
   set_in_file(scratch.dir, "checkpoint_completion_target", "0.5");

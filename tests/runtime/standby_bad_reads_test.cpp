@@ -68,7 +68,7 @@ std::vector<std::string> mode_settings(const std::string& mode) {
 using test::log_lines;
 using test::poll_until;
 
-using counts = std::array<std::int64_t, writers>;
+using writer_counts = std::array<std::int64_t, writers>;
 
 // Writers committing on the primary; each counts its commits begun and acknowledged. A
 // writer whose commit waits for a standby that stopped ends only once a standby confirms
@@ -98,8 +98,8 @@ public:
       if (thread.joinable())
         thread.join();
   }
-  counts acknowledged() const { return snapshot(acked_); }
-  counts begun() const { return snapshot(begun_); }
+  writer_counts acknowledged() const { return snapshot(acked_); }
+  writer_counts begun() const { return snapshot(begun_); }
   std::int64_t total() const {
     std::int64_t sum = 0;
     for (std::int64_t n : acknowledged())
@@ -130,8 +130,8 @@ private:
     }
     exited_.fetch_add(1);
   }
-  static counts snapshot(const std::array<std::atomic<std::int64_t>, writers>& values) {
-    counts out{};
+  static writer_counts snapshot(const std::array<std::atomic<std::int64_t>, writers>& values) {
+    writer_counts out{};
     for (std::uint32_t t = 0; t < writers; ++t)
       out[t] = values[t].load();
     return out;
@@ -146,7 +146,7 @@ private:
 };
 
 // Every acknowledged commit is there, no commit that was never begun, each one whole.
-void check_commits(database& db, const counts& acknowledged, const counts& begun,
+void check_commits(database& db, const writer_counts& acknowledged, const writer_counts& begun,
                    const std::string& what) {
   session s = db.open_session();
   s.begin();
@@ -258,7 +258,7 @@ bool bad_read_cycle(const std::string& mode, const fault_plan& plan) {
     CHECK_THROWS_AS(standby->close(), engine_stopped_error);
     standby.reset();
     // No standby confirms now: acknowledged commits stand still.
-    const counts acknowledged = load.acknowledged(), begun = load.begun();
+    const writer_counts acknowledged = load.acknowledged(), begun = load.begun();
     std::filesystem::remove_all(copy_dir.dir);
     std::filesystem::copy(standby_dir.dir, copy_dir.dir, std::filesystem::copy_options::recursive);
     open_options offline = standby_options;
@@ -303,7 +303,7 @@ bool bad_read_cycle(const std::string& mode, const fault_plan& plan) {
     CHECK(stopped); // redo alone reads its WAL: the bytes that stay bad stop it
   if (!plan.stays_bad())
     CHECK_FALSE(stopped); // every reader reads again more often than they go bad
-  const counts acknowledged = load.acknowledged(), begun = load.begun();
+  const writer_counts acknowledged = load.acknowledged(), begun = load.begun();
   primary->close();
   standby->promote();
   check_commits(*standby, acknowledged, begun, "the promoted standby");

@@ -25,13 +25,13 @@ using namespace tidemark;
 
 namespace {
 
-constexpr relation_id pages = 1;
-constexpr std::uint32_t offset = 64;
+constexpr relation_id balances = 1;
+constexpr std::uint32_t balance_offset = 64;
 
 void transfer(session& s, std::int64_t amount) {
   s.begin();
-  s.add_i64({pages, 0}, offset, amount);
-  s.add_i64({pages, 1}, offset, -amount);
+  s.add_i64({balances, 0}, balance_offset, amount);
+  s.add_i64({balances, 1}, balance_offset, -amount);
   s.commit();
 }
 
@@ -46,10 +46,10 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   {
     session s = primary->open_session(); // relation 1 gets blocks 0 and 1
     s.begin();
-    s.add_i64({pages, 0}, offset, 0);
+    s.add_i64({balances, 0}, balance_offset, 0);
     s.commit();
     s.begin();
-    s.add_i64({pages, 1}, offset, 0);
+    s.add_i64({balances, 1}, balance_offset, 0);
     s.commit();
   }
   base_backup_report backup = database::base_backup(standby_dir.dir, listen, "reads-test");
@@ -76,11 +76,11 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while ((consistent < 300 || transfers.load() < 2000) &&
          std::chrono::steady_clock::now() < deadline) {
-    if (standby->relation_blocks(pages) < 2)
+    if (standby->relation_blocks(balances) < 2)
       continue; // the setup has not been replayed yet
     reader.begin();
-    std::int64_t a = reader.read_i64({pages, 0}, offset);
-    std::int64_t b = reader.read_i64({pages, 1}, offset);
+    std::int64_t a = reader.read_i64({balances, 0}, balance_offset);
+    std::int64_t b = reader.read_i64({balances, 1}, balance_offset);
     try {
       reader.commit();
     } catch (const conflict_error&) {
@@ -108,7 +108,7 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
 
   session writer_on_standby = standby->open_session();
   writer_on_standby.begin();
-  CHECK_THROWS_AS(writer_on_standby.add_i64({pages, 0}, offset, 1), usage_error);
+  CHECK_THROWS_AS(writer_on_standby.add_i64({balances, 0}, balance_offset, 1), usage_error);
   writer_on_standby.rollback();
 
   primary->close();
@@ -117,7 +117,8 @@ TEST_CASE("standby: read-only transactions see whole transactions of the primary
   session after = standby->open_session();
   transfer(after, 5); // a promoted standby accepts writes
   after.begin();
-  std::int64_t sum = after.read_i64({pages, 0}, offset) + after.read_i64({pages, 1}, offset);
+  std::int64_t sum =
+    after.read_i64({balances, 0}, balance_offset) + after.read_i64({balances, 1}, balance_offset);
   after.commit();
   CHECK(sum == 0);
   standby->close();

@@ -26,10 +26,6 @@ using namespace tidemark;
 
 namespace {
 
-struct scratch_directory : test::scratch_directory {
-  scratch_directory() : test::scratch_directory("tidemark-tables-api") {}
-};
-
 const std::vector<std::string> small = {"log_checkpoints=off", "shared_buffers=2MB",
                                         "page_size=4kB"};
 
@@ -104,7 +100,7 @@ void queue_commit(session& s, const table& t, int window, int& next,
 } // namespace
 
 TEST_CASE("tables: create, open, list and drop, kept across a restart") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   CHECK(db->tables().empty());
   table users = db->create_table("users");
@@ -141,7 +137,7 @@ TEST_CASE("tables: create, open, list and drop, kept across a restart") {
 }
 
 TEST_CASE("tables: put, insert, erase and get inside and outside transactions") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("t");
   session s = db->open_session();
@@ -167,7 +163,7 @@ TEST_CASE("tables: put, insert, erase and get inside and outside transactions") 
 }
 
 TEST_CASE("tables: cursors walk a range both ways, bounds included or not, own changes seen") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("t");
   session s = db->open_session();
@@ -236,7 +232,7 @@ TEST_CASE("tables: cursors walk a range both ways, bounds included or not, own c
 }
 
 TEST_CASE("tables: a changed read and a phantom in a scanned range are conflicts") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("t");
   session a = db->open_session(), b = db->open_session();
@@ -294,7 +290,7 @@ TEST_CASE("tables: a changed read and a phantom in a scanned range are conflicts
 }
 
 TEST_CASE("tables: values up to the limit on overflow pages, kept across a power loss") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   // A 4 MiB value is a chain of 1 025 pages of 4 KiB, latched together at its commit: a
   // commit may hold a quarter of the pool.
   std::vector<std::string> settings = small;
@@ -336,7 +332,7 @@ TEST_CASE("tables: values up to the limit on overflow pages, kept across a power
 }
 
 TEST_CASE("tables: a commit holding more than a quarter of the pool is refused, nothing applied") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir); // 2 MB of 4 KiB pages: 512 buffers
   table t = db->create_table("t");
   session s = db->open_session();
@@ -355,7 +351,7 @@ TEST_CASE("tables: a commit holding more than a quarter of the pool is refused, 
 }
 
 TEST_CASE("tables: bad input is refused with a clear error and nothing applied") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("t");
   session s = db->open_session();
@@ -395,7 +391,7 @@ TEST_CASE("tables: bad input is refused with a clear error and nothing applied")
   s.rollback();
 
   // A handle of another database.
-  scratch_directory other_scratch;
+  test::scratch_directory other_scratch("tidemark-tables-api");
   auto other_db = create_and_open(other_scratch.dir);
   table foreign = other_db->create_table("t");
   CHECK_THROWS_WITH_AS(s.get(foreign, "k"), doctest::Contains("belongs to another database"),
@@ -432,7 +428,7 @@ std::set<std::string> files_in(const std::string& dir) {
 } // namespace
 
 TEST_CASE("tables: a dropped table's files go, and its pending fsyncs never fail a checkpoint") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir); // 512 buffers: sessions evict dirty pages
   std::set<std::string> before = files_in(scratch.dir + "/base");
   table keep = db->create_table("keep");
@@ -467,7 +463,7 @@ TEST_CASE("tables: a dropped table's files go, and its pending fsyncs never fail
 }
 
 TEST_CASE("tables: a table dropped before a power loss stays dropped, its files removed") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   open_options faulty = create_with_faults(scratch.dir, small);
   std::set<std::string> with_keep;
   {
@@ -502,7 +498,7 @@ TEST_CASE("tables: a table dropped before a power loss stays dropped, its files 
 }
 
 TEST_CASE("tables: sessions using a table while it is dropped get usage_error, never more") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   table other = db->create_table("other");
   for (int round = 0; round < 5; ++round) {
@@ -547,7 +543,7 @@ TEST_CASE("tables: sessions using a table while it is dropped get usage_error, n
 }
 
 TEST_CASE("tables: one transaction may change a quarter of the pool's pages") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   // 10 240 buffers of 8 KiB: a commit may hold 2 560 pages. Changed after a checkpoint,
   // each carries a full-page image: 20 MB in one record, more than the 16 MB that used to
   // be the WAL buffer's default (wal_buffers=auto sizes it for this).
@@ -578,7 +574,7 @@ TEST_CASE("tables: one transaction may change a quarter of the pool's pages") {
 }
 
 TEST_CASE("tables: a bulk load fills an empty table in key order, durable at finish") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   // No checkpoint during the load, so that recovery replays all of its records.
   std::vector<std::string> settings = small;
   settings.insert(settings.end(), {"checkpoint_timeout=1h", "max_wal_size=1GB"});
@@ -667,7 +663,7 @@ TEST_CASE("tables: a bulk load beside sessions writing into the same table") {
   // the load waits for the first, so that every later leaf of it is committed the usual
   // way. A third session scans the table in transactions. Everything any of them
   // committed is there, in order, and the trees check.
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("shared");
   constexpr int count = 40000;
@@ -746,7 +742,7 @@ TEST_CASE("tables: a table of constant size keeps its size under replacements an
   // so the row count stays put. Erased bytes in leaves are reused when a leaf is compacted,
   // freed chain pages go to the free list and come back: the table's files stay near the
   // size the rows need.
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("churn");
   session s = db->open_session();
@@ -800,7 +796,7 @@ TEST_CASE("tables: a queue keeps its size: leaves its erases empty are unlinked 
   // 2 000 rows keyed in increasing order; 10 x 2 000 times a new row at the end and the
   // oldest erased, twenty to a transaction. Every leaf empties in turn: the commit that
   // empties it unlinks it, and the next split takes its block again.
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-tables-api");
   auto db = create_and_open(scratch.dir);
   table t = db->create_table("queue");
   session s = db->open_session();
@@ -833,7 +829,7 @@ TEST_CASE("tables: unlinked leaves and their reused blocks survive power losses,
   // reuse of their blocks, and the table holds exactly the acknowledged commits.
   for (const char* protection : {"full_page_writes", "doublewrite"}) {
     CAPTURE(protection);
-    scratch_directory scratch;
+    test::scratch_directory scratch("tidemark-tables-api");
     std::vector<std::string> settings = small;
     settings.push_back(std::string("torn_page_protection=") + protection);
     settings.push_back("checkpoint_timeout=1s");

@@ -31,15 +31,15 @@ using namespace tidemark;
 
 namespace {
 
-constexpr int threads = 4;
+constexpr int thread_count = 4;
 constexpr int keys_per_thread = 400;
 
-std::string key_of(int thread, int k) {
+std::string thread_key(int thread, int k) {
   return "t" + std::to_string(thread) + "-" + std::to_string(1000 + k);
 }
 std::string count_key(int thread) { return "count-" + std::to_string(thread); }
 
-struct worker_result {
+struct thread_result {
   std::map<std::string, std::string> model; // this thread's keys, as committed
   std::uint64_t commits = 0, conflicts = 0, scans = 0, bad_scans = 0;
 };
@@ -52,17 +52,17 @@ std::string random_value(std::mt19937_64& random) {
 
 // One write transaction of thread `w`: a few of its keys changed, its count kept, a key of
 // another thread read. The model changes only when the commit succeeds.
-void write_some(session& s, const table& t, int w, std::mt19937_64& random, worker_result& out) {
+void write_some(session& s, const table& t, int w, std::mt19937_64& random, thread_result& out) {
   std::map<std::string, std::string> next = out.model;
   s.begin();
   if (random() % 8 == 0) { // a run of its keys erased: leaves empty and are unlinked
     int from = int(random() % keys_per_thread);
     for (int k = from; k < std::min(keys_per_thread, from + 40); ++k)
-      if (next.erase(key_of(w, k)) != 0)
-        s.erase(t, key_of(w, k));
+      if (next.erase(thread_key(w, k)) != 0)
+        s.erase(t, thread_key(w, k));
   }
   for (int n = 1 + int(random() % 4); n > 0; --n) {
-    std::string key = key_of(w, int(random() % keys_per_thread));
+    std::string key = thread_key(w, int(random() % keys_per_thread));
     if (next.count(key) != 0 && random() % 2 == 0) {
       s.erase(t, key);
       next.erase(key);
@@ -73,7 +73,7 @@ void write_some(session& s, const table& t, int w, std::mt19937_64& random, work
     }
   }
   s.put(t, count_key(w), std::to_string(next.size()));
-  (void)s.get(t, key_of(int(random() % threads), int(random() % keys_per_thread)));
+  (void)s.get(t, thread_key(int(random() % thread_count), int(random() % keys_per_thread)));
   try {
     s.commit();
   } catch (const conflict_error&) {
@@ -86,8 +86,8 @@ void write_some(session& s, const table& t, int w, std::mt19937_64& random, work
 
 // A scan of one thread's keys (walked forwards or backwards), counted against that
 // thread's count key, read in the same transaction.
-void scan(session& s, const table& t, std::mt19937_64& random, worker_result& out) {
-  int owner = int(random() % threads);
+void scan(session& s, const table& t, std::mt19937_64& random, thread_result& out) {
+  int owner = int(random() % thread_count);
   std::string prefix = "t" + std::to_string(owner) + "-";
   s.begin();
   std::optional<std::string> count = s.get(t, count_key(owner));
@@ -121,11 +121,11 @@ TEST_CASE("tables under four threads: every committed scan is consistent, the en
   open.settings = settings;
   auto db = database::open(scratch.dir, open);
   table t = db->create_table("stress");
-  std::vector<worker_result> results(threads);
+  std::vector<thread_result> results(thread_count);
   std::vector<std::thread> workers;
   const auto until =
     std::chrono::steady_clock::now() + std::chrono::seconds(TIDEMARK_TABLE_STRESS_SECONDS);
-  for (int w = 0; w < threads; ++w)
+  for (int w = 0; w < thread_count; ++w)
     workers.emplace_back([&, w] {
       std::mt19937_64 random(w + 1);
       session s = db->open_session();
@@ -140,7 +140,7 @@ TEST_CASE("tables under four threads: every committed scan is consistent, the en
     worker.join();
   std::map<std::string, std::string> expected;
   std::uint64_t commits = 0, conflicts = 0, scans = 0;
-  for (int w = 0; w < threads; ++w) {
+  for (int w = 0; w < thread_count; ++w) {
     CHECK(results[w].bad_scans == 0);
     commits += results[w].commits;
     conflicts += results[w].conflicts;

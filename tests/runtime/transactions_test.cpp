@@ -5,6 +5,7 @@
 // data, the error types, and the row cursor.
 #include <tidemark/database.hpp>
 
+#include "quiet_database.hpp"
 #include "scratch_directory.hpp"
 
 #include <doctest/doctest.h>
@@ -22,24 +23,13 @@ using namespace tidemark;
 
 namespace {
 
-struct scratch_directory : test::scratch_directory {
-  scratch_directory() : test::scratch_directory("tidemark-transactions") {}
-};
-
-const std::vector<std::string> quiet = {"log_checkpoints=off", "shared_buffers=1MB"};
-
 constexpr relation_id ledger = 1; // one page of i64 balances
 constexpr std::uint32_t account_offset(std::uint32_t account) {
   return static_cast<std::uint32_t>(page_header_bytes + 8 * account);
 }
 
-std::unique_ptr<database> open_quiet(const std::string& dir,
-                                     std::optional<fault_injection> faults = std::nullopt) {
-  open_options options;
-  options.settings = quiet;
-  options.faults = std::move(faults);
-  return database::open(dir, options);
-}
+using test::open_quiet;
+using test::quiet;
 
 // A directory whose ledger page holds `accounts` balances of `balance` each.
 void create_ledger(const std::string& dir, std::uint32_t accounts, std::int64_t balance) {
@@ -64,7 +54,7 @@ void write_i64(session& s, page_id page, std::uint32_t offset, std::int64_t valu
 
 TEST_CASE("transactions: read-modify-write increments from two threads through write_bytes lose "
           "none") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 4, 0);
   auto db = open_quiet(scratch.dir);
   constexpr int threads = 2, per_thread = 3000;
@@ -97,7 +87,7 @@ TEST_CASE("transactions: read-modify-write increments from two threads through w
 
 TEST_CASE("transactions: of two check-then-withdraw transactions on one balance, the second "
           "conflicts") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 2, 100);
   auto db = open_quiet(scratch.dir);
   session a = db->open_session(), b = db->open_session();
@@ -118,7 +108,7 @@ TEST_CASE("transactions: of two check-then-withdraw transactions on one balance,
 }
 
 TEST_CASE("transactions: concurrent withdrawals never overdraw") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 2, 1000);
   auto db = open_quiet(scratch.dir);
   std::atomic<std::int64_t> withdrawn{0};
@@ -148,7 +138,7 @@ TEST_CASE("transactions: concurrent withdrawals never overdraw") {
 }
 
 TEST_CASE("transactions: a read-only transaction whose page changed before its commit conflicts") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 4, 10);
   auto db = open_quiet(scratch.dir);
   session reader = db->open_session(), writer = db->open_session();
@@ -166,7 +156,7 @@ TEST_CASE("transactions: a read-only transaction whose page changed before its c
 }
 
 TEST_CASE("transactions: blind add_i64 deltas never conflict") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 4, 0);
   auto db = open_quiet(scratch.dir);
   session a = db->open_session(), b = db->open_session();
@@ -180,7 +170,7 @@ TEST_CASE("transactions: blind add_i64 deltas never conflict") {
 }
 
 TEST_CASE("transactions: a transaction reads its own pending changes of every kind") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 8, 1);
   auto db = open_quiet(scratch.dir);
   session s = db->open_session();
@@ -211,7 +201,7 @@ TEST_CASE("transactions: a transaction reads its own pending changes of every ki
 
 TEST_CASE("transactions: more than a page's change limit is refused at the call, and nothing is "
           "applied") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 8, 0);
   std::vector<unsigned char> big(8000, 0xab);
   transaction_id refused = 0;
@@ -251,7 +241,7 @@ TEST_CASE("transactions: a change limit found only at commit applies nothing, af
   std::vector<unsigned char> filler(8192 - past_slot_1, 0x77); // 6 160 bytes
   for (bool crash : {false, true}) {
     CAPTURE(crash);
-    scratch_directory scratch;
+    test::scratch_directory scratch("tidemark-transactions");
     create_ledger(scratch.dir, 8, 0);
     {
       fault_injection faults;
@@ -289,7 +279,7 @@ TEST_CASE("transactions: a change limit found only at commit applies nothing, af
 
 TEST_CASE("transactions: a read returns only what is durable, so a crash cannot take back what it "
           "saw") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 2, 0);
   auto db = open_quiet(scratch.dir, fault_injection{});
   std::atomic<bool> stop{false};
@@ -342,7 +332,7 @@ TEST_CASE("transactions: a read returns only what is durable, so a crash cannot 
 
 TEST_CASE("transactions: a failed WAL fsync makes the commit's outcome unknown, and the engine "
           "stops") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 2, 0);
   transaction_id unknown = 0;
   {
@@ -379,7 +369,7 @@ TEST_CASE("transactions: a failed WAL fsync makes the commit's outcome unknown, 
 }
 
 TEST_CASE("transactions: every error is a tidemark::error") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 2, 0);
   auto db = open_quiet(scratch.dir);
   session s = db->open_session();
@@ -390,7 +380,7 @@ TEST_CASE("transactions: every error is a tidemark::error") {
 }
 
 TEST_CASE("transactions: rows of two sizes, a page written by offset, and the cursor over them") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 2, 0);
   auto db = open_quiet(scratch.dir);
   session s = db->open_session();
@@ -436,7 +426,7 @@ TEST_CASE("transactions: rows of two sizes, a page written by offset, and the cu
 }
 
 TEST_CASE("transactions: blocks past a relation's end: reads refused, a change extends by one") {
-  scratch_directory scratch;
+  test::scratch_directory scratch("tidemark-transactions");
   create_ledger(scratch.dir, 2, 0);
   auto db = open_quiet(scratch.dir);
   session s = db->open_session();

@@ -20,7 +20,7 @@
 namespace tidemark::storage {
 namespace {
 
-constexpr std::size_t page_size = 8192;
+using test::page_size;
 
 struct pool_fixture {
   test::temp_dir dir;

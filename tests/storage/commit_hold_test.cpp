@@ -23,7 +23,7 @@
 namespace tidemark::storage {
 namespace {
 
-constexpr std::size_t page_size = 8192;
+using test::page_size;
 constexpr xid_t ids_per_status_page = 4 * page_size; // two bits per transaction
 
 // Until release(), a read of the commit-status log beyond its first page waits here (the

@@ -33,15 +33,15 @@
 namespace tidemark::storage {
 namespace {
 
-constexpr std::size_t page_size = 8192;
+using test::page_size;
 constexpr xid_t xids_per_page = 4 * page_size; // two bits each
 constexpr xid_t xids_per_segment = commit_log::segment_pages * xids_per_page;
 
 // Notes every write and sync of the commit-status log's files (paths under /xact/), and
 // calls on_xact_write at each such write, before it is passed on.
-class watching_engine final : public test::delegating_engine {
+class xact_watching_engine final : public test::delegating_engine {
 public:
-  watching_engine() : delegating_engine(make_io_engine(io_method::sync)) {}
+  xact_watching_engine() : delegating_engine(make_io_engine(io_method::sync)) {}
   void write(int fd, const void* data, std::size_t length, std::uint64_t offset) override {
     if (is_xact(fd)) {
       if (on_xact_write)
@@ -74,7 +74,7 @@ struct recording_registry final : sync_registry {
 
 struct log_fixture {
   test::temp_dir dir;
-  watching_engine io;
+  xact_watching_engine io;
   wal_log wal{io, wal_options{dir.path(), 1 << 20, 1 << 20}, 0, 0};
   recording_registry registry;
   std::string xact = dir.file("xact");

@@ -15,7 +15,7 @@
 namespace tidemark::storage {
 namespace {
 
-constexpr std::size_t page_size = test::dw_page_size;
+using test::page_size;
 
 std::vector<std::vector<unsigned char>> ring_images(const std::vector<unsigned char>& ring) {
   std::vector<std::vector<unsigned char>> images;

@@ -25,8 +25,8 @@
 namespace tidemark::storage {
 namespace {
 
-constexpr std::size_t page_size = test::dw_page_size;
 using test::driven_ring;
+using test::page_size;
 
 TEST_CASE("doublewrite repair: the decision table covers every input exactly once") {
   // Rows: (verdict, disk vs slot LSN, same bytes) -> action, with the crash story.

@@ -31,8 +31,8 @@
 namespace tidemark::storage {
 namespace {
 
-constexpr std::size_t page_size = test::dw_page_size;
 using test::driven_ring;
+using test::page_size;
 using test::stage_blocks;
 using test::staged_image;
 

@@ -23,14 +23,9 @@
 
 namespace tidemark::storage::test {
 
-/// The page size of every doublewrite test.
-constexpr std::size_t dw_page_size = 8192;
-
 /// Page images: a valid page of `id` at `lsn` whose bytes from 64 on hold 1000 × `fill`
 /// (mostly zeros: it compresses), and the ring record of a batch of such images.
 struct page_images {
-  static constexpr std::size_t page_size = dw_page_size;
-
   std::vector<unsigned char> page(page_id id, lsn_t lsn, unsigned char fill) {
     std::vector<unsigned char> p(page_size, 0);
     std::memset(p.data() + 64, fill, 1000);
@@ -53,7 +48,6 @@ struct page_images {
 // The image of block `id` at `lsn` the driven rings stage: finalized, with random bytes
 // past its header (incompressible).
 inline std::vector<unsigned char> staged_image(page_id id, lsn_t lsn) {
-  constexpr std::size_t page_size = dw_page_size;
   auto bytes = random_bytes(page_size, id.block * 10 + lsn);
   std::memset(bytes.data(), 0, page_header_size);
   set_page_lsn(bytes.data(), lsn);
@@ -64,7 +58,6 @@ inline std::vector<unsigned char> staged_image(page_id id, lsn_t lsn) {
 // Stages the images of `pages` blocks from `first` of relation 1 at `lsn` in a new chunk.
 inline std::uint32_t stage_blocks(doublewrite_ring& ring, block_id first, lsn_t lsn,
                                   std::uint32_t pages = 3) {
-  constexpr std::size_t page_size = dw_page_size;
   std::uint32_t c = ring.acquire({});
   for (std::uint32_t i = 0; i < pages; ++i) {
     page_id id{1, first + i};
@@ -78,7 +71,6 @@ inline std::uint32_t stage_blocks(doublewrite_ring& ring, block_id first, lsn_t 
 // place: every page repair restores came from a record it used. Records of three
 // incompressible pages take 28 kB (seven alignment blocks).
 struct driven_ring {
-  static constexpr std::size_t page_size = dw_page_size;
   static constexpr std::uint32_t pages_per_record = 3;
   static constexpr std::uint64_t record_bytes = 7 * ring_record_alignment;
   temp_dir dir;

@@ -1,6 +1,7 @@
 // Tests of the real I/O engines: every test body runs against both `sync` and `io_uring`
 // (TEST_CASE_TEMPLATE over the method), so the two keep the one contract of io_engine.hpp.
 #include "storage/io_engine.hpp"
+#include "tests/storage/io_methods.hpp"
 #include "tests/storage/test_support.hpp"
 
 #include <doctest/doctest.h>
@@ -17,14 +18,8 @@ using namespace tidemark::storage;
 
 namespace {
 
-struct sync_method {
-  static constexpr io_method method = io_method::sync;
-  static constexpr const char* name = "sync";
-};
-struct uring_method {
-  static constexpr io_method method = io_method::io_uring;
-  static constexpr const char* name = "io_uring";
-};
+using test::sync_method;
+using test::uring_method;
 
 std::vector<unsigned char> read_back(io_engine& io, int fd, std::size_t length,
                                      std::uint64_t offset) {

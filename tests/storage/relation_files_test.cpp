@@ -16,7 +16,7 @@
 namespace tidemark::storage {
 namespace {
 
-constexpr std::size_t page_size = 8192;
+using test::page_size;
 constexpr std::uint64_t segment_size = 16 * page_size; // 16 blocks a segment
 
 // Records the length of every write it passes on.

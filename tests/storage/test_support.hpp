@@ -1,5 +1,5 @@
-// Helpers shared by the storage tests: a temporary directory that removes itself, and
-// deterministic page-sized byte patterns.
+// Helpers shared by the storage tests: the page size they run with, a temporary directory
+// that removes itself, and deterministic page-sized byte patterns.
 //
 // Invariants:
 //  - Every temp_dir is a fresh mkdtemp directory under /tmp, removed with its contents when
@@ -15,6 +15,9 @@
 #include <vector>
 
 namespace tidemark::storage::test {
+
+/// The page size the storage tests run with.
+constexpr std::size_t page_size = 8192;
 
 class temp_dir {
 public:

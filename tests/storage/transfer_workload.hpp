@@ -22,7 +22,6 @@
 
 namespace tidemark::storage::test {
 
-constexpr std::size_t page_size = 8192;
 constexpr std::uint64_t wal_segment = 256 * 1024;
 
 /// The storage objects a session and redo need, with no actor and no checkpoint.

@@ -11,6 +11,7 @@
 #include "storage/fault_engine.hpp"
 #include "tests/storage/delegating_engine.hpp"
 #include "tests/storage/gated_sync_engine.hpp"
+#include "tests/storage/io_methods.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -31,12 +32,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct sync_method {
-  static constexpr io_method method = io_method::sync;
-};
-struct uring_method {
-  static constexpr io_method method = io_method::io_uring;
-};
+using test::sync_method;
+using test::uring_method;
 
 // Delegates to a real engine and watches the syncs of data (the WAL's fdatasyncs): how
 // many run at once, and whether the fd a sync was given is closed (or closed and its

@@ -2,6 +2,7 @@
 // semantics of apply_ops() shared by forward processing and redo.
 #include "storage/crc32c.hpp"
 #include "storage/wal_record.hpp"
+#include "test_support.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,7 +14,7 @@ using namespace tidemark::storage;
 
 namespace {
 
-constexpr std::size_t page_size = 8192;
+using test::page_size;
 
 std::vector<unsigned char> sealed_copy(const record_builder& builder, lsn_t lsn = 4096) {
   std::vector<unsigned char> bytes(builder.data(), builder.data() + builder.size());

@@ -20,9 +20,9 @@
 
 namespace tidemark::storage::wal_test {
 
-constexpr std::size_t page_size = 8192;
 constexpr std::uint64_t small_segment = 64u << 10;
 
+using test::page_size;
 using test::temp_dir;
 
 inline unsigned char pattern_byte(xid_t xid, std::size_t i) {
