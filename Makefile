@@ -2,8 +2,9 @@
 #             tests), run a short demo workload; one line per step, build output in a log
 # make test : install what is missing, build, run every test
 # make test-unit : the unit tests alone (ctest -L unit), well under a minute
-# make test-sanitize : the same tests under AddressSanitizer + UBSan (shorter crash loops
-#                      and tree property test)
+# make test-sanitize : the same tests under AddressSanitizer + UBSan (shorter crash loops,
+#                      one cycle of each standby and failover loop, shorter tree property
+#                      test: memory errors show in the first cycles; make test runs them all)
 # make test-tsan : the unit tests (actors included) under ThreadSanitizer (shorter tree
 #                  property test)
 # make settings-doc : docs/settings.md from tidemark settings --markdown (a test compares them)
@@ -12,9 +13,6 @@ BUILD ?= build
 BUILD_SAN ?= build-sanitize
 BUILD_TSAN ?= build-tsan
 JOBS ?= $(shell nproc)
-# Tests run two to a core: most of their time is spent waiting (fsyncs, child processes,
-# standbys catching up), so a core per test leaves the cores idle half the time.
-TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
 # ON compiles the libraries, the tool and the tests as unity builds (faster from scratch;
 # .ci/run).
 UNITY_BUILD ?= OFF
@@ -63,17 +61,17 @@ run:
 	@./bench/demo.sh $(BUILD)/tidemark
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-unit: build
-	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) -L unit
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
 test-sanitize: deps
-	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_UNITY_BUILD=$(UNITY_BUILD) -DTIDEMARK_SANITIZE=ON -DTIDEMARK_CRASH_LOOPS=8 -DTIDEMARK_BAD_READ_CYCLES=10 -DTIDEMARK_STANDBY_BAD_READ_PROCESS_CYCLES=3 -DTIDEMARK_FAILOVER_DRILL_CYCLES=3 -DTIDEMARK_TREE_PROPERTY_OPS=100000 -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_UNITY_BUILD=$(UNITY_BUILD) -DTIDEMARK_SANITIZE=ON -DTIDEMARK_CRASH_LOOPS=4 -DTIDEMARK_BAD_READ_CYCLES=10 -DTIDEMARK_STANDBY_BAD_READ_PROCESS_CYCLES=1 -DTIDEMARK_FAILOVER_DRILL_CYCLES=1 -DTIDEMARK_STANDBY_POWER_LOSS_CYCLES=1 -DTIDEMARK_TREE_PROPERTY_OPS=100000 -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
 	$(CMAKE_BUILD) $(BUILD_SAN) -j $(JOBS)
 	cd $(BUILD_SAN) && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp \
 	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
-	  ctest --output-on-failure -j $(TEST_JOBS)
+	  ctest --output-on-failure -j $(JOBS)
 
 # The unit tests only (no tool, no example is built). ignore_noninstrumented_modules: the
 # memory accesses of calls made from uninstrumented libraries (CAF freeing its own actors
@@ -85,7 +83,7 @@ test-tsan: deps
 	  -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
 	$(CMAKE_BUILD) $(BUILD_TSAN) -j $(JOBS)
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=ignore_noninstrumented_modules=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
-	  ctest --output-on-failure -j $(TEST_JOBS) -L unit
+	  ctest --output-on-failure -j $(JOBS) -L unit
 
 settings-doc: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null

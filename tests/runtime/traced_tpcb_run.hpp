@@ -27,9 +27,15 @@ inline void create_tpcb_directory(const std::string& dir, const std::vector<std:
   tidemark::database::create(dir, create);
 }
 
+/// Runs the load for `seconds`, and again for `seconds` at a time while `until` (when given)
+/// does not yet hold of the open database, at most `max_rounds` rounds in all: a test whose
+/// assertions need an event to have happened (a timed checkpoint to have completed) waits
+/// for it however slow the machine, not for a time that is enough on a fast one.
 inline void traced_tpcb_run(const std::vector<std::string>& settings, std::uint32_t clients,
                             double seconds, const std::function<void(runtime::instance&)>& inspect,
-                            std::uint32_t scale = 1) {
+                            std::uint32_t scale = 1,
+                            const std::function<bool(runtime::instance&)>& until = nullptr,
+                            int max_rounds = 1) {
   char pattern[] = "/tmp/tidemark-traced-run-XXXXXX";
   std::string root = mkdtemp(pattern);
   std::string dir = root + "/data";
@@ -41,7 +47,11 @@ inline void traced_tpcb_run(const std::vector<std::string>& settings, std::uint3
   workload::bench_options bench;
   bench.clients = clients;
   bench.duration_s = seconds;
-  workload::run_bench(*db, workload::tpcb::layout(db->page_size(), scale), bench, nullptr);
+  for (int round = 0; round < max_rounds; ++round) {
+    workload::run_bench(*db, workload::tpcb::layout(db->page_size(), scale), bench, nullptr);
+    if (!until || until(internal_access::of(*db)))
+      break;
+  }
   db->close();
   inspect(internal_access::of(*db));
   std::filesystem::remove_all(root);
