@@ -40,8 +40,8 @@ void latch_reservation::reserve(std::size_t count) {
 }
 
 bool latch_reservation::try_reserve(std::size_t count) {
-  if (!held_ && store_.latches_reserved())
-    return true; // nested in another reservation
+  if (!held_ && store_.latches_reserved()) // nested: added to the other, released with it
+    return store_.try_reserve_latches(count);
   if (!store_.try_reserve_latches(count))
     return false;
   held_ = true;

@@ -16,7 +16,9 @@
 //    while it holds a latch: a latch taken while holding one comes from a reservation
 //    (reserve_latches), made while holding none. A commit reserves room for every latch
 //    it will hold (one that would need more than max_latched_pages() is refused); a read
-//    for its descent and chain; a split for its plan and new pages (tree.hpp).
+//    for its descent and chain; a split for its plan and new pages (tree.hpp); a split
+//    under a commit's latches adds to the commit's reservation only what is free at once
+//    (try_reserve_latches).
 //  - log_change() is given pages latched exclusively by the caller, with their changes
 //    already applied through page_edits; it makes them one WAL record (redo applies all of
 //    it or none), stamps the record's LSN on every page and marks them dirty. With a
@@ -79,7 +81,8 @@ private:
 
 /// Room set aside for a commit's or a read's latches (page_store::reserve_latches), given
 /// back when it is released or destroyed. Made while the thread holds a reservation
-/// already, it sets nothing aside: the outer one covers it (and outlives it).
+/// already, reserve() sets nothing aside (the outer one covers it, and outlives it), and
+/// try_reserve() adds to the outer one what is free at once, given back with it.
 class latch_reservation {
 public:
   explicit latch_reservation(page_store& store) : store_(store) {}

@@ -413,7 +413,7 @@ table_transaction::attempt table_transaction::try_commit(lsn_t* end) {
   if (latch_leaves(leaves, index, reserved) == attempt::again)
     return attempt::again;
   std::vector<chain_to_free> chains;
-  if (look_at_writes(leaves, reserved, &chains) == attempt::again)
+  if (look_at_writes(leaves, index, reserved, &chains) == attempt::again)
     return attempt::again;
   validate_reads(leaves);
   validate_ranges(leaves, index);
@@ -551,9 +551,16 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
     std::size_t i = index.at(at->second);
     node_view node(leaves[i].guard.bytes(), store_.page_size());
     if (!node.is_node() || !node.is_leaf() || !node.below_high_key(at->first.key)) {
-      at = located_.erase(at); // a split moved the key right (or its leaf was unlinked)
-      moved = true;
-      continue;
+      // A split moved the key right (or its leaf was unlinked): its leaf now, latched
+      // without waiting, or everything released to find it again.
+      std::optional<std::size_t> right = latch_right_of(leaves, index, i, at->first);
+      if (!right) {
+        at = located_.erase(at);
+        moved = true;
+        continue;
+      }
+      i = *right;
+      at->second = leaves[i].id;
     }
     leaf_at.push_back(i);
     ++at;
@@ -568,6 +575,39 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
   }
   hand_out(leaf_at, leaves);
   return attempt::done;
+}
+
+// The leaf right of leaves[from] that covers `key` now that splits moved it, found by right
+// links and latched in leaves[from]'s mode with try_latch (a commit holding its leaves
+// never waits for another), its room added to the reservation only when free at once; or
+// none. A leaf on the way the commit already holds is passed through when its mode is as
+// strong.
+std::optional<std::size_t> table_transaction::latch_right_of(std::vector<latched_leaf>& leaves,
+                                                             std::map<page_id, std::size_t>& index,
+                                                             std::size_t from,
+                                                             const table_key& key) {
+  latch_mode mode = leaves[from].mode;
+  for (std::size_t at = from, hops = 0; hops <= max_right_hops; ++hops) {
+    node_view node(leaves[at].guard.bytes(), store_.page_size());
+    if (!node.is_node() || !node.is_leaf() || leaves[at].mode != mode)
+      return std::nullopt;
+    if (node.below_high_key(key.key))
+      return at;
+    page_id right{key.table, node.right()};
+    if (auto held = index.find(right); held != index.end()) {
+      at = held->second;
+      continue;
+    }
+    if (!store_.try_reserve_latches(1))
+      return std::nullopt;
+    page_guard guard = store_.try_latch(right, mode);
+    if (!guard)
+      return std::nullopt;
+    index[right] = leaves.size();
+    leaves.push_back({right, mode, std::move(guard), false, {}, {}, {}});
+    at = leaves.size() - 1;
+  }
+  return std::nullopt;
 }
 
 // Each change, delta and read goes to its leaf's lists, in key order: walks located_ (which
@@ -653,13 +693,38 @@ void table_transaction::conflict(std::vector<latched_leaf>& leaves, const std::s
 // free comes before room: its table's meta page is latched from the next attempt on, and
 // that attempt looks at the room again.
 table_transaction::attempt table_transaction::look_at_writes(std::vector<latched_leaf>& leaves,
+                                                             std::map<page_id, std::size_t>& index,
                                                              latch_reservation& reserved,
                                                              std::vector<chain_to_free>* chains) {
+  for (std::size_t round = 1;; ++round) {
+    chains->clear();
+    std::set<rel_id> meta_missing; // tables with a chain to free whose meta page is not latched
+    std::vector<leaf_split> too_full = find_too_full(leaves, chains, &meta_missing);
+    if (!meta_missing.empty()) {
+      meta_tables_.insert(meta_missing.begin(), meta_missing.end());
+      leaves.clear(); // latch those meta pages too, in order, and look again
+      return attempt::again;
+    }
+    if (too_full.empty())
+      return attempt::done;
+    if (round <= split_rounds_under_latches && split_under_latches(leaves, index, too_full))
+      continue; // the halves are looked at again
+    release_and_split(leaves, reserved, too_full);
+    return attempt::again;
+  }
+}
+
+// One look per changed key: the leaves too full for their changes, with the items a split
+// must make room for; the chains step 5 will free; the tables whose meta page a chain to
+// free needs and the commit does not latch.
+std::vector<table_transaction::leaf_split>
+table_transaction::find_too_full(const std::vector<latched_leaf>& leaves,
+                                 std::vector<chain_to_free>* chains,
+                                 std::set<rel_id>* meta_missing) const {
   std::size_t page_size = store_.page_size();
-  std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
-  std::set<page_id> split;
-  std::set<rel_id> meta_missing; // tables with a chain to free whose meta page is not latched
-  for (latched_leaf& leaf : leaves) {
+  std::vector<leaf_split> too_full;
+  for (std::size_t at = 0; at < leaves.size(); ++at) {
+    const latched_leaf& leaf = leaves[at];
     if (leaf.writes.empty())
       continue;
     TIDEMARK_CHECK(leaf.mode == latch_mode::exclusive && !leaf.meta,
@@ -672,29 +737,69 @@ table_transaction::attempt table_transaction::look_at_writes(std::vector<latched
         continue;
       rel_id table = write->first.table; // a chain to free changes the table's free list
       if (meta_tables_.count(table) == 0)
-        meta_missing.insert(table);
+        meta_missing->insert(table);
       else
         chains->push_back({table, decode_ref(node.item(slot))});
     }
-    if (!room.fits(node)) {
-      too_full.emplace_back(leaf.id.rel, room.items());
-      split.insert(leaf.id);
-    }
+    if (!room.fits(node))
+      too_full.push_back({at, room.items()});
   }
-  if (!meta_missing.empty()) {
-    meta_tables_.insert(meta_missing.begin(), meta_missing.end());
-    leaves.clear(); // latch those meta pages too, in order, and look again
-    return attempt::again;
+  return too_full;
+}
+
+// Splits each too-full leaf while every latch is held (tree::split_latched), and hands the
+// changes, deltas and reads at or past its separator to the new right leaf, which the
+// commit then holds too. False when one could not be split that way (any made before it
+// stay: structure changes of their own). Not for a commit that read ranges: their leaves
+// were found before the split.
+bool table_transaction::split_under_latches(std::vector<latched_leaf>& leaves,
+                                            std::map<page_id, std::size_t>& index,
+                                            const std::vector<leaf_split>& too_full) {
+  if (!ranges_.empty())
+    return false;
+  for (const leaf_split& full : too_full) {
+    latched_leaf& left = leaves[full.leaf];
+    std::optional<page_guard> right =
+      tree(store_, left.id.rel).split_latched(left.guard, full.items);
+    if (!right)
+      return false;
+    latched_leaf moved{right->id(), latch_mode::exclusive, std::move(*right), false, {}, {}, {}};
+    node_view node(left.guard.bytes(), store_.page_size());
+    auto hand_right = [&](auto& from, auto& to) { // the entries the separator moved right
+      auto first = std::partition_point(from.begin(), from.end(), [&](const auto* entry) {
+        return node.below_high_key(entry->first.key);
+      });
+      for (auto at = first; at != from.end(); ++at)
+        located_.at((*at)->first) = moved.id;
+      to.assign(first, from.end());
+      from.erase(first, from.end());
+    };
+    hand_right(left.writes, moved.writes);
+    hand_right(left.adds, moved.adds);
+    hand_right(left.reads, moved.reads);
+    index[moved.id] = leaves.size();
+    leaves.push_back(std::move(moved)); // `left` is not used again
   }
-  if (too_full.empty())
-    return attempt::done;
+  return true;
+}
+
+// The way out when a split under the latches was not possible: everything released, the
+// leaves split holding nothing (tree::make_room), their keys found again next attempt.
+void table_transaction::release_and_split(std::vector<latched_leaf>& leaves,
+                                          latch_reservation& reserved,
+                                          const std::vector<leaf_split>& too_full) {
+  std::set<page_id> split;
+  std::vector<std::pair<rel_id, const std::vector<pending_item>*>> to_make;
+  for (const leaf_split& full : too_full) {
+    split.insert(leaves[full.leaf].id);
+    to_make.emplace_back(leaves[full.leaf].id.rel, &full.items);
+  }
   for (auto at = located_.begin(); at != located_.end();) // their keys may move: find them again
     at = split.count(at->second) != 0 ? located_.erase(at) : std::next(at);
   leaves.clear();
   reserved.release(); // splits latch a few pages at a time, holding nothing else
-  for (const auto& [table, items] : too_full)
-    tree(store_, table).make_room(items);
-  return attempt::again;
+  for (const auto& [table, items] : to_make)
+    tree(store_, table).make_room(*items);
 }
 
 // Step 4: every read still holds, all leaves latched at once.

@@ -14,12 +14,17 @@
 //   2. reserves room for all its latches (page_store::reserve_latches, holding nothing;
 //      usage_error past max_latched_pages), then latches those leaves in (relation,
 //      block) order, exclusively where it changes one, shared where it only reads; checks each key
-//      is still covered by its leaf (a split may have moved it right: release everything, find the
-//      leaves again);
-//   3. checks each changed leaf has room for its changes, or releases everything and
-//      splits it (a structure change of its own, kept whatever happens next), then starts
-//      again; a change that frees a value's chain of overflow pages needs the table's meta
-//      page (its free list) latched too, in order: without it, releases and starts again;
+//      is still covered by its leaf: one a split moved right goes to the leaf that covers it
+//      now, found by right links and latched with try_latch; when that fails, releases
+//      everything and finds the leaves again;
+//   3. checks each changed leaf has room for its changes; one that has not is split there
+//      and then, holding every latch (tree::split_latched: the other pages it needs taken
+//      with try_latch, a structure change of its own, kept whatever happens next), its new
+//      right leaf latched too and given the changes past the separator; when that is not
+//      possible (a page busy, its parent full, ranges read), releases everything, splits
+//      it, and starts again; a change that frees a value's chain of overflow pages needs the
+//      table's meta page (its free list) latched too, in order: without it, releases and starts
+//      again;
 //   4. validates the reads: with every leaf latched at once, each key is present or absent
 //      with the value it was read with, and each range holds the same entries (a key that
 //      appeared in it is a phantom); otherwise conflict_error, nothing applied;
@@ -34,8 +39,9 @@
 // Why this is serializable: at the moment every latch is held, every read still holds and
 // no other commit can change those leaves; the writes become visible at once when the
 // latches are released. Why no deadlock: the leaves are latched in one global order, and
-// nobody else waits for a latch while holding one except splits, which only ever try; and
-// no commit waits for room for a latch while it holds one.
+// nobody else waits for a latch while holding one except splits, which only ever try (a
+// split under the commit's latches too); and no commit waits for room for a latch while it
+// holds one (a split under its latches adds to its reservation only what it gets at once).
 // Why no undo: nothing is applied before the record can be written; a split made for the
 // transaction is a structure change of its own and stays.
 // Why it ends: after commit_gate::alone_after failed attempts, the rest run with the gate
@@ -197,13 +203,33 @@ private:
   attempt latch_leaves(std::vector<latched_leaf>& leaves, std::map<page_id, std::size_t>& index,
                        latch_reservation& reserved);
   void hand_out(const std::vector<std::size_t>& leaf_at, std::vector<latched_leaf>& leaves) const;
+  /// Right links a commit follows, latching, to a key a split moved before it starts again.
+  static constexpr std::size_t max_right_hops = 4;
+  std::optional<std::size_t> latch_right_of(std::vector<latched_leaf>& leaves,
+                                            std::map<page_id, std::size_t>& index, std::size_t from,
+                                            const table_key& key);
   struct leaf_room;
   void locate_writes();
+  /// A leaf (its place in the commit's leaves) too full for its changes, and the items a
+  /// split must make room for.
+  struct leaf_split {
+    std::size_t leaf;
+    std::vector<pending_item> items;
+  };
+  /// Rounds of splits under the latches before a commit releases everything to split.
+  static constexpr std::size_t split_rounds_under_latches = 3;
   /// Step 3, one look per changed key: `again` (everything released) when a chain to free
-  /// needs its table's meta page latched, or a leaf was too full and is split; otherwise
-  /// the chains step 5 will free.
-  attempt look_at_writes(std::vector<latched_leaf>& leaves, latch_reservation& reserved,
-                         std::vector<chain_to_free>* chains);
+  /// needs its table's meta page latched, or a leaf too full could not be split under the
+  /// latches and is split holding nothing; otherwise the chains step 5 will free.
+  attempt look_at_writes(std::vector<latched_leaf>& leaves, std::map<page_id, std::size_t>& index,
+                         latch_reservation& reserved, std::vector<chain_to_free>* chains);
+  std::vector<leaf_split> find_too_full(const std::vector<latched_leaf>& leaves,
+                                        std::vector<chain_to_free>* chains,
+                                        std::set<rel_id>* meta_missing) const;
+  bool split_under_latches(std::vector<latched_leaf>& leaves, std::map<page_id, std::size_t>& index,
+                           const std::vector<leaf_split>& too_full);
+  void release_and_split(std::vector<latched_leaf>& leaves, latch_reservation& reserved,
+                         const std::vector<leaf_split>& too_full);
   void check_latch_limit(std::size_t pages) const;
   void validate_reads(std::vector<latched_leaf>& leaves);
   [[noreturn]] void conflict(std::vector<latched_leaf>& leaves, const std::string& what);

@@ -518,6 +518,59 @@ split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_
   return complete_split(plan, path, store_, rel_, reserved);
 }
 
+block_id tree::try_find_parent(key_view key, block_id leaf) {
+  page_guard node = store_.try_latch({rel_, meta_block}, latch_mode::shared);
+  if (!node)
+    return 0;
+  block_id block = load<block_id>(node.bytes(), meta_root_at);
+  for (;;) {
+    node = store_.try_latch({rel_, block}, latch_mode::shared);
+    for (;;) { // move right past splits
+      if (!node)
+        return 0;
+      node_view view(node.bytes(), store_.page_size());
+      if (!view.is_deleted() && view.below_high_key(key))
+        break;
+      node = store_.try_latch({rel_, view.right()}, latch_mode::shared);
+    }
+    node_view view(node.bytes(), store_.page_size());
+    if (view.is_leaf())
+      return 0; // the root
+    block = view.item(view.child_slot(key)).child();
+    if (view.level() == 1)
+      return block == leaf ? node.id().block : 0;
+  }
+}
+
+std::optional<page_guard> tree::split_latched(page_guard& leaf,
+                                              const std::vector<pending_item>& items) {
+  TIDEMARK_CHECK(leaf.mode() == latch_mode::exclusive && !items.empty(),
+                 "a leaf split for a commit is latched exclusively, for items it covers");
+  descent path; // the parent only: a parent that must split too is left to make_room
+  if (block_id parent = try_find_parent(items.front().key, leaf.id().block); parent != 0)
+    path.inner.push_back(parent);
+  else
+    return std::nullopt;
+  split_plan plan;
+  plan.steps.resize(1);
+  plan.steps[0].node = std::move(leaf);
+  std::size_t covered;
+  bool planned = plan_leaf_split(plan.steps[0], items, 0, &covered, store_.page_size());
+  std::optional<page_guard> right;
+  if (planned) {
+    // Nested in the caller's reservation: room for the new pages is added to it only when
+    // free at once; the other pages are try_latched.
+    latch_reservation nested(store_);
+    split_attempt attempt = complete_split(plan, path, store_, rel_, nested);
+    // Nobody else reaches the new leaf while the plan holds its parent and old right
+    // sibling and the caller its left: the latch is granted unless there is no room for it.
+    if (attempt.split)
+      right = store_.try_latch({rel_, plan.steps[0].new_block}, latch_mode::exclusive);
+  }
+  leaf = std::move(plan.steps[0].node);
+  return right && *right ? std::move(right) : std::nullopt;
+}
+
 // ---- bulk loading --------------------------------------------------------------------------
 
 std::optional<lsn_t> tree::append(const std::vector<node_item>& entries) {

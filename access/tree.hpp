@@ -27,7 +27,9 @@
 // can form. Nor of waits for room (pins): a split latches its new pages while holding the
 // rest, so it takes them from a reservation; when it holds more than it reserved and the
 // pool has no room to add, it releases everything, reserves the whole count holding
-// nothing, and starts again.
+// nothing, and starts again. A commit holding its leaves may split one of them
+// (split_latched): every other page by try_latch, its descent to the parent too, and room
+// only as the pool has it at once; anything busy or short, and it gives up, nothing changed.
 //
 // Meta page (block 0), after the page header: u32 magic, u32 root block, u16 root level,
 // u16 reserved, u32 first free block (0: none), u32 free blocks (overflow.hpp).
@@ -97,6 +99,17 @@ public:
   /// latches them, and it then asks again.
   void make_room(const std::vector<pending_item>& items);
 
+  /// A split made for a commit that holds `leaf` exclusively among other latches (step 3
+  /// of table_transaction.hpp), so that the commit need not release them all: the leaf is
+  /// split for the `items` (in key order) it covers as make_room would split it, taking
+  /// every other page with try_latch only, so it never waits. Returns the new right leaf,
+  /// latched exclusively; the caller still holds `leaf`, now the left part. Returns nothing
+  /// when it cannot split that way — a page it needs is busy, no room for a latch, the
+  /// parent must split too, the leaf is the root, or it has room for the items after all —
+  /// and then nothing changed. A split made stays whatever the commit does next (a
+  /// structure change of its own).
+  std::optional<page_guard> split_latched(page_guard& leaf, const std::vector<pending_item>& items);
+
   /// Bulk loading: `entries` (leaf items in key order, values inline, together within
   /// append_capacity()) become a new rightmost leaf in one structure change, which also
   /// gives the old rightmost leaf its high key and right link and the parent its downlink
@@ -147,6 +160,10 @@ private:
   /// page_store::root_hint): each node's own level says when the next one is a leaf.
   page_guard descend_from(block_id block, key_view key, latch_mode mode);
   page_guard latch_node(block_id block, latch_mode mode);
+  /// The level-1 node whose downlink for `key` is `leaf`, found by a descent of try_latches
+  /// from the root (0: a latch was not granted, the root is a leaf, or that downlink is not
+  /// `leaf`).
+  block_id try_find_parent(key_view key, block_id leaf);
   using entry = std::pair<std::string, std::string>;
   /// last_before(), or none when a leaf on its way left was unlinked meanwhile.
   std::optional<std::optional<entry>> try_last_before(const std::string* key, bool inclusive,

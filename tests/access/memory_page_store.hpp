@@ -11,6 +11,7 @@
 #include "storage/wal_record.hpp"
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,7 +34,13 @@ public:
 
   std::size_t page_size() const override { return page_size_; }
 
+  /// Called by latch() before it waits for the page: a test runs something at a chosen
+  /// moment of an operation (on the same thread, so it must not wait for the caller).
+  std::function<void(page_id, latch_mode)> before_latch;
+
   page_guard latch(page_id id, latch_mode mode) override {
+    if (before_latch)
+      before_latch(id, mode);
     page& p = page_of(id);
     std::unique_lock<std::mutex> lock(p.mutex);
     p.released.wait(lock, [&] { return p.grantable(mode); });

@@ -253,6 +253,94 @@ TEST_CASE("large commits racing on four threads for the same leaves each end wit
                                 << threads * commits);
 }
 
+// A key in the order of its id.
+std::string ordered_key(int id) {
+  char key[16];
+  std::snprintf(key, sizeof key, "k%04d", id);
+  return key;
+}
+
+// 80 keys, 0 to 790 by tens, with 150-byte values: ascending, so leaves packed nine tenths full.
+void load_ordered(memory_page_store& store) {
+  tree::create(store, accounts);
+  table_transaction setup(store);
+  setup.begin(1);
+  for (int id = 0; id < 800; id += 10)
+    setup.put(accounts, ordered_key(id), std::string(150, 's'));
+  setup.commit();
+}
+
+TEST_CASE("a leaf filled between a commit's look and its latches is split under them: the "
+          "commit ends in one attempt") {
+  memory_page_store store(4096);
+  load_ordered(store);
+  table_transaction txn(store), filler(store);
+  txn.begin(2);
+  txn.put(accounts, ordered_key(405), std::string(150, 't'));
+  txn.put(accounts, ordered_key(5), std::string(150, 't')); // the first leaf, latched first
+  std::string need_key = ordered_key(405);
+  std::size_t need = item_footprint(need_key.size(), 150);
+  int fillers = 0;
+  store.before_latch = [&](page_id id, latch_mode mode) {
+    if (fillers > 0 || mode != latch_mode::exclusive || id.block == meta_block)
+      return;
+    tree lookup(store, accounts); // the leaf txn will change: filled to below its need
+    page_id leaf = lookup.latch_leaf(need_key, latch_mode::shared).id();
+    for (;;) {
+      node_view node(store.bytes_of(leaf).data(), 4096);
+      if (!node.fits(need))
+        break;
+      std::string key = need_key + "/" + std::to_string(fillers);
+      std::size_t room = std::min(node.usable_free(), max_item_size(4096));
+      filler.begin(3 + fillers++);
+      filler.put(accounts, key, std::string(room - item_footprint(key.size(), 0) - 4, 'f'));
+      filler.commit();
+    }
+  };
+  txn.commit();
+  store.before_latch = nullptr;
+  CHECK(fillers > 0);
+  CHECK(txn.last_commit_attempts() == 1);
+  CHECK(check_tree(store, accounts) == "");
+  auto after = contents(store, accounts);
+  CHECK(after.at(ordered_key(405)) == std::string(150, 't'));
+  CHECK(after.at(ordered_key(5)) == std::string(150, 't'));
+  CHECK(after.size() == 82 + static_cast<std::size_t>(fillers));
+}
+
+TEST_CASE("a key a split moved right between a commit's look and its latches is followed "
+          "there: the commit ends in one attempt") {
+  memory_page_store store(4096);
+  load_ordered(store);
+  table_transaction txn(store), filler(store);
+  txn.begin(2);
+  std::string key = ordered_key(405);
+  txn.put(accounts, key, std::string(150, 't'));
+  txn.put(accounts, ordered_key(5), std::string(150, 't')); // the first leaf, latched first
+  tree lookup(store, accounts);
+  page_id found = lookup.latch_leaf(key, latch_mode::shared).id();
+  int fillers = 0;
+  store.before_latch = [&](page_id id, latch_mode mode) {
+    if (fillers > 0 || mode != latch_mode::exclusive || id.block == meta_block)
+      return;
+    // Keys just below txn's until a split of its leaf has moved it to a new one.
+    while (lookup.latch_leaf(key, latch_mode::shared).id() == found) {
+      filler.begin(3 + fillers);
+      filler.put(accounts, ordered_key(400) + "/" + std::to_string(fillers++),
+                 std::string(300, 'f'));
+      filler.commit();
+    }
+  };
+  txn.commit();
+  store.before_latch = nullptr;
+  CHECK(fillers > 0);
+  CHECK(txn.last_commit_attempts() == 1);
+  CHECK(check_tree(store, accounts) == "");
+  auto after = contents(store, accounts);
+  CHECK(after.at(key) == std::string(150, 't'));
+  CHECK(after.size() == 82 + static_cast<std::size_t>(fillers));
+}
+
 TEST_CASE("the commit gate: a closer waits for the attempt in progress, and attempts wait for "
           "it") {
   commit_gate gate;
