@@ -519,10 +519,20 @@ split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_
 }
 
 block_id tree::try_find_parent(key_view key, block_id leaf) {
-  page_guard node = store_.try_latch({rel_, meta_block}, latch_mode::shared);
-  if (!node)
+  // From the root hint first: the meta page is latched by every split, so seldom free.
+  if (block_id hint = store_.root_hint(rel_); hint != 0)
+    if (block_id parent = try_parent_from(hint, key, leaf); parent != 0)
+      return parent;
+  page_guard meta = store_.try_latch({rel_, meta_block}, latch_mode::shared);
+  if (!meta)
     return 0;
-  block_id block = load<block_id>(node.bytes(), meta_root_at);
+  block_id root = load<block_id>(meta.bytes(), meta_root_at);
+  meta.release();
+  return try_parent_from(root, key, leaf);
+}
+
+block_id tree::try_parent_from(block_id block, key_view key, block_id leaf) {
+  page_guard node;
   for (;;) {
     node = store_.try_latch({rel_, block}, latch_mode::shared);
     for (;;) { // move right past splits
@@ -535,7 +545,7 @@ block_id tree::try_find_parent(key_view key, block_id leaf) {
     }
     node_view view(node.bytes(), store_.page_size());
     if (view.is_leaf())
-      return 0; // the root
+      return 0; // the root, or a hint that was the root while it was a leaf
     block = view.item(view.child_slot(key)).child();
     if (view.level() == 1)
       return block == leaf ? node.id().block : 0;

@@ -161,9 +161,11 @@ private:
   page_guard descend_from(block_id block, key_view key, latch_mode mode);
   page_guard latch_node(block_id block, latch_mode mode);
   /// The level-1 node whose downlink for `key` is `leaf`, found by a descent of try_latches
-  /// from the root (0: a latch was not granted, the root is a leaf, or that downlink is not
-  /// `leaf`).
+  /// from the root, or the node page_store::root_hint names (0: a latch was not granted, the
+  /// root is a leaf, or that downlink is not `leaf`).
   block_id try_find_parent(key_view key, block_id leaf);
+  /// try_find_parent() from `block`, a node at any level.
+  block_id try_parent_from(block_id block, key_view key, block_id leaf);
   using entry = std::pair<std::string, std::string>;
   /// last_before(), or none when a leaf on its way left was unlinked meanwhile.
   std::optional<std::optional<entry>> try_last_before(const std::string* key, bool inclusive,
