@@ -891,12 +891,12 @@ void table_transaction::apply_to_leaf(latched_leaf& latched, page_changes& chang
     const std::string& key = write->first.key;
     const std::string& value = *write->second;
     std::uint16_t flags = 0;
-    std::string payload;
-    if (inline_value_fits(page_size, key.size(), value.size())) {
-      payload = value;
-    } else {
+    std::string_view payload = value; // inline, or the reference to its chain:
+    std::string reference;
+    if (!inline_value_fits(page_size, key.size(), value.size())) {
       flags = item_overflow;
-      payload = encode_ref(allocators.at(write->first.table).write_chain(value));
+      reference = encode_ref(allocators.at(write->first.table).write_chain(value));
+      payload = reference;
     }
     node_view node(edit.bytes(), page_size);
     bool found;

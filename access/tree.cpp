@@ -556,7 +556,7 @@ std::optional<page_guard> tree::split_latched(page_guard& leaf,
                                               const std::vector<pending_item>& items) {
   TIDEMARK_CHECK(leaf.mode() == latch_mode::exclusive && !items.empty(),
                  "a leaf split for a commit is latched exclusively, for items it covers");
-  descent path; // the parent only: a parent that must split too is left to make_room
+  descent path; // the parent only: when it must split too, only a root goes on (plan_upward)
   if (block_id parent = try_find_parent(items.front().key, leaf.id().block); parent != 0)
     path.inner.push_back(parent);
   else
