@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -270,75 +271,70 @@ void load_ordered(memory_page_store& store) {
   setup.commit();
 }
 
+// A table of 80 keys (load_ordered) and a transaction changing two leaves' keys, 405's and
+// 5's (in the first leaf, which it latches first), while other commits interfere.
+struct two_leaf_commit {
+  memory_page_store store{4096};
+  table_transaction txn{store}, filler{store};
+  std::string key = ordered_key(405);
+  int fillers = 0; // commits of one key each, made by `interfere`
+
+  two_leaf_commit() {
+    load_ordered(store);
+    txn.begin(2);
+    txn.put(accounts, key, std::string(150, 't'));
+    txn.put(accounts, ordered_key(5), std::string(150, 't'));
+  }
+  // Runs `interfere` right before txn's first exclusive latch, then commits txn: it ends in
+  // one attempt, the tree whole, with its writes and the fillers'.
+  void commit_after(const std::function<void()>& interfere) {
+    store.before_latch = [&](page_id id, latch_mode mode) {
+      if (fillers == 0 && mode == latch_mode::exclusive && id.block != meta_block)
+        interfere();
+    };
+    txn.commit();
+    store.before_latch = nullptr;
+    CHECK(fillers > 0);
+    CHECK(txn.last_commit_attempts() == 1);
+    CHECK(check_tree(store, accounts) == "");
+    auto after = contents(store, accounts);
+    CHECK(after.at(key) == std::string(150, 't'));
+    CHECK(after.at(ordered_key(5)) == std::string(150, 't'));
+    CHECK(after.size() == 82 + static_cast<std::size_t>(fillers));
+  }
+  void fill(const std::string& filler_key, std::size_t value_size) {
+    filler.begin(static_cast<tidemark::storage::xid_t>(3 + fillers++));
+    filler.put(accounts, filler_key, std::string(value_size, 'f'));
+    filler.commit();
+  }
+};
+
 TEST_CASE("a leaf filled between a commit's look and its latches is split under them: the "
           "commit ends in one attempt") {
-  memory_page_store store(4096);
-  load_ordered(store);
-  table_transaction txn(store), filler(store);
-  txn.begin(2);
-  txn.put(accounts, ordered_key(405), std::string(150, 't'));
-  txn.put(accounts, ordered_key(5), std::string(150, 't')); // the first leaf, latched first
-  std::string need_key = ordered_key(405);
-  std::size_t need = item_footprint(need_key.size(), 150);
-  int fillers = 0;
-  store.before_latch = [&](page_id id, latch_mode mode) {
-    if (fillers > 0 || mode != latch_mode::exclusive || id.block == meta_block)
-      return;
-    tree lookup(store, accounts); // the leaf txn will change: filled to below its need
-    page_id leaf = lookup.latch_leaf(need_key, latch_mode::shared).id();
+  two_leaf_commit t;
+  std::size_t need = item_footprint(t.key.size(), 150);
+  t.commit_after([&] { // the leaf txn will change, filled to below its need
+    page_id leaf = tree(t.store, accounts).latch_leaf(t.key, latch_mode::shared).id();
     for (;;) {
-      node_view node(store.bytes_of(leaf).data(), 4096);
+      node_view node(t.store.bytes_of(leaf).data(), 4096);
       if (!node.fits(need))
         break;
-      std::string key = need_key + "/" + std::to_string(fillers);
+      std::string key = t.key + "/" + std::to_string(t.fillers);
       std::size_t room = std::min(node.usable_free(), max_item_size(4096));
-      filler.begin(3 + fillers++);
-      filler.put(accounts, key, std::string(room - item_footprint(key.size(), 0) - 4, 'f'));
-      filler.commit();
+      t.fill(key, room - item_footprint(key.size(), 0) - 4);
     }
-  };
-  txn.commit();
-  store.before_latch = nullptr;
-  CHECK(fillers > 0);
-  CHECK(txn.last_commit_attempts() == 1);
-  CHECK(check_tree(store, accounts) == "");
-  auto after = contents(store, accounts);
-  CHECK(after.at(ordered_key(405)) == std::string(150, 't'));
-  CHECK(after.at(ordered_key(5)) == std::string(150, 't'));
-  CHECK(after.size() == 82 + static_cast<std::size_t>(fillers));
+  });
 }
 
 TEST_CASE("a key a split moved right between a commit's look and its latches is followed "
           "there: the commit ends in one attempt") {
-  memory_page_store store(4096);
-  load_ordered(store);
-  table_transaction txn(store), filler(store);
-  txn.begin(2);
-  std::string key = ordered_key(405);
-  txn.put(accounts, key, std::string(150, 't'));
-  txn.put(accounts, ordered_key(5), std::string(150, 't')); // the first leaf, latched first
-  tree lookup(store, accounts);
-  page_id found = lookup.latch_leaf(key, latch_mode::shared).id();
-  int fillers = 0;
-  store.before_latch = [&](page_id id, latch_mode mode) {
-    if (fillers > 0 || mode != latch_mode::exclusive || id.block == meta_block)
-      return;
-    // Keys just below txn's until a split of its leaf has moved it to a new one.
-    while (lookup.latch_leaf(key, latch_mode::shared).id() == found) {
-      filler.begin(3 + fillers);
-      filler.put(accounts, ordered_key(400) + "/" + std::to_string(fillers++),
-                 std::string(300, 'f'));
-      filler.commit();
-    }
-  };
-  txn.commit();
-  store.before_latch = nullptr;
-  CHECK(fillers > 0);
-  CHECK(txn.last_commit_attempts() == 1);
-  CHECK(check_tree(store, accounts) == "");
-  auto after = contents(store, accounts);
-  CHECK(after.at(key) == std::string(150, 't'));
-  CHECK(after.size() == 82 + static_cast<std::size_t>(fillers));
+  two_leaf_commit t;
+  tree lookup(t.store, accounts);
+  page_id found = lookup.latch_leaf(t.key, latch_mode::shared).id();
+  t.commit_after([&] { // keys just below txn's until a split has moved it to a new leaf
+    while (lookup.latch_leaf(t.key, latch_mode::shared).id() == found)
+      t.fill(ordered_key(400) + "/" + std::to_string(t.fillers), 300);
+  });
 }
 
 TEST_CASE("the commit gate: a closer waits for the attempt in progress, and attempts wait for "
