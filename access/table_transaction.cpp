@@ -759,11 +759,10 @@ bool table_transaction::split_under_latches(std::vector<latched_leaf>& leaves,
     return false;
   for (const leaf_split& full : too_full) {
     latched_leaf& left = leaves[full.leaf];
-    std::optional<page_guard> right =
-      tree(store_, left.id.rel).split_latched(left.guard, full.items);
+    page_guard right = tree(store_, left.id.rel).split_latched(left.guard, full.items);
     if (!right)
       return false;
-    latched_leaf moved{right->id(), latch_mode::exclusive, std::move(*right), false, {}, {}, {}};
+    latched_leaf moved{right.id(), latch_mode::exclusive, std::move(right), false, {}, {}, {}};
     node_view node(left.guard.bytes(), store_.page_size());
     auto hand_right = [&](auto& from, auto& to) { // the entries the separator moved right
       auto first = std::partition_point(from.begin(), from.end(), [&](const auto* entry) {

@@ -364,15 +364,17 @@ page_guard tree::latch_node(block_id block, latch_mode mode) {
   return store_.latch({rel_, block}, mode);
 }
 
-page_guard tree::move_right(page_guard node, key_view key, latch_mode mode) {
+page_guard tree::move_right(page_guard node, key_view key, latch_mode mode, bool only_try) {
   for (;;) {
+    if (!node) // only_try: a latch was not granted
+      return node;
     node_view view(node.bytes(), store_.page_size());
     if (!view.is_deleted() && view.below_high_key(key)) // a deleted node's keys went right
       return node;
     block_id right = view.right();
     TIDEMARK_CHECK(right != 0, "a node with a high key has a right sibling");
     node.release();
-    node = latch_node(right, mode);
+    node = only_try ? store_.try_latch({rel_, right}, mode) : latch_node(right, mode);
   }
 }
 
@@ -519,55 +521,44 @@ split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_
 }
 
 block_id tree::try_find_parent(key_view key, block_id leaf) {
-  // From the root hint first: the meta page is latched by every split, so seldom free.
-  if (block_id hint = store_.root_hint(rel_); hint != 0)
-    if (block_id parent = try_parent_from(hint, key, leaf); parent != 0)
-      return parent;
-  page_guard meta = store_.try_latch({rel_, meta_block}, latch_mode::shared);
-  if (!meta)
-    return 0;
-  block_id root = load<block_id>(meta.bytes(), meta_root_at);
-  meta.release();
-  return try_parent_from(root, key, leaf);
-}
-
-block_id tree::try_parent_from(block_id block, key_view key, block_id leaf) {
-  page_guard node;
+  // From the root hint when there is one: the meta page is latched by every split, so it
+  // is seldom free. A stale hint (a former root leaf) finds nothing; the commit's way out
+  // (make_room) reads the meta page and renews it.
+  block_id block = store_.root_hint(rel_);
+  if (block == 0) {
+    page_guard meta = store_.try_latch({rel_, meta_block}, latch_mode::shared);
+    if (!meta)
+      return 0;
+    block = load<block_id>(meta.bytes(), meta_root_at);
+  }
   for (;;) {
-    node = store_.try_latch({rel_, block}, latch_mode::shared);
-    for (;;) { // move right past splits
-      if (!node)
-        return 0;
-      node_view view(node.bytes(), store_.page_size());
-      if (!view.is_deleted() && view.below_high_key(key))
-        break;
-      node = store_.try_latch({rel_, view.right()}, latch_mode::shared);
-    }
+    page_guard node = move_right(store_.try_latch({rel_, block}, latch_mode::shared), key,
+                                 latch_mode::shared, true);
+    if (!node)
+      return 0;
     node_view view(node.bytes(), store_.page_size());
     if (view.is_leaf())
-      return 0; // the root, or a hint that was the root while it was a leaf
+      return 0; // the root
     block = view.item(view.child_slot(key)).child();
     if (view.level() == 1)
       return block == leaf ? node.id().block : 0;
   }
 }
 
-std::optional<page_guard> tree::split_latched(page_guard& leaf,
-                                              const std::vector<pending_item>& items) {
+page_guard tree::split_latched(page_guard& leaf, const std::vector<pending_item>& items) {
   TIDEMARK_CHECK(leaf.mode() == latch_mode::exclusive && !items.empty(),
                  "a leaf split for a commit is latched exclusively, for items it covers");
   descent path; // the parent only: when it must split too, only a root goes on (plan_upward)
   if (block_id parent = try_find_parent(items.front().key, leaf.id().block); parent != 0)
     path.inner.push_back(parent);
   else
-    return std::nullopt;
+    return {};
   split_plan plan;
   plan.steps.resize(1);
   plan.steps[0].node = std::move(leaf);
   std::size_t covered;
-  bool planned = plan_leaf_split(plan.steps[0], items, 0, &covered, store_.page_size());
-  std::optional<page_guard> right;
-  if (planned) {
+  page_guard right;
+  if (plan_leaf_split(plan.steps[0], items, 0, &covered, store_.page_size())) {
     // Nested in the caller's reservation: room for the new pages is added to it only when
     // free at once; the other pages are try_latched.
     latch_reservation nested(store_);
@@ -578,7 +569,7 @@ std::optional<page_guard> tree::split_latched(page_guard& leaf,
       right = store_.try_latch({rel_, plan.steps[0].new_block}, latch_mode::exclusive);
   }
   leaf = std::move(plan.steps[0].node);
-  return right && *right ? std::move(right) : std::nullopt;
+  return right;
 }
 
 // ---- bulk loading --------------------------------------------------------------------------

@@ -103,12 +103,12 @@ public:
   /// of table_transaction.hpp), so that the commit need not release them all: the leaf is
   /// split for the `items` (in key order) it covers as make_room would split it, taking
   /// every other page with try_latch only, so it never waits. Returns the new right leaf,
-  /// latched exclusively; the caller still holds `leaf`, now the left part. Returns nothing
-  /// when it cannot split that way — a page it needs is busy, no room for a latch, the
+  /// latched exclusively; the caller still holds `leaf`, now the left part. Returns an
+  /// unheld guard when it cannot split that way — a page it needs is busy, no room for a latch, the
   /// parent must split too, the leaf is the root, or it has room for the items after all —
   /// and then nothing changed. A split made stays whatever the commit does next (a
   /// structure change of its own).
-  std::optional<page_guard> split_latched(page_guard& leaf, const std::vector<pending_item>& items);
+  page_guard split_latched(page_guard& leaf, const std::vector<pending_item>& items);
 
   /// Bulk loading: `entries` (leaf items in key order, values inline, together within
   /// append_capacity()) become a new rightmost leaf in one structure change, which also
@@ -155,17 +155,17 @@ private:
     std::uint16_t level = 0;
   };
   meta read_meta();
-  page_guard move_right(page_guard node, key_view key, latch_mode mode);
+  /// The node right of `node` (or it) that covers `key`; with `only_try`, latched with
+  /// try_latch, and an unheld guard when one was not granted (or `node` is unheld).
+  page_guard move_right(page_guard node, key_view key, latch_mode mode, bool only_try = false);
   /// A descent from `block`, a node at any level (the root, or a former root: see
   /// page_store::root_hint): each node's own level says when the next one is a leaf.
   page_guard descend_from(block_id block, key_view key, latch_mode mode);
   page_guard latch_node(block_id block, latch_mode mode);
   /// The level-1 node whose downlink for `key` is `leaf`, found by a descent of try_latches
-  /// from the root, or the node page_store::root_hint names (0: a latch was not granted, the
-  /// root is a leaf, or that downlink is not `leaf`).
+  /// from the root hint, or the root (0: a latch was not granted, the root is a leaf, or
+  /// that downlink is not `leaf`).
   block_id try_find_parent(key_view key, block_id leaf);
-  /// try_find_parent() from `block`, a node at any level.
-  block_id try_parent_from(block_id block, key_view key, block_id leaf);
   using entry = std::pair<std::string, std::string>;
   /// last_before(), or none when a leaf on its way left was unlinked meanwhile.
   std::optional<std::optional<entry>> try_last_before(const std::string* key, bool inclusive,

@@ -38,6 +38,15 @@ std::map<std::string, std::string> contents(page_store& store, rel_id table) {
   return all;
 }
 
+// Redo of the records `store` kept (splits and commits) rebuilds the tables byte for byte.
+void check_redo_rebuilds(memory_page_store& store, std::initializer_list<rel_id> tables) {
+  memory_page_store replayed(store.page_size());
+  store.replay_into(replayed);
+  for (rel_id table : tables)
+    for (block_id block = 0; block < store.blocks(table); ++block)
+      REQUIRE(replayed.bytes_of({table, block}) == store.bytes_of({table, block}));
+}
+
 std::string account_key(int id) {
   return "account/" + std::string(id % 7 * 10, '-') + std::to_string(id);
 }
@@ -187,12 +196,7 @@ TEST_CASE("transfers and whole-table scans on four threads: every committed scan
   MESSAGE("conflicts retried: " << conflicts.load());
   CHECK(check_tree(store, accounts) == "");
   CHECK(check_tree(store, history) == "");
-  // Redo of the records (splits and commits) rebuilds both tables byte for byte.
-  memory_page_store replayed(4096);
-  store.replay_into(replayed);
-  for (rel_id table : {accounts, history})
-    for (block_id block = 0; block < store.blocks(table); ++block)
-      REQUIRE(replayed.bytes_of({table, block}) == store.bytes_of({table, block}));
+  check_redo_rebuilds(store, {accounts, history});
 }
 
 TEST_CASE("one transaction inserting thousands of keys into an empty table splits as it needs") {
@@ -274,7 +278,7 @@ void load_ordered(memory_page_store& store) {
 // A table of 80 keys (load_ordered) and a transaction changing two leaves' keys, 405's and
 // 5's (in the first leaf, which it latches first), while other commits interfere.
 struct two_leaf_commit {
-  memory_page_store store{4096};
+  memory_page_store store{4096, true};
   table_transaction txn{store}, filler{store};
   std::string key = ordered_key(405);
   int fillers = 0; // commits of one key each, made by `interfere`
@@ -286,7 +290,7 @@ struct two_leaf_commit {
     txn.put(accounts, ordered_key(5), std::string(150, 't'));
   }
   // Runs `interfere` right before txn's first exclusive latch, then commits txn: it ends in
-  // one attempt, the tree whole, with its writes and the fillers'.
+  // one attempt, the tree whole, with its writes and the fillers', and redo rebuilds it.
   void commit_after(const std::function<void()>& interfere) {
     store.before_latch = [&](page_id id, latch_mode mode) {
       if (fillers == 0 && mode == latch_mode::exclusive && id.block != meta_block)
@@ -301,6 +305,7 @@ struct two_leaf_commit {
     CHECK(after.at(key) == std::string(150, 't'));
     CHECK(after.at(ordered_key(5)) == std::string(150, 't'));
     CHECK(after.size() == 82 + static_cast<std::size_t>(fillers));
+    check_redo_rebuilds(store, {accounts}); // the split under the latches, then the commit
   }
   void fill(const std::string& filler_key, std::size_t value_size) {
     filler.begin(static_cast<tidemark::storage::xid_t>(3 + fillers++));
