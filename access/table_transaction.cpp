@@ -537,8 +537,18 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
   for (rel_id table : meta_tables_)
     wanted[{table, meta_block}] = latch_mode::exclusive;
   // Room for every leaf, the overflow pages the last attempt found it needs, and one page
-  // read at a time (a chain's value while validating), reserved holding nothing.
+  // read at a time (a chain's value while validating), reserved holding nothing. A range
+  // read up to the table's end may span many more leaves now than when it was read: if
+  // its entries changed, that is a conflict, found without latching them all.
+  if (wanted.size() + 1 + extra_latches_ > store_.max_latched_pages())
+    if (std::optional<rel_id> table = changed_range()) {
+      std::vector<latched_leaf> none;
+      conflict(none, "a range of table " + std::to_string(*table) +
+                       " it read changed after it was read (its leaves now number more than "
+                       "a commit may latch)");
+    }
   check_latch_limit(wanted.size() + 1 + extra_latches_);
+  leaves_reserved_ = wanted.size();
   reserved.reserve(wanted.size() + 1 + extra_latches_);
   for (const auto& [id, mode] : wanted) {
     index[id] = leaves.size();
@@ -661,21 +671,49 @@ bool table_transaction::ranges_latched(const std::vector<latched_leaf>& leaves,
   return true;
 }
 
+// Adds the entries of `range` that `leaf` holds to `hash` and `count` (a value on overflow
+// pages is read: one latch beyond the leaf's).
+void table_transaction::add_range_entries(const recorded_range& range, const unsigned char* leaf,
+                                          std::uint64_t* hash, std::size_t* count) const {
+  node_view node(leaf, store_.page_size());
+  for (std::size_t slot = 0; slot < node.slot_count(); ++slot) {
+    item_view item = node.item(slot);
+    if (range.covers(item.key)) {
+      *hash += entry_hash(item.key, item_value(store_, range.table, item));
+      ++*count;
+    }
+  }
+}
+
+// Each range walked along the leaves locate_ranges found, one latched at a time: the table
+// of the first that no longer holds the entries it was read with (or whose leaf is a leaf
+// no more).
+std::optional<rel_id> table_transaction::changed_range() const {
+  latch_reservation reserved(store_);
+  reserved.reserve(2); // the leaf, and a value's overflow page
+  for (const recorded_range& range : ranges_) {
+    std::uint64_t hash = 0;
+    std::size_t count = 0;
+    for (block_id block : range.leaves) {
+      page_guard leaf = store_.latch({range.table, block}, latch_mode::shared);
+      node_view node(leaf.bytes(), store_.page_size());
+      if (!node.is_node() || !node.is_leaf())
+        return range.table;
+      add_range_entries(range, leaf.bytes(), &hash, &count);
+    }
+    if (hash != range.hash || count != range.count)
+      return range.table;
+  }
+  return std::nullopt;
+}
+
 void table_transaction::validate_ranges(std::vector<latched_leaf>& leaves,
                                         const std::map<page_id, std::size_t>& index) {
   for (const recorded_range& range : ranges_) {
     std::uint64_t hash = 0;
     std::size_t count = 0;
-    for (block_id block : range.leaves) {
-      node_view node(leaves[index.at({range.table, block})].guard.bytes(), store_.page_size());
-      for (std::size_t slot = 0; slot < node.slot_count(); ++slot) {
-        item_view item = node.item(slot);
-        if (range.covers(item.key)) {
-          hash += entry_hash(item.key, item_value(store_, range.table, item));
-          ++count;
-        }
-      }
-    }
+    for (block_id block : range.leaves)
+      add_range_entries(range, leaves[index.at({range.table, block})].guard.bytes(), &hash, &count);
     if (hash != range.hash || count != range.count)
       conflict(leaves, "a range of table " + std::to_string(range.table) +
                          " it read changed after it was read (an entry appeared, went or changed)");
@@ -838,8 +876,8 @@ std::size_t table_transaction::check_before_applying(std::vector<latched_leaf>& 
     }
     pages += overflow_pages(page_size, chain.ref.length);
   }
-  try {
-    check_latch_limit(leaves.size() + 1 + pages);
+  try { // the leaves splits and right links added under the latches need no room of it
+    check_latch_limit(leaves_reserved_ + 1 + pages);
   } catch (...) {
     leaves.clear();
     throw;

@@ -12,7 +12,10 @@
 //      changes it gets is split there and then (holding nothing else); an attempt after the
 //      first keeps the leaves the last one found for keys they still covered;
 //   2. reserves room for all its latches (page_store::reserve_latches, holding nothing;
-//      usage_error past max_latched_pages), then latches those leaves in (relation,
+//      usage_error past max_latched_pages, but conflict_error when a range it read, now
+//      spanning more leaves than that, holds other entries: walked a leaf at a time, as
+//      when a table grew past the end of a range read to its last key), then latches those
+//      leaves in (relation,
 //      block) order, exclusively where it changes one, shared where it only reads; checks each key
 //      is still covered by its leaf: one a split moved right goes to the leaf that covers it
 //      now, found by right links and latched with try_latch; when that fails, releases
@@ -197,6 +200,9 @@ private:
   void locate_ranges(std::map<page_id, latch_mode>& wanted);
   bool ranges_latched(const std::vector<latched_leaf>& leaves,
                       const std::map<page_id, std::size_t>& index) const;
+  void add_range_entries(const recorded_range& range, const unsigned char* leaf,
+                         std::uint64_t* hash, std::size_t* count) const;
+  std::optional<rel_id> changed_range() const;
   void validate_ranges(std::vector<latched_leaf>& leaves,
                        const std::map<page_id, std::size_t>& index);
   attempt try_commit(lsn_t* end);
@@ -262,6 +268,9 @@ private:
   std::vector<rel_id> new_trees_;
   std::set<rel_id> meta_tables_;  // tables whose meta page the commit latches (chains)
   std::size_t extra_latches_ = 0; // pages beyond the leaves the last attempt found it needs
+  // The leaves this attempt reserved room for: those splits and right links add under the
+  // latches come from room free at once, and do not count against max_latched_pages.
+  std::size_t leaves_reserved_ = 0;
   /// The leaf each key read or changed was found in: kept from one attempt to the next while
   /// it still covers the key (the commit's operation_epochs section keeps the block from
   /// being given out again, and a live leaf only loses keys to its right), so an attempt

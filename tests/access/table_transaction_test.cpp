@@ -317,6 +317,9 @@ struct two_leaf_commit {
 TEST_CASE("a leaf filled between a commit's look and its latches is split under them: the "
           "commit ends in one attempt") {
   two_leaf_commit t;
+  // Its two leaves and a page read at a time: the leaf the split adds comes from room
+  // free at once and does not count against the limit.
+  t.store.set_max_latched_pages(3);
   std::size_t need = item_footprint(t.key.size(), 150);
   t.commit_after([&] { // the leaf txn will change, filled to below its need
     page_id leaf = tree(t.store, accounts).latch_leaf(t.key, latch_mode::shared).id();
@@ -599,6 +602,25 @@ TEST_CASE("a range read conflicts with a key that appears in it, not with change
     other.erase(accounts, "g");
     other.commit();
     CHECK_THROWS_AS(scanner.commit(), tidemark::conflict_error);
+  }
+  SUBCASE("entries added past a range read to the table's end, which then spans more leaves "
+          "than a commit may latch") {
+    scanner.begin(10);
+    int seen = 0;
+    for (auto entry = scanner.next_entry(accounts, "x", true); entry;
+         entry = scanner.next_entry(accounts, entry->key, false))
+      ++seen;
+    CHECK(seen == 3); // x y z
+    scanner.put(accounts, "scanned", std::to_string(seen));
+    other.begin(11);
+    for (int i = 0; i < 3000; ++i)
+      other.put(accounts, "zz" + std::to_string(i), std::string(40, 'x'));
+    other.commit();
+    REQUIRE(store.blocks(accounts) > 20);
+    store.set_max_latched_pages(8);
+    CHECK_THROWS_WITH_AS(scanner.commit(), doctest::Contains("now number more than"),
+                         tidemark::conflict_error);
+    CHECK(contents(store, accounts).count("scanned") == 0);
   }
   SUBCASE("changes outside the range, with splits of the leaves around it") {
     scan();
