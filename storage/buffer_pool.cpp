@@ -33,6 +33,17 @@ std::uint32_t pins(std::uint32_t state) { return state & pin_mask; }
 std::uint32_t usage(std::uint32_t state) { return (state & usage_mask) >> usage_shift; }
 
 constexpr std::size_t partition_count = 128;
+
+// A thread's pin hints (buffer_pool.hpp): the buffer it last pinned a page in, per slot of
+// a direct-mapped table; `pool` names the pool (buffer_pool::instance_, never reused).
+struct pin_hint {
+  std::uint64_t pool = 0;
+  page_id id{};
+  buffer_id buffer = 0;
+};
+constexpr std::size_t pin_hint_slots = 64;
+thread_local pin_hint pin_hints[pin_hint_slots];
+std::atomic<std::uint64_t> pool_instances{0};
 // How long a session that handed a dirty victim to the doublewrite batcher waits for a
 // supplied buffer before it looks at (and writes) the next dirty one: about a batch's
 // ring write, fdatasync and in-place write.
@@ -52,9 +63,9 @@ struct alignas(64) buffer_pool::partition_lock {
 };
 
 buffer_pool::buffer_pool(std::size_t buffer_count, relation_files& files, bool checksums)
-  : buffer_count_(buffer_count), page_size_(files.page_size()), files_(files),
-    checksums_(checksums), descriptors_(new descriptor[buffer_count]),
-    partitions_(new partition_lock[partition_count]),
+  : instance_(pool_instances.fetch_add(1) + 1), buffer_count_(buffer_count),
+    page_size_(files.page_size()), files_(files), checksums_(checksums),
+    descriptors_(new descriptor[buffer_count]), partitions_(new partition_lock[partition_count]),
     pins_available_(static_cast<std::int64_t>(std::min<std::size_t>(buffer_count, max_pins))),
     supply_(buffer_count), supply_low_water_(std::max<std::size_t>(8, buffer_count / 32)) {
   if (buffer_count < 16 || buffer_count > max_buffers)
@@ -214,39 +225,57 @@ void buffer_pool::unpin(buffer_id buffer) {
   });
 }
 
+// Pins `buffer` and keeps the pin when it holds `id` now (a pin hint that still holds).
+// Once pinned, the buffer is not retagged; its tag was published by the header unlock of
+// the retag that set it, which this pin's CAS reads. A hint gone stale has raised the
+// usage count of another page's buffer: as a pin of that page would.
+bool buffer_pool::pin_if_tagged(buffer_id buffer, page_id id) {
+  pin_existing(buffer);
+  const descriptor& d = descriptors_[buffer];
+  if ((d.state.load(std::memory_order_acquire) & tag_valid) && d.tag == id)
+    return true;
+  unpin(buffer);
+  return false;
+}
+
+void buffer_pool::remember_pin(std::size_t bucket, page_id id, buffer_id buffer) const {
+  pin_hints[bucket % pin_hint_slots] = {instance_, id, buffer};
+}
+
 buffer_id buffer_pool::pin(page_id id, read_mode mode) {
   std::size_t bucket = bucket_of(id);
+  const pin_hint& hint = pin_hints[bucket % pin_hint_slots];
+  buffer_id found = ~buffer_id{0};
+  if (hint.pool == instance_ && hint.id == id && pin_if_tagged(hint.buffer, id))
+    found = hint.buffer;
   partition_lock& partition = partition_of_bucket(bucket);
-  for (;;) {
+  while (found == ~buffer_id{0}) {
     partition.lock.lock();
-    buffer_id found = lookup_locked(id, bucket);
+    found = lookup_locked(id, bucket);
     if (found != ~buffer_id{0}) {
       pin_existing(found);
       partition.lock.unlock();
-      wait_until_readable(found, id, mode);
-      note_prefetch_use(found);
-      return found;
+      break;
     }
     partition.lock.unlock();
 
     buffer_id victim = clock_sweep_victim();
-    buffer_id existing = ~buffer_id{0};
-    if (retag(victim, id, &existing)) {
+    if (retag(victim, id, &found)) {
       try {
         read_into(victim, id, mode);
       } catch (...) {
         unpin(victim);
         throw;
       }
+      remember_pin(bucket, id, victim);
       return victim;
     }
     unpin(victim);
-    if (existing != ~buffer_id{0}) {
-      wait_until_readable(existing, id, mode);
-      note_prefetch_use(existing);
-      return existing;
-    }
   }
+  wait_until_readable(found, id, mode);
+  note_prefetch_use(found);
+  remember_pin(bucket, id, found);
+  return found;
 }
 
 // The first pin of a page WAL prefetch read counts as a prefetch hit.

@@ -29,6 +29,12 @@
 //    same CAS, as the clock sweep (unpinned, usage 0, clean, no I/O); stale entries are
 //    dropped. Sessions take the supply before sweeping, and sound the alarm when it runs
 //    below the low-water mark, so the bgwriter cleans now instead of at its next round.
+//  - A thread remembers the buffers of the pages it pinned last (a small direct-mapped
+//    table per thread): a pin of such a page pins that buffer first, without the partition
+//    lock, and keeps it only when the buffer is tagged with the page after the pin (a
+//    pinned buffer is never retagged, and a retag's header unlock publishes its tag to the
+//    pin's CAS); otherwise it unpins it and looks the page up. The hot pages of descents
+//    (roots, inner levels) are then pinned with one CAS.
 //  - A thread waiting for another's I/O, for a content latch or for pins sleeps
 //    (wait_board.hpp) after a short spin; whoever ends the I/O, releases the latch or
 //    returns pins wakes it.
@@ -222,6 +228,8 @@ private:
   partition_lock& partition_of_bucket(std::size_t bucket);
 
   void pin_existing(buffer_id buffer);
+  bool pin_if_tagged(buffer_id buffer, page_id id);
+  void remember_pin(std::size_t bucket, page_id id, buffer_id buffer) const;
   template <class Change>
   void update_state(buffer_id buffer, Change change);
   void wait_until_readable(buffer_id buffer, page_id id, read_mode mode);
@@ -240,6 +248,7 @@ private:
   std::uint32_t lock_header(buffer_id buffer) const;
   void unlock_header(buffer_id buffer, std::uint32_t new_state) const;
 
+  const std::uint64_t instance_; // tells this pool's pin hints from another's
   std::size_t buffer_count_;
   std::size_t page_size_;
   relation_files& files_;

@@ -1,7 +1,7 @@
-// Buffer pool: pinning, the page table under concurrency, clock-sweep eviction of dirty
-// victims through the victim writer, the victim supply and its low-water alarm,
-// verification on read, WAL prefetch's claimed reads, and pin reservations keeping a tiny
-// pool deadlock-free.
+// Buffer pool: pinning (and pin hints gone stale), the page table under concurrency,
+// clock-sweep eviction of dirty victims through the victim writer, the victim supply and
+// its low-water alarm, verification on read, WAL prefetch's claimed reads, and pin
+// reservations keeping a tiny pool deadlock-free.
 #include "storage/buffer_pool.hpp"
 
 #include "storage/fault_engine.hpp"
@@ -85,6 +85,37 @@ TEST_CASE("buffer pool: dirty victims are written through the victim writer and 
     CHECK(get_i64(pool, b, 64) == 1000 + block);
     pool.unpin(b);
   }
+}
+
+TEST_CASE("buffer pool: a page pinned again after its buffer went to another page is found "
+          "where it is now") {
+  pool_fixture f;
+  buffer_pool pool(16, f.files, true);
+  recording_writer writer(f.files);
+  pool.set_victim_writer(&writer);
+  buffer_id first = pool.pin({3, 7}); // remembered by this thread
+  put_i64(pool, first, 64, 77);
+  pool.unpin(first);
+  CHECK(pool.pin({3, 7}) == first); // the remembered buffer
+  pool.unpin(first);
+  // Every buffer goes to other pages, the remembered one too (its page written out), on
+  // another thread: this one's hints stay as they are.
+  std::thread([&] {
+    for (block_id block = 0; block < 64; ++block)
+      pool.unpin(pool.pin({4, block}));
+  }).join();
+  REQUIRE(pool.tag(first) != page_id{3, 7});
+  buffer_id again = pool.pin({3, 7});
+  CHECK(pool.tag(again) == page_id{3, 7});
+  CHECK(get_i64(pool, again, 64) == 77);
+  CHECK(pool.tag(first) != page_id{3, 7}); // the stale hint's buffer kept its page
+  pool.unpin(again);
+  // Another pool over other files: the same page id is its own page there.
+  pool_fixture g;
+  buffer_pool other(16, g.files, true);
+  buffer_id elsewhere = other.pin({3, 7});
+  CHECK(get_i64(other, elsewhere, 64) == 0);
+  other.unpin(elsewhere);
 }
 
 // Holds dirty victims back, as the doublewrite batcher does during recovery, and writes
