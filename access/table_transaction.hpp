@@ -14,12 +14,11 @@
 //   2. reserves room for all its latches (page_store::reserve_latches, holding nothing;
 //      usage_error past max_latched_pages, but conflict_error when a range it read, now
 //      spanning more leaves than that, holds other entries: walked a leaf at a time, as
-//      when a table grew past the end of a range read to its last key), then latches those
-//      leaves in (relation,
-//      block) order, exclusively where it changes one, shared where it only reads; checks each key
-//      is still covered by its leaf: one a split moved right goes to the leaf that covers it
-//      now, found by right links and latched with try_latch; when that fails, releases
-//      everything and finds the leaves again;
+//      when a table grew past the end of a range read to its last key), then latches
+//      those leaves in (relation, block) order, exclusively where it changes one, shared
+//      where it only reads; checks each key is still covered by its leaf: one a split
+//      moved right goes to the leaf that covers it now, found by right links and latched
+//      with try_latch; when that fails, releases everything and finds the leaves again;
 //   3. checks each changed leaf has room for its changes; one that has not is split there
 //      and then, holding every latch (tree::split_latched: the other pages it needs taken
 //      with try_latch, a structure change of its own, kept whatever happens next), its new
