@@ -540,16 +540,17 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
   // read at a time (a chain's value while validating), reserved holding nothing. A range
   // read up to the table's end may span many more leaves now than when it was read: if
   // its entries changed, that is a conflict, found without latching them all.
-  if (wanted.size() + 1 + extra_latches_ > store_.max_latched_pages())
+  std::size_t room = wanted.size() + 1 + extra_latches_;
+  if (room > store_.max_latched_pages())
     if (std::optional<rel_id> table = changed_range()) {
       std::vector<latched_leaf> none;
       conflict(none, "a range of table " + std::to_string(*table) +
                        " it read changed after it was read (its leaves now number more than "
                        "a commit may latch)");
     }
-  check_latch_limit(wanted.size() + 1 + extra_latches_);
+  check_latch_limit(room);
   leaves_reserved_ = wanted.size();
-  reserved.reserve(wanted.size() + 1 + extra_latches_);
+  reserved.reserve(room);
   for (const auto& [id, mode] : wanted) {
     index[id] = leaves.size();
     leaves.push_back({id, mode, store_.latch(id, mode), id.block == meta_block, {}, {}, {}});

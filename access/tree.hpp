@@ -104,9 +104,9 @@ public:
   /// split for the `items` (in key order) it covers as make_room would split it, taking
   /// every other page with try_latch only, so it never waits. Returns the new right leaf,
   /// latched exclusively; the caller still holds `leaf`, now the left part. Returns an
-  /// unheld guard when it cannot split that way — a page it needs is busy, no room for a latch, the
-  /// parent must split too, the leaf is the root, or it has room for the items after all —
-  /// and then nothing changed. A split made stays whatever the commit does next (a
+  /// unheld guard when it cannot split that way — a page it needs is busy, no room for a
+  /// latch, the parent must split too, the leaf is the root, or it has room for the items
+  /// after all — and then nothing changed. A split made stays whatever the commit does next (a
   /// structure change of its own).
   page_guard split_latched(page_guard& leaf, const std::vector<pending_item>& items);
 
