@@ -123,16 +123,20 @@ std::string check_free_list(page_store& store, rel_id rel, block_id head, std::u
 page_allocator::page_allocator(page_store& store, rel_id rel, page_guard& meta,
                                page_changes& meta_changes, std::vector<logged_page>& logged)
   : store_(store), rel_(rel), meta_(meta), meta_changes_(meta_changes), logged_(logged) {
-  TIDEMARK_CHECK(meta.held() && meta.mode() == latch_mode::exclusive &&
-                   meta.id().block == meta_block,
+  TIDEMARK_CHECK(!meta.held() ||
+                   (meta.mode() == latch_mode::exclusive && meta.id().block == meta_block),
                  "pages are given out under the meta page's exclusive latch");
+  if (meta.held())
+    store_.note_free_head(rel_, free_head());
 }
 
 block_id page_allocator::free_head() const {
+  TIDEMARK_CHECK(meta_.held(), "the free list is read under the meta page's latch");
   return load<block_id>(meta_.bytes(), meta_free_head_at);
 }
 
 page_edit page_allocator::edit_meta() {
+  TIDEMARK_CHECK(meta_.held(), "the meta page changes under its exclusive latch");
   if (!meta_logged_) {
     logged_.push_back({&meta_, &meta_changes_});
     meta_logged_ = true;
@@ -145,6 +149,7 @@ void page_allocator::set_free_list(block_id head, std::int64_t count_change) {
   page_edit edit = edit_meta();
   edit.write_value(meta_free_head_at, head);
   edit.write_value(meta_free_count_at, static_cast<std::uint32_t>(count + count_change));
+  store_.note_free_head(rel_, head);
 }
 
 std::pair<page_guard*, page_changes*> page_allocator::hold(page_guard page) {
@@ -180,7 +185,11 @@ std::pair<page_guard*, page_changes*> page_allocator::take_page() {
   return page;
 }
 
-std::pair<page_guard*, page_changes*> page_allocator::take_node_page() { return take_page(); }
+std::pair<page_guard*, page_changes*> page_allocator::take_node_page() {
+  if (!meta_.held()) // a split planned while the free list was known empty
+    return hold(store_.latch_new_block(rel_));
+  return take_page();
+}
 
 void page_allocator::free_deleted_leaf(page_guard& leaf, page_changes& changes) {
   page_edit edit(leaf.mutable_bytes(), store_.page_size(), &changes);

@@ -90,7 +90,8 @@ public:
   /// Puts every page of the chain on the free list.
   void free_chain(overflow_ref ref);
   /// A page for a new node (a split's), from the free list first, latched and logged in
-  /// this change; the caller builds the whole node in it.
+  /// this change; the caller builds the whole node in it. The only use without the meta
+  /// page latched (`meta` unheld: page_store::free_list_known_empty): a new block.
   std::pair<page_guard*, page_changes*> take_node_page();
   /// Makes `leaf` (empty, latched and logged by the caller, already unlinked from its
   /// tree in this change) a deleted node at the head of the free list.

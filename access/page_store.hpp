@@ -162,6 +162,22 @@ public:
       root_hints_[rel].store(root, std::memory_order_relaxed);
   }
 
+  /// Whether `rel`'s free list was empty when its meta page was last read or changed under
+  /// an exclusive latch: a split then takes new blocks without latching the meta page, the
+  /// page every split would otherwise serialize on. Only a hint, written under that latch
+  /// and read without it: a split that read it just before a page was freed takes a new
+  /// block, the splits after the free latch the meta page and reuse the page. Unknown
+  /// (false) until a meta page is seen.
+  bool free_list_known_empty(rel_id rel) const {
+    return rel < storage::max_relations && free_list_empty_[rel].load(std::memory_order_relaxed);
+  }
+  /// Called under `rel`'s meta page's exclusive latch with its free list's head now.
+  void note_free_head(rel_id rel, block_id head) {
+    if (rel < storage::max_relations &&
+        free_list_empty_[rel].load(std::memory_order_relaxed) != (head == 0))
+      free_list_empty_[rel].store(head == 0, std::memory_order_relaxed);
+  }
+
   /// Every tree operation runs in a section of these (operation_epochs.hpp).
   operation_epochs& epochs() { return epochs_; }
   /// Every attempt of a table commit passes it (commit_gate.hpp).
@@ -174,7 +190,12 @@ public:
   /// promoted) wait only for the operations in progress then.
   bool reusable(page_id id);
   /// The store takes changes from now on (opened for writing, or promoted).
-  void begin_changes() { changes_began_ = epochs_.retire(); }
+  /// Free lists replayed before it may hold pages: the hints start unknown again.
+  void begin_changes() {
+    changes_began_ = epochs_.retire();
+    for (std::size_t rel = 0; rel < storage::max_relations; ++rel)
+      free_list_empty_[rel].store(false, std::memory_order_relaxed);
+  }
 
 protected:
   friend class page_guard;
@@ -192,6 +213,9 @@ private:
   std::uint64_t changes_began_ = 0;
   std::unique_ptr<std::atomic<block_id>[]> root_hints_ {
     new std::atomic<block_id>[ storage::max_relations ]()
+  };
+  std::unique_ptr<std::atomic<bool>[]> free_list_empty_ {
+    new std::atomic<bool>[ storage::max_relations ]()
   };
 };
 

@@ -97,7 +97,7 @@ struct split_plan {
   std::vector<split_step> steps;
   page_guard parent;
   std::size_t parent_slot = 0;
-  page_guard meta;       // always: the new blocks come from the free list first
+  page_guard meta;       // for a new root, or new blocks from a free list not known empty
   bool new_root = false; // the root split: the meta page points to a new root
 };
 
@@ -163,16 +163,22 @@ page_guard latch_parent(page_store& store, rel_id rel, block_id from, const std:
   return parent;
 }
 
+// The meta page latched for the plan (try_latch), or the page to wait for.
+std::optional<page_id> latch_meta(split_plan& plan, page_store& store, rel_id rel) {
+  if (!plan.meta)
+    plan.meta = store.try_latch({rel, meta_block}, latch_mode::exclusive);
+  return plan.meta ? std::nullopt : std::optional<page_id>(page_id{rel, meta_block});
+}
+
 // Latches upwards from the leaf's split: each split node's right sibling (its left link
 // moves), then its parent, which takes the separator or splits too; past the root, the
-// meta page for a new root. Returns a page to wait for when a latch was not granted.
+// meta page for a new root. The meta page too unless the table's free list is known empty
+// (new blocks come from it first): splits do not all serialize on it. Returns a page to
+// wait for when a latch was not granted.
 std::optional<page_id> plan_upward(split_plan& plan, page_store& store, rel_id rel,
                                    const descent& path) {
   std::size_t page_size = store.page_size();
   std::optional<page_id> busy;
-  plan.meta = store.try_latch({rel, meta_block}, latch_mode::exclusive);
-  if (!plan.meta)
-    return page_id{rel, meta_block};
   for (std::size_t level = 0;; ++level) {
     split_step& step = plan.steps.back();
     node_view node(step.node.bytes(), page_size);
@@ -183,6 +189,8 @@ std::optional<page_id> plan_upward(split_plan& plan, page_store& store, rel_id r
     }
     block_id split_block = step.node.id().block;
     if (level >= path.inner.size()) { // the top of this descent: still the root?
+      if ((busy = latch_meta(plan, store, rel)))
+        return busy;
       if (load<block_id>(plan.meta.bytes(), meta_root_at) != split_block)
         return page_id{rel, meta_block}; // the tree grew since: descend again
       plan.new_root = true;
@@ -200,7 +208,7 @@ std::optional<page_id> plan_upward(split_plan& plan, page_store& store, rel_id r
                    "the parent covering a separator holds the downlink of the node split");
     std::string separator = step.separator;
     if (above.fits(item_footprint(separator.size(), 0)))
-      return std::nullopt;
+      return store.free_list_known_empty(rel) ? std::nullopt : latch_meta(plan, store, rel);
     // The parent splits too: its items with the new downlink, divided evenly; the right
     // part's first key moves up and becomes its minus infinity.
     split_step up;
@@ -520,38 +528,39 @@ split_attempt tree::try_split(const std::vector<pending_item>& items, std::size_
   return complete_split(plan, path, store_, rel_, reserved);
 }
 
-block_id tree::try_find_parent(key_view key, block_id leaf) {
-  // From the root hint when there is one: the meta page is latched by every split, so it
-  // is seldom free. A stale hint (a former root leaf) finds nothing; the commit's way out
-  // (make_room) reads the meta page and renews it.
+bool tree::try_find_path(key_view key, block_id leaf, descent* path) {
+  // From the root hint when there is one. A stale hint (a former root leaf) finds nothing;
+  // the commit's way out (make_room) reads the meta page and renews it. A former root
+  // above the leaf is the top of the path: a split reaching it finds it is not the root.
   block_id block = store_.root_hint(rel_);
   if (block == 0) {
     page_guard meta = store_.try_latch({rel_, meta_block}, latch_mode::shared);
     if (!meta)
-      return 0;
+      return false;
     block = load<block_id>(meta.bytes(), meta_root_at);
   }
   for (;;) {
     page_guard node = move_right(store_.try_latch({rel_, block}, latch_mode::shared), key,
                                  latch_mode::shared, true);
     if (!node)
-      return 0;
+      return false;
     node_view view(node.bytes(), store_.page_size());
     if (view.is_leaf())
-      return 0; // the root
+      return false; // the root
+    if (path->inner.empty())
+      path->inner.assign(view.level(), 0);
+    path->inner[view.level() - 1] = node.id().block;
     block = view.item(view.child_slot(key)).child();
     if (view.level() == 1)
-      return block == leaf ? node.id().block : 0;
+      return block == leaf;
   }
 }
 
 page_guard tree::split_latched(page_guard& leaf, const std::vector<pending_item>& items) {
   TIDEMARK_CHECK(leaf.mode() == latch_mode::exclusive && !items.empty(),
                  "a leaf split for a commit is latched exclusively, for items it covers");
-  descent path; // the parent only: when it must split too, only a root goes on (plan_upward)
-  if (block_id parent = try_find_parent(items.front().key, leaf.id().block); parent != 0)
-    path.inner.push_back(parent);
-  else
+  descent path;
+  if (!try_find_path(items.front().key, leaf.id().block, &path))
     return {};
   split_plan plan;
   plan.steps.resize(1);

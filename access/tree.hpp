@@ -28,8 +28,11 @@
 // rest, so it takes them from a reservation; when it holds more than it reserved and the
 // pool has no room to add, it releases everything, reserves the whole count holding
 // nothing, and starts again. A commit holding its leaves may split one of them
-// (split_latched): every other page by try_latch, its descent to the parent too, and room
-// only as the pool has it at once; anything busy or short, and it gives up, nothing changed.
+// (split_latched): every other page by try_latch, its descent to the leaf's parent too, and
+// room only as the pool has it at once; anything busy or short, and it gives up, nothing
+// changed. A split latches the meta page only for a new root, or when the table's free list
+// is not known to be empty (page_store::free_list_known_empty): splits of one table do not
+// serialize on it.
 //
 // Meta page (block 0), after the page header: u32 magic, u32 root block, u16 root level,
 // u16 reserved, u32 first free block (0: none), u32 free blocks (overflow.hpp).
@@ -105,9 +108,9 @@ public:
   /// every other page with try_latch only, so it never waits. Returns the new right leaf,
   /// latched exclusively; the caller still holds `leaf`, now the left part. Returns an
   /// unheld guard when it cannot split that way — a page it needs is busy, no room for a
-  /// latch, the parent must split too, the leaf is the root, or it has room for the items
-  /// after all — and then nothing changed. A split made stays whatever the commit does next (a
-  /// structure change of its own).
+  /// latch, the leaf is the root, or it has room for the items after all — and then nothing
+  /// changed. Parents that must split too split with it. A split made stays whatever the
+  /// commit does next (a structure change of its own).
   page_guard split_latched(page_guard& leaf, const std::vector<pending_item>& items);
 
   /// Bulk loading: `entries` (leaf items in key order, values inline, together within
@@ -162,10 +165,10 @@ private:
   /// page_store::root_hint): each node's own level says when the next one is a leaf.
   page_guard descend_from(block_id block, key_view key, latch_mode mode);
   page_guard latch_node(block_id block, latch_mode mode);
-  /// The level-1 node whose downlink for `key` is `leaf`, found by a descent of try_latches
-  /// from the root hint, or the root (0: a latch was not granted, the root is a leaf, or
-  /// that downlink is not `leaf`).
-  block_id try_find_parent(key_view key, block_id leaf);
+  /// The inner nodes above `leaf` on the way to `key` (path->inner, level 1 first), found by
+  /// a descent of try_latches from the root hint, or the root; false when a latch was not
+  /// granted, the root is a leaf, or the level-1 node's downlink for `key` is not `leaf`.
+  bool try_find_path(key_view key, block_id leaf, descent* path);
   using entry = std::pair<std::string, std::string>;
   /// last_before(), or none when a leaf on its way left was unlinked meanwhile.
   std::optional<std::optional<entry>> try_last_before(const std::string* key, bool inclusive,

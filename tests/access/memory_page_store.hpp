@@ -116,6 +116,13 @@ public:
       }
   }
 
+  /// How many times the page was latched exclusively (by latch or try_latch).
+  std::size_t exclusive_latches(page_id id) {
+    page& p = page_of(id);
+    std::lock_guard<std::mutex> lock(p.mutex);
+    return p.exclusive_grants;
+  }
+
   /// The bytes of a page (no latch: the test makes sure no one writes).
   const std::vector<unsigned char>& bytes_of(page_id id) { return page_of(id).bytes; }
   std::size_t record_count() const {
@@ -138,12 +145,16 @@ private:
     bool grantable(latch_mode mode) const {
       return mode == latch_mode::exclusive ? holders == 0 : holders >= 0;
     }
-    void grant(latch_mode mode) { holders = mode == latch_mode::exclusive ? -1 : holders + 1; }
+    void grant(latch_mode mode) {
+      holders = mode == latch_mode::exclusive ? -1 : holders + 1;
+      exclusive_grants += mode == latch_mode::exclusive ? 1 : 0;
+    }
 
     std::vector<unsigned char> bytes;
     std::mutex mutex;                 // guards holders
     std::condition_variable released; // holders reached 0
     int holders = 0;                  // -1: exclusive; n > 0: n shared
+    std::size_t exclusive_grants = 0; // guarded by mutex too
   };
 
   page& page_of(page_id id) {

@@ -250,6 +250,41 @@ TEST_CASE("a queue (inserts at one end, erases at the other) keeps its size: emp
   CHECK(!t.last_before(nullptr, false));
 }
 
+TEST_CASE("leaf splits of a table whose free list is empty do not latch its meta page") {
+  // Every split used to latch it exclusively (its free list gives out pages first): the
+  // splits of one table all serialized on it, and a commit's split under its latches
+  // failed whenever another split held it.
+  memory_page_store store(4096);
+  tree::create(store, table_rel);
+  tree t(store, table_rel);
+  auto key_of = [](int i) { return "k" + std::to_string(i * 7919 % 100000); };
+  for (int i = 0; i < 200; ++i) // a root over leaves; the splits saw the free list empty
+    t.put(key_of(i), std::string(100, 'a'));
+  page_id meta{table_rel, meta_block};
+  std::size_t meta_latches = store.exclusive_latches(meta);
+  block_id blocks = store.blocks(table_rel);
+  for (int i = 200; i < 400; ++i) // leaf splits under a root with room for their downlinks
+    t.put(key_of(i), std::string(100, 'b'));
+  CHECK(store.blocks(table_rel) > blocks + 5);
+  CHECK(store.exclusive_latches(meta) == meta_latches);
+  CHECK(check_tree(store, table_rel) == "");
+  // A leaf emptied goes on the free list (the meta page latched), and the next split
+  // latches the meta page again to take that block rather than a new one.
+  auto in_first_half = [&](int i) { return key_of(i) < "k5"; }; // a stretch of whole leaves
+  for (int i = 0; i < 400; ++i)
+    if (in_first_half(i))
+      REQUIRE(t.erase(key_of(i)));
+  std::size_t freed_latches = store.exclusive_latches(meta);
+  CHECK(freed_latches > meta_latches);
+  blocks = store.blocks(table_rel);
+  for (int i = 0; i < 400; ++i)
+    if (in_first_half(i))
+      t.put(key_of(i), std::string(100, 'c'));
+  CHECK(store.exclusive_latches(meta) > freed_latches);
+  CHECK(store.blocks(table_rel) == blocks); // every split took a freed block
+  CHECK(check_tree(store, table_rel) == "");
+}
+
 TEST_CASE("four threads of puts, erases, gets and scans leave the tree their models say") {
   memory_page_store store(4096);
   tree::create(store, table_rel);
