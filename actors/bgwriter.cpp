@@ -43,7 +43,13 @@ private:
 
 // One cleaning round at `now` (the actor's clock). Returns true if the round found nothing
 // to do. It writes at most bgwriter_lru_maxpages, and no more than background_write_limit
-// earned since the last round.
+// earned since the last round. The supply's alarm stays sounded after it unless the page
+// limit cut it short: the supply rearms it once refilled to its low-water mark, and until
+// then the rounds come at a tenth of bgwriter_delay (round_and_reschedule). Rearmed after
+// every round, the alarm woke the bgwriter at nearly every allocation while the supply sat
+// just below its mark, for rounds of a few buffers or none (a load filling never-used
+// buffers, which are nobody's to offer): thousands of wake-ups a second, each round's few
+// writes a doublewrite batch of its own.
 bool clean_round(bgwriter_state& st, std::chrono::steady_clock::time_point now) {
   context& ctx = *st.ctx;
   storage::buffer_pool& pool = *ctx.store.pool;
@@ -76,7 +82,8 @@ bool clean_round(bgwriter_state& st, std::chrono::steady_clock::time_point now) 
   }
   st.sink->flush();
   st.allowance.spend(written);
-  pool.rearm_supply_alarm();
+  if (written >= maxpages && maxpages > 0)
+    pool.rearm_supply_alarm();
   if (written > 0 && ctx.store.trace)
     ctx.store.trace->record(actor_role::bgwriter, actor_role::bgwriter, trace_type::bgwriter_write,
                             written);
@@ -105,6 +112,8 @@ void round_and_reschedule(bgwriter_pointer self) {
   if (st.idle_rounds >= idle_rounds_before_hibernating) {
     ctx.store.pool->notify_on_next_allocation();
     schedule_tick(self, st.config.bgwriter_delay * hibernate_factor);
+  } else if (ctx.store.pool->supply_alarm_sounded()) {
+    schedule_tick(self, std::max(std::chrono::milliseconds(1), st.config.bgwriter_delay / 10));
   } else {
     schedule_tick(self, st.config.bgwriter_delay);
   }

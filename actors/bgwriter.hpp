@@ -9,6 +9,9 @@
 // sweeps the whole pool at least once per two minutes. After two idle rounds it hibernates
 // (50 × bgwriter_delay) and asks the pool to wake it at the next allocation.
 //
+// While the victim supply's alarm stays sounded (sessions found it below its low-water
+// mark, and it was not refilled to the mark since), it runs every tenth of bgwriter_delay.
+//
 // Who talks to it: only itself (ticks) and the pool's allocation wake-up. It is a separate
 // actor from the checkpointer, so it keeps cleaning while a checkpoint writes or syncs, and
 // it runs during crash recovery. Its writes go through the same page writer (W1, W2).

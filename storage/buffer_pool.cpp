@@ -414,6 +414,8 @@ bool buffer_pool::offer_victim(buffer_id buffer) {
     return false;
   }
   supply_size_.fetch_add(1, std::memory_order_relaxed);
+  if (supply_alarm_.load(std::memory_order_relaxed) && supply_size() >= supply_low_water_)
+    rearm_supply_alarm(); // refilled: the next fall below the mark is news again
   waits_.wake(supply_key());
   return true;
 }

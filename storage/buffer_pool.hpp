@@ -28,7 +28,8 @@
 //    only suggests: a session takes a buffer from it only by the same checks, under the
 //    same CAS, as the clock sweep (unpinned, usage 0, clean, no I/O); stale entries are
 //    dropped. Sessions take the supply before sweeping, and sound the alarm when it runs
-//    below the low-water mark, so the bgwriter cleans now instead of at its next round.
+//    below the low-water mark, so the bgwriter cleans now instead of at its next round;
+//    once, until the supply is refilled to the mark (or the bgwriter rearms it).
 //  - A thread remembers the buffers of the pages it pinned last (a small direct-mapped
 //    table per thread): a pin of such a page pins that buffer first, without the partition
 //    lock, and keeps it only when the buffer is tagged with the page after the pin (a
@@ -188,8 +189,11 @@ public:
   std::size_t supply_size() const;
   /// Below this, an allocation sounds the alarm (allocation_listener::on_supply_low).
   std::size_t supply_low_water() const { return supply_low_water_; }
-  /// Lets the next allocation below the low-water mark sound the alarm again.
+  /// Lets the next allocation below the low-water mark sound the alarm again (also done
+  /// by the offer that refills the supply to the mark).
   void rearm_supply_alarm() { supply_alarm_.store(false, std::memory_order_release); }
+  /// Whether the alarm sounded and was not rearmed since.
+  bool supply_alarm_sounded() const { return supply_alarm_.load(std::memory_order_acquire); }
 
   /// Waits until no write of `buffer` is in progress. A checkpoint must not move on to
   /// its sync phase while a write it relies on (begun by someone else) is still running:

@@ -144,5 +144,28 @@ TEST_CASE("bgwriter: background_write_limit caps what its rounds write over time
   CHECK(written >= 64); // it cleaned at the limit's pace, not less
 }
 
+TEST_CASE("bgwriter: a round with nothing to add to the supply is not woken again by every "
+          "allocation, and cleans again a tenth of its delay later") {
+  // A pool filling its never-used buffers, as a bulk load does: the first allocation finds
+  // the supply empty and sounds the alarm; the round it wakes finds nothing to offer (the
+  // buffers just used are in use, the never-used ones are nobody's to offer). Rearmed, the
+  // alarm would wake it again at the next allocation, for another such round.
+  bgwriter_fixture f("1000");
+  auto alarms = [&] { return f.engine.store.pool->counters().supply_low.load(); };
+  f.dirty_blocks(8);
+  REQUIRE(alarms() == 1);
+  f.run(); // the round the alarm woke
+  REQUIRE(f.written(write_source::bgwriter) == 0);
+  f.dirty_blocks(8);
+  CHECK(alarms() == 1); // still sounded: these allocations woke nobody
+  f.dirty_blocks(200);  // the pool turns over: dirty victims the sessions write themselves
+  f.advance(std::chrono::milliseconds(5)); // the next round, not 50 ms away
+  CHECK(f.written(write_source::bgwriter) > 0);
+  f.advance(std::chrono::milliseconds(5)); // its writes done, the supply is at its mark
+  CHECK(f.engine.store.pool->supply_size() >= f.engine.store.pool->supply_low_water());
+  f.dirty_blocks(f.engine.store.pool->supply_size()); // they drain it below the mark
+  CHECK(alarms() == 2);                               // rearmed by the refill: sounded again
+}
+
 } // namespace
 } // namespace tidemark

@@ -256,6 +256,32 @@ TEST_CASE("buffer pool: an allocation finding the supply below its low-water mar
   pool.set_allocation_listener(nullptr);
 }
 
+TEST_CASE("buffer pool: the supply refilled to its low-water mark rearms the alarm itself") {
+  pool_fixture f;
+  buffer_pool pool(16, f.files, true);
+  counting_listener listener;
+  pool.set_allocation_listener(&listener);
+  std::vector<buffer_id> buffers = fill(pool);
+  REQUIRE(listener.alarms == 1);
+  for (int lap = 0; lap < 6; ++lap) { // sweeps age every buffer to usage 0
+    buffer_id b = pool.pin({9, static_cast<block_id>(lap)});
+    pool.unpin(b);
+  }
+  CHECK(listener.alarms == 1); // still sounded: allocations stay quiet
+  std::size_t offered = 0;
+  for (buffer_id b = 0; b < pool.size() && offered < pool.supply_low_water() - 1; ++b)
+    offered += pool.offer_victim(b) ? 1 : 0;
+  REQUIRE(offered == pool.supply_low_water() - 1);
+  pool.unpin(pool.pin({10, 0})); // below the mark again, but not refilled to it: quiet
+  CHECK(listener.alarms == 1);
+  for (buffer_id b = 0; b < pool.size() && pool.supply_size() < pool.supply_low_water(); ++b)
+    pool.offer_victim(b);
+  REQUIRE(pool.supply_size() == pool.supply_low_water()); // refilled: rearmed
+  pool.unpin(pool.pin({10, 1}));
+  CHECK(listener.alarms == 2);
+  pool.set_allocation_listener(nullptr);
+}
+
 TEST_CASE("buffer pool: a page failing its checksum is reported with file and block") {
   pool_fixture f;
   std::vector<unsigned char> page(page_size, 0);
