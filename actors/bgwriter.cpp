@@ -101,7 +101,8 @@ void round_and_reschedule(bgwriter_pointer self) {
   auto& st = self->state;
   context& ctx = *st.ctx;
   bool idle = false;
-  if (!ctx.failed() && st.config.bgwriter_lru_maxpages > 0) {
+  bool cleaning = !ctx.failed() && st.config.bgwriter_lru_maxpages > 0;
+  if (cleaning) {
     try {
       idle = clean_round(st, self->clock().now());
     } catch (const std::exception& error) {
@@ -112,7 +113,7 @@ void round_and_reschedule(bgwriter_pointer self) {
   if (st.idle_rounds >= idle_rounds_before_hibernating) {
     ctx.store.pool->notify_on_next_allocation();
     schedule_tick(self, st.config.bgwriter_delay * hibernate_factor);
-  } else if (ctx.store.pool->supply_alarm_sounded()) {
+  } else if (cleaning && ctx.store.pool->supply_alarm_sounded()) {
     schedule_tick(self, std::max(std::chrono::milliseconds(1), st.config.bgwriter_delay / 10));
   } else {
     schedule_tick(self, st.config.bgwriter_delay);
