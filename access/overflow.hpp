@@ -78,8 +78,9 @@ constexpr std::size_t overflow_pages(std::size_t page_size, std::size_t length) 
 }
 
 /// Gives out and takes back a table's pages within one change, with its meta page latched
-/// exclusively by the caller. Every page it touches (and the meta page, once changed) is
-/// added to the change's logged pages.
+/// exclusively by the caller (a split of a table whose free list is known empty passes it
+/// unheld, and takes new blocks only). Every page it touches (and the meta page, once
+/// changed) is added to the change's logged pages.
 class page_allocator {
 public:
   page_allocator(page_store& store, rel_id rel, page_guard& meta, page_changes& meta_changes,

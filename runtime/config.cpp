@@ -459,7 +459,8 @@ std::vector<setting_entry> background_settings() {
     real_setting("checkpoint_completion_target", &settings::checkpoint_completion_target, 0, 1,
                  "fraction of the interval a checkpoint spreads its writes over"),
     time_setting("bgwriter_delay", &settings::bgwriter_delay, milliseconds(1), milliseconds(10),
-                 milliseconds(10'000), false, "background writer round"),
+                 milliseconds(10'000), false,
+                 "background writer round (a tenth of it while the victim supply is low)"),
     time_setting("write_back_sweep", &settings::write_back_sweep, milliseconds(1000),
                  milliseconds(1000), milliseconds(3'600'000), true,
                  "one paced write-back pass over the data files written since their fsync (0: "
