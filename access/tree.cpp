@@ -252,6 +252,16 @@ void build_split_step(split_step& step, page_edit& right_edit,
   }
 }
 
+// True when `key` sorts between the keys of an inner node's slots `slot` - 1 (the first
+// counts as minus infinity) and `slot`: where an insert at `slot` puts it.
+bool between_neighbours(const page_guard& parent, std::size_t slot, const std::string& key,
+                        std::size_t page_size) {
+  node_view node(parent.bytes(), page_size);
+  if (slot > 1 && compare_keys(node.key(slot - 1), key) >= 0)
+    return false;
+  return slot >= node.slot_count() || compare_keys(key, node.key(slot)) < 0;
+}
+
 // Everything is latched: new blocks, every page built, one logged change (its end LSN
 // returned). Nothing fails.
 lsn_t apply_split(split_plan& plan, page_store& store, rel_id rel) {
@@ -291,6 +301,8 @@ lsn_t apply_split(split_plan& plan, page_store& store, rel_id rel) {
     meta_edit.write_value(meta_level_at, level);
   } else {
     page_edit parent_edit = edit_of(plan.parent);
+    TIDEMARK_CHECK(between_neighbours(plan.parent, plan.parent_slot, top.separator, page_size),
+                   "a split's separator goes between its neighbours in the parent");
     insert_item(parent_edit, plan.parent_slot, top.separator, 0, top.new_block, {});
   }
   for (logged_page& page : logged)
@@ -500,6 +512,9 @@ bool tree::erase(key_view key) {
 void tree::make_room(const std::vector<pending_item>& items) {
   TIDEMARK_CHECK(!store_.latches_reserved(), "splits are made holding no reservation");
   operation_epochs::section section(store_.epochs());
+  for (std::size_t i = 1; i < items.size(); ++i)
+    TIDEMARK_CHECK(compare_keys(items[i - 1].key, items[i].key) < 0,
+                   "make_room is given items in key order, each key once");
   latch_reservation reserved(store_);
   // Leaf by leaf from the first item: split the one covering items[from] until it can take
   // the items it covers, then go on past them.
