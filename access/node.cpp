@@ -10,18 +10,6 @@ namespace tidemark::access {
 
 namespace {
 
-constexpr std::size_t magic_at = node_header_offset;
-constexpr std::size_t kind_at = node_header_offset + 4;
-constexpr std::size_t level_at = node_header_offset + 6;
-constexpr std::size_t slot_count_at = node_header_offset + 8;
-constexpr std::size_t upper_at = node_header_offset + 10;
-constexpr std::size_t dead_at = node_header_offset + 12;
-constexpr std::size_t high_key_at = node_header_offset + 14;
-constexpr std::size_t right_at = node_header_offset + 16;
-constexpr std::size_t left_at = node_header_offset + 20;
-constexpr std::size_t next_free_at = node_header_offset + 24;
-static_assert(next_free_at + 4 + 4 == slots_offset, "the node header ends where the slots begin");
-
 std::size_t item_length(const item_view& item, std::size_t key_length) {
   return item_header_size + key_length + item.payload_length;
 }
@@ -45,38 +33,7 @@ std::size_t lower_of(std::size_t slot_count) { return slots_offset + slot_size *
 
 } // namespace
 
-int compare_keys(key_view a, key_view b) {
-  std::size_t common = std::min(a.size(), b.size());
-  int order = common == 0 ? 0 : std::memcmp(a.data(), b.data(), common);
-  if (order != 0)
-    return order;
-  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
-}
-
 // ---- node_view -----------------------------------------------------------------------------
-
-bool node_view::is_node() const { return load<std::uint32_t>(page_, magic_at) == node_magic; }
-node_kind node_view::kind() const {
-  return static_cast<node_kind>(load<std::uint16_t>(page_, kind_at));
-}
-std::uint16_t node_view::level() const { return load<std::uint16_t>(page_, level_at); }
-std::size_t node_view::slot_count() const { return load<std::uint16_t>(page_, slot_count_at); }
-std::uint32_t node_view::right() const { return load<std::uint32_t>(page_, right_at); }
-std::uint32_t node_view::left() const { return load<std::uint32_t>(page_, left_at); }
-std::uint32_t node_view::next_free() const { return load<std::uint32_t>(page_, next_free_at); }
-bool node_view::has_high_key() const { return load<std::uint16_t>(page_, high_key_at) != 0; }
-
-key_view node_view::high_key() const {
-  return item_at(load<std::uint16_t>(page_, high_key_at)).key;
-}
-
-bool node_view::below_high_key(key_view key) const {
-  return !has_high_key() || compare_keys(key, high_key()) < 0;
-}
-
-std::size_t node_view::slot_offset(std::size_t slot) const {
-  return load<std::uint16_t>(page_, slots_offset + slot_size * slot);
-}
 
 item_view node_view::item_at(std::size_t offset) const {
   item_view item;
@@ -120,11 +77,11 @@ std::size_t node_view::child_slot(key_view key) const {
 }
 
 std::size_t node_view::contiguous_free() const {
-  return load<std::uint16_t>(page_, upper_at) - lower_of(slot_count());
+  return load<std::uint16_t>(page_, node_field::upper) - lower_of(slot_count());
 }
 
 std::size_t node_view::usable_free() const {
-  return contiguous_free() + load<std::uint16_t>(page_, dead_at);
+  return contiguous_free() + load<std::uint16_t>(page_, node_field::dead);
 }
 
 // ---- editing -------------------------------------------------------------------------------
@@ -135,12 +92,12 @@ void init_node(page_edit& edit, node_kind kind, std::uint16_t level, std::uint32
   std::uint32_t magic = node_magic;
   auto kind_value = static_cast<std::uint16_t>(kind);
   auto upper = static_cast<std::uint16_t>(edit.page_size());
-  std::memcpy(header + (magic_at - node_header_offset), &magic, 4);
-  std::memcpy(header + (kind_at - node_header_offset), &kind_value, 2);
-  std::memcpy(header + (level_at - node_header_offset), &level, 2);
-  std::memcpy(header + (upper_at - node_header_offset), &upper, 2);
-  std::memcpy(header + (right_at - node_header_offset), &right, 4);
-  std::memcpy(header + (left_at - node_header_offset), &left, 4);
+  std::memcpy(header + (node_field::magic - node_header_offset), &magic, 4);
+  std::memcpy(header + (node_field::kind - node_header_offset), &kind_value, 2);
+  std::memcpy(header + (node_field::level - node_header_offset), &level, 2);
+  std::memcpy(header + (node_field::upper - node_header_offset), &upper, 2);
+  std::memcpy(header + (node_field::right - node_header_offset), &right, 4);
+  std::memcpy(header + (node_field::left - node_header_offset), &left, 4);
   edit.write(node_header_offset, header, sizeof header);
 }
 
@@ -155,7 +112,7 @@ void insert_item(page_edit& edit, std::size_t slot, key_view key, std::uint16_t 
   if (node.contiguous_free() < footprint)
     compact_node(edit);
   std::size_t count = node.slot_count();
-  auto upper = static_cast<std::uint16_t>(load<std::uint16_t>(edit.bytes(), upper_at) -
+  auto upper = static_cast<std::uint16_t>(load<std::uint16_t>(edit.bytes(), node_field::upper) -
                                           (footprint - slot_size));
   std::vector<unsigned char> scratch;
   write_item(edit, upper, key, flags, aux, payload, scratch);
@@ -166,7 +123,7 @@ void insert_item(page_edit& edit, std::size_t slot, key_view key, std::uint16_t 
               slot_size * (count - slot));
   edit.write(slots_offset + slot_size * slot, scratch.data(), scratch.size());
   std::uint16_t counts[2] = {static_cast<std::uint16_t>(count + 1), upper};
-  edit.write(slot_count_at, counts, sizeof counts); // slot_count and upper are adjacent
+  edit.write(node_field::slot_count, counts, sizeof counts); // slot_count and upper are adjacent
 }
 
 void erase_item(page_edit& edit, std::size_t slot) {
@@ -179,10 +136,11 @@ void erase_item(page_edit& edit, std::size_t slot) {
                                    edit.bytes() + slots_offset + slot_size * count);
   if (!later.empty())
     edit.write(slots_offset + slot_size * slot, later.data(), later.size());
-  auto dead = static_cast<std::uint16_t>(load<std::uint16_t>(edit.bytes(), dead_at) + freed);
+  auto dead =
+    static_cast<std::uint16_t>(load<std::uint16_t>(edit.bytes(), node_field::dead) + freed);
   auto new_count = static_cast<std::uint16_t>(count - 1);
-  edit.write_value(slot_count_at, new_count);
-  edit.write_value(dead_at, dead);
+  edit.write_value(node_field::slot_count, new_count);
+  edit.write_value(node_field::dead, dead);
 }
 
 void replace_item(page_edit& edit, std::size_t slot, std::uint16_t flags, std::uint32_t aux,
@@ -200,8 +158,8 @@ void replace_item(page_edit& edit, std::size_t slot, std::uint16_t flags, std::u
   insert_item(edit, slot, key, flags, aux, payload);
 }
 
-void set_right(page_edit& edit, std::uint32_t block) { edit.write_value(right_at, block); }
-void set_left(page_edit& edit, std::uint32_t block) { edit.write_value(left_at, block); }
+void set_right(page_edit& edit, std::uint32_t block) { edit.write_value(node_field::right, block); }
+void set_left(page_edit& edit, std::uint32_t block) { edit.write_value(node_field::left, block); }
 
 void set_child(page_edit& edit, std::size_t slot, std::uint32_t block) {
   node_view node(edit.bytes(), edit.page_size());
@@ -214,8 +172,8 @@ void set_child(page_edit& edit, std::size_t slot, std::uint32_t block) {
 void mark_deleted(page_edit& edit, std::uint32_t next_free) {
   node_view node(edit.bytes(), edit.page_size());
   TIDEMARK_CHECK(node.is_leaf() && node.slot_count() == 0, "only an empty leaf is deleted");
-  edit.write_value(kind_at, static_cast<std::uint16_t>(node_kind::deleted));
-  edit.write_value(next_free_at, next_free);
+  edit.write_value(node_field::kind, static_cast<std::uint16_t>(node_kind::deleted));
+  edit.write_value(node_field::next_free, next_free);
 }
 
 // Packs the live items (the slots' and the high key's) against the end of the page, in the
@@ -235,7 +193,7 @@ void compact_node(page_edit& edit) {
                     item_length(item, item.key.size()), slot});
   }
   if (node.has_high_key()) {
-    std::size_t at = load<std::uint16_t>(edit.bytes(), high_key_at);
+    std::size_t at = load<std::uint16_t>(edit.bytes(), node_field::high_key);
     live.push_back({at, item_header_size + node.high_key().size(), count});
   }
   std::sort(live.begin(), live.end(),
@@ -254,7 +212,8 @@ void compact_node(page_edit& edit) {
   fields[1] = static_cast<std::uint16_t>(upper);
   if (count > 0)
     edit.write(slots_offset, slots.data(), slot_size * count);
-  edit.write(slot_count_at, fields, sizeof fields); // slot_count, upper, dead, high_key: adjacent
+  edit.write(node_field::slot_count, fields,
+             sizeof fields); // slot_count, upper, dead, high_key: adjacent
 }
 
 void truncate_node(page_edit& edit, std::size_t keep, const std::string& high_key,
@@ -263,17 +222,17 @@ void truncate_node(page_edit& edit, std::size_t keep, const std::string& high_ke
   TIDEMARK_CHECK(keep <= node.slot_count(), "a node keeps at most the items it has");
   // Fewer slots and no high key; the compaction then packs what they refer to (and sets
   // upper and dead from that alone).
-  edit.write_value(slot_count_at, static_cast<std::uint16_t>(keep));
-  edit.write_value(high_key_at, std::uint16_t{0});
+  edit.write_value(node_field::slot_count, static_cast<std::uint16_t>(keep));
+  edit.write_value(node_field::high_key, std::uint16_t{0});
   compact_node(edit);
   std::size_t upper =
-    load<std::uint16_t>(edit.bytes(), upper_at) - item_header_size - high_key.size();
+    load<std::uint16_t>(edit.bytes(), node_field::upper) - item_header_size - high_key.size();
   TIDEMARK_CHECK(upper >= lower_of(keep), "a node's first items leave room for its high key");
   std::vector<unsigned char> scratch;
   write_item(edit, upper, high_key, 0, 0, {}, scratch);
   std::uint16_t fields[3] = {static_cast<std::uint16_t>(upper), 0,
                              static_cast<std::uint16_t>(upper)}; // upper, dead, high_key
-  edit.write(upper_at, fields, sizeof fields);
+  edit.write(node_field::upper, fields, sizeof fields);
   set_right(edit, right);
 }
 
@@ -292,7 +251,7 @@ void build_node(page_edit& edit, node_kind kind, std::uint16_t level,
   if (high_key != nullptr) {
     upper -= item_header_size + high_key->size();
     write_item(build, upper, *high_key, 0, 0, {}, scratch);
-    build.write_value(high_key_at, static_cast<std::uint16_t>(upper));
+    build.write_value(node_field::high_key, static_cast<std::uint16_t>(upper));
   }
   for (std::size_t slot = 0; slot < items.size(); ++slot) {
     const node_item& item = items[slot];
@@ -302,8 +261,8 @@ void build_node(page_edit& edit, node_kind kind, std::uint16_t level,
     write_item(build, upper, item.key, item.flags, item.aux, item.payload, scratch);
     build.write_value(slots_offset + slot_size * slot, static_cast<std::uint16_t>(upper));
   }
-  build.write_value(slot_count_at, static_cast<std::uint16_t>(items.size()));
-  build.write_value(upper_at, static_cast<std::uint16_t>(upper));
+  build.write_value(node_field::slot_count, static_cast<std::uint16_t>(items.size()));
+  build.write_value(node_field::upper, static_cast<std::uint16_t>(upper));
   std::size_t lower = lower_of(items.size());
   edit.write(node_header_offset, image.data() + node_header_offset, lower - node_header_offset);
   edit.write(upper, image.data() + upper, page_size - upper);
@@ -367,7 +326,7 @@ std::string check_node(const node_view& node) {
     return "a leaf is at level 0 and only a leaf is";
   std::size_t page_size = node.page_size();
   std::size_t count = node.slot_count();
-  std::size_t upper = load<std::uint16_t>(node.bytes(), upper_at);
+  std::size_t upper = load<std::uint16_t>(node.bytes(), node_field::upper);
   if (lower_of(count) > upper || upper > page_size)
     return "slot array (" + std::to_string(count) + " slots) and item area (from " +
            std::to_string(upper) + ") overlap or leave the page";
@@ -398,7 +357,8 @@ std::string check_node(const node_view& node) {
   };
   item_view high;
   if (node.has_high_key())
-    if (std::string problem = read_checked(load<std::uint16_t>(node.bytes(), high_key_at), &high);
+    if (std::string problem =
+          read_checked(load<std::uint16_t>(node.bytes(), node_field::high_key), &high);
         !problem.empty())
       return "high key: " + problem;
   item_view previous;
@@ -421,7 +381,7 @@ std::string check_node(const node_view& node) {
       return "two items overlap at " + std::to_string(extents[i].first);
     live += extents[i].second - extents[i].first;
   }
-  std::size_t dead = load<std::uint16_t>(node.bytes(), dead_at);
+  std::size_t dead = load<std::uint16_t>(node.bytes(), node_field::dead);
   if (live + dead != page_size - upper)
     return "item area of " + std::to_string(page_size - upper) + " bytes holds " +
            std::to_string(live) + " live and " + std::to_string(dead) + " dead bytes";

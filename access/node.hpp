@@ -38,8 +38,10 @@
 
 #include "access/page_changes.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,7 +51,13 @@ namespace tidemark::access {
 using key_view = std::string_view;
 
 /// memcmp order, a prefix before the longer key: negative, zero or positive.
-int compare_keys(key_view a, key_view b);
+inline int compare_keys(key_view a, key_view b) {
+  std::size_t common = std::min(a.size(), b.size());
+  int order = common == 0 ? 0 : std::memcmp(a.data(), b.data(), common);
+  if (order != 0)
+    return order;
+  return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
+}
 
 constexpr std::uint32_t node_magic = 0x4B4E4D54; // "TMNK"
 constexpr std::size_t node_header_offset = storage::page_header_size;
@@ -57,6 +65,21 @@ constexpr std::size_t slots_offset = 64;
 constexpr std::size_t slot_size = 2;
 constexpr std::size_t item_header_size = 8;
 constexpr std::size_t max_key_size = 1024;
+
+/// Where the header's fields lie (the layout above).
+namespace node_field {
+constexpr std::size_t magic = node_header_offset;
+constexpr std::size_t kind = node_header_offset + 4;
+constexpr std::size_t level = node_header_offset + 6;
+constexpr std::size_t slot_count = node_header_offset + 8;
+constexpr std::size_t upper = node_header_offset + 10;
+constexpr std::size_t dead = node_header_offset + 12;
+constexpr std::size_t high_key = node_header_offset + 14;
+constexpr std::size_t right = node_header_offset + 16;
+constexpr std::size_t left = node_header_offset + 20;
+constexpr std::size_t next_free = node_header_offset + 24;
+static_assert(next_free + 4 + 4 == slots_offset, "the node header ends where the slots begin");
+} // namespace node_field
 
 /// A deleted node is a leaf unlinked from its tree (tree::remove_empty_leaf), on the free
 /// list: no items, its high key and sibling links as they were, so that a reader who read
@@ -105,24 +128,31 @@ public:
   node_view(const void* page, std::size_t page_size)
     : page_(static_cast<const unsigned char*>(page)), page_size_(page_size) {}
 
+  // The header's fields, read in place (inline: descents read them at every node).
   /// True when the page carries the node magic (a never-written page does not).
-  bool is_node() const;
-  node_kind kind() const;
+  bool is_node() const { return load<std::uint32_t>(page_, node_field::magic) == node_magic; }
+  node_kind kind() const {
+    return static_cast<node_kind>(load<std::uint16_t>(page_, node_field::kind));
+  }
   bool is_leaf() const { return kind() == node_kind::leaf; }
   bool is_deleted() const { return kind() == node_kind::deleted; }
   /// A deleted node's next block on the free list (0: the last).
-  std::uint32_t next_free() const;
-  std::uint16_t level() const;
-  std::size_t slot_count() const;
-  std::uint32_t right() const;
-  std::uint32_t left() const;
-  bool has_high_key() const;
-  key_view high_key() const; // only when has_high_key()
+  std::uint32_t next_free() const { return load<std::uint32_t>(page_, node_field::next_free); }
+  std::uint16_t level() const { return load<std::uint16_t>(page_, node_field::level); }
+  std::size_t slot_count() const { return load<std::uint16_t>(page_, node_field::slot_count); }
+  std::uint32_t right() const { return load<std::uint32_t>(page_, node_field::right); }
+  std::uint32_t left() const { return load<std::uint32_t>(page_, node_field::left); }
+  bool has_high_key() const { return load<std::uint16_t>(page_, node_field::high_key) != 0; }
+  /// Only when has_high_key().
+  key_view high_key() const { return key_at(load<std::uint16_t>(page_, node_field::high_key)); }
   /// True when `key` belongs here or left of here: there is no high key or key < it.
-  bool below_high_key(key_view key) const;
+  bool below_high_key(key_view key) const {
+    return !has_high_key() || compare_keys(key, high_key()) < 0;
+  }
 
   item_view item(std::size_t slot) const;
-  key_view key(std::size_t slot) const { return item(slot).key; }
+  /// The key at `slot`, without the rest of its item (binary searches compare only keys).
+  key_view key(std::size_t slot) const { return key_at(slot_offset(slot)); }
   /// The first slot whose key is >= `key` (slot_count() when none); `*found` says whether
   /// that key equals `key`. Leaves only (an inner node's first key is minus infinity).
   std::size_t lower_bound(key_view key, bool* found) const;
@@ -140,7 +170,13 @@ public:
   std::size_t page_size() const { return page_size_; }
 
 private:
-  std::size_t slot_offset(std::size_t slot) const;
+  std::size_t slot_offset(std::size_t slot) const {
+    return load<std::uint16_t>(page_, slots_offset + slot_size * slot);
+  }
+  key_view key_at(std::size_t offset) const {
+    return key_view(reinterpret_cast<const char*>(page_ + offset + item_header_size),
+                    load<std::uint16_t>(page_, offset));
+  }
   item_view item_at(std::size_t offset) const;
 
   const unsigned char* page_;
