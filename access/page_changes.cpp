@@ -12,12 +12,16 @@ void page_changes::append_op(storage::op_kind kind, std::size_t offset, const vo
                              std::size_t length) {
   auto op_offset = static_cast<std::uint16_t>(offset);
   auto op_length = static_cast<std::uint16_t>(length);
-  std::size_t at = ops_.size();
-  ops_.resize(at + storage::op_header_size + length);
-  ops_[at] = static_cast<unsigned char>(kind);
-  std::memcpy(&ops_[at + 1], &op_offset, sizeof op_offset);
-  std::memcpy(&ops_[at + 3], &op_length, sizeof op_length);
-  std::memcpy(&ops_[at + storage::op_header_size], data, length);
+  unsigned char header[storage::op_header_size];
+  header[0] = static_cast<unsigned char>(kind);
+  std::memcpy(&header[1], &op_offset, sizeof op_offset);
+  std::memcpy(&header[3], &op_length, sizeof op_length);
+  std::size_t needed = ops_.size() + sizeof header + length;
+  if (needed > ops_.capacity()) // one growth for both parts, geometric
+    ops_.reserve(std::max(needed, 2 * ops_.capacity()));
+  ops_.insert(ops_.end(), header, header + sizeof header);
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  ops_.insert(ops_.end(), bytes, bytes + length); // not zeroed first, as resize would
 }
 
 void page_changes::record_write(std::size_t offset, const void* bytes, std::size_t length) {

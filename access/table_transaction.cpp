@@ -58,6 +58,7 @@ void table_transaction::begin(storage::xid_t xid) {
 }
 
 void table_transaction::abort() {
+  located_.clear(); // first: its keys point into the maps below
   writes_.clear();
   adds_.clear();
   reads_.clear();
@@ -67,7 +68,6 @@ void table_transaction::abort() {
   newest_seen_ = 0;
   extra_latches_ = 0;
   emptied_.clear();
-  located_.clear();
   active_ = false;
 }
 
@@ -485,7 +485,7 @@ void table_transaction::locate_writes() {
   std::size_t page_size = store_.page_size();
   std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
   for (auto at = writes_.begin(); at != writes_.end();) {
-    if (located_.count(at->first) != 0) {
+    if (located_.count(&at->first) != 0) {
       ++at;
       continue;
     }
@@ -496,12 +496,12 @@ void table_transaction::locate_writes() {
     auto run_end = at;
     std::size_t slot; // unused here
     for (; run_end != writes_.end() && run_end->first.table == table &&
-           node.below_high_key(run_end->first.key) && located_.count(run_end->first) == 0;
+           node.below_high_key(run_end->first.key) && located_.count(&run_end->first) == 0;
          ++run_end)
       room.add(node, *run_end, &slot);
     if (room.fits(node)) {
       for (; at != run_end; ++at)
-        located_.emplace(at->first, leaf.id());
+        located_.emplace(&at->first, leaf.id());
     } else {
       too_full.emplace_back(table, room.items());
       at = run_end;
@@ -518,10 +518,10 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
   locate_writes();
   std::map<page_id, latch_mode> wanted;
   auto locate = [&](const table_key& k, latch_mode mode) {
-    auto known = located_.find(k); // found by an earlier attempt, and covering it then
+    auto known = located_.find(&k); // found by an earlier attempt, and covering it then
     if (known == located_.end())
-      known =
-        located_.emplace(k, tree(store_, k.table).latch_leaf(k.key, latch_mode::shared).id()).first;
+      known = located_.emplace(&k, tree(store_, k.table).latch_leaf(k.key, latch_mode::shared).id())
+                .first;
     auto [entry, added] = wanted.emplace(known->second, mode);
     if (!added && mode == latch_mode::exclusive)
       entry->second = mode;
@@ -561,10 +561,10 @@ table_transaction::attempt table_transaction::latch_leaves(std::vector<latched_l
   for (auto at = located_.begin(); at != located_.end();) {
     std::size_t i = index.at(at->second);
     node_view node(leaves[i].guard.bytes(), store_.page_size());
-    if (!node.is_node() || !node.is_leaf() || !node.below_high_key(at->first.key)) {
+    if (!node.is_node() || !node.is_leaf() || !node.below_high_key(at->first->key)) {
       // A split moved the key right (or its leaf was unlinked): its leaf now, latched
       // without waiting, or everything released to find it again.
-      std::optional<std::size_t> right = latch_right_of(leaves, index, i, at->first);
+      std::optional<std::size_t> right = latch_right_of(leaves, index, i, *at->first);
       if (!right) {
         at = located_.erase(at);
         moved = true;
@@ -629,9 +629,9 @@ void table_transaction::hand_out(const std::vector<std::size_t>& leaf_at,
     auto at = located_.begin();
     std::size_t n = 0;
     for (const auto& entry : keyed) {
-      for (; at != located_.end() && at->first < entry.first; ++at)
+      for (; at != located_.end() && *at->first < entry.first; ++at)
         ++n;
-      TIDEMARK_CHECK(at != located_.end() && !(entry.first < at->first),
+      TIDEMARK_CHECK(at != located_.end() && !(entry.first < *at->first),
                      "step 1 located every key the commit reads or changes");
       (leaves[leaf_at[n]].*list).push_back(&entry);
     }
@@ -808,7 +808,7 @@ bool table_transaction::split_under_latches(std::vector<latched_leaf>& leaves,
         return node.below_high_key(entry->first.key);
       });
       for (auto at = first; at != from.end(); ++at)
-        located_.at((*at)->first) = moved.id;
+        located_.at(&(*at)->first) = moved.id;
       to.assign(first, from.end());
       from.erase(first, from.end());
     };

@@ -274,7 +274,12 @@ private:
   /// it still covers the key (the commit's operation_epochs section keeps the block from
   /// being given out again, and a live leaf only loses keys to its right), so an attempt
   /// after a split descends again only for the keys that moved.
-  std::map<table_key, page_id> located_;
+  struct by_pointed_key {
+    bool operator()(const table_key* a, const table_key* b) const { return *a < *b; }
+  };
+  /// Keyed by the keys of writes_, adds_ and reads_ (map nodes: they stay put while the
+  /// commit runs), so that locating a key copies nothing.
+  std::map<const table_key*, page_id, by_pointed_key> located_;
   std::size_t last_attempts_ = 0;
   std::vector<std::pair<rel_id, std::string>> emptied_; // a key of each leaf it emptied
 };
