@@ -212,8 +212,8 @@ void compact_node(page_edit& edit) {
   fields[1] = static_cast<std::uint16_t>(upper);
   if (count > 0)
     edit.write(slots_offset, slots.data(), slot_size * count);
-  edit.write(node_field::slot_count, fields,
-             sizeof fields); // slot_count, upper, dead, high_key: adjacent
+  // slot_count, upper, dead and high_key are adjacent: one write.
+  edit.write(node_field::slot_count, fields, sizeof fields);
 }
 
 void truncate_node(page_edit& edit, std::size_t keep, const std::string& high_key,
