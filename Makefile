@@ -6,7 +6,8 @@
 #                      one cycle of each standby and failover loop, shorter tree property
 #                      test: memory errors show in the first cycles; make test runs them all)
 # make test-tsan : the unit tests (actors included) under ThreadSanitizer (shorter tree
-#                  property test)
+#                  property test, standby bad-read loops and table stress test, as in
+#                  make test-sanitize)
 # make settings-doc : docs/settings.md from tidemark settings --markdown (a test compares them)
 
 BUILD ?= build
@@ -80,7 +81,7 @@ test-sanitize: deps
 test-tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDEMARK_UNITY_BUILD=$(UNITY_BUILD) -DTIDEMARK_TSAN=ON \
 	  -DTIDEMARK_BUILD_TOOLS=OFF -DTIDEMARK_BUILD_EXAMPLES=OFF -DTIDEMARK_TREE_PROPERTY_OPS=100000 \
-	  -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
+	  -DTIDEMARK_BAD_READ_CYCLES=10 -DTIDEMARK_TABLE_STRESS_SECONDS=10 >/dev/null
 	$(CMAKE_BUILD) $(BUILD_TSAN) -j $(JOBS)
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=ignore_noninstrumented_modules=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
 	  ctest --output-on-failure -j $(JOBS) -L unit
