@@ -53,6 +53,32 @@ void page_changes::collapse(const void* page, std::size_t page_size) {
                page_size - storage::page_header_size);
 }
 
+namespace {
+thread_local std::vector<page_changes> kept_changes;
+thread_local bool changes_in_use = false;
+} // namespace
+
+reused_changes::reused_changes(std::size_t count, std::size_t keep_bytes)
+  : logs_(&kept_changes), keep_bytes_(keep_bytes) {
+  TIDEMARK_CHECK(!changes_in_use, "a thread's reused_changes serve one commit at a time");
+  changes_in_use = true;
+  if (logs_->size() < count)
+    logs_->resize(count); // the kept ones are empty: cleared when their commit ended
+}
+
+reused_changes::~reused_changes() {
+  std::size_t kept = 0, count = 0;
+  for (page_changes& log : *logs_) {
+    kept += sizeof log + log.capacity();
+    if (kept > keep_bytes_)
+      break;
+    log.clear();
+    ++count;
+  }
+  logs_->resize(count); // the rest, and their memory, go
+  changes_in_use = false;
+}
+
 void page_edit::write(std::size_t offset, const void* bytes, std::size_t length) {
   TIDEMARK_CHECK_DETAIL(offset >= storage::page_header_size && offset + length <= page_size_,
                         "the access layer writes only past the page header, inside the page",

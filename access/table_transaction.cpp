@@ -996,7 +996,7 @@ void table_transaction::apply_adds(const std::vector<const pending_adds*>& leave
 
 lsn_t table_transaction::apply_and_log(std::vector<latched_leaf>& leaves) {
   std::size_t page_size = store_.page_size();
-  std::vector<page_changes> changes(leaves.size());
+  reused_changes changes(leaves.size(), store_.max_record_bytes() / 16);
   std::vector<logged_page> logged;
   std::map<rel_id, page_allocator> allocators; // for tables whose meta page is latched
   for (std::size_t i = 0; i < leaves.size(); ++i)
