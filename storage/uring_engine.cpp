@@ -28,11 +28,29 @@
 #include <liburing.h>
 #include <optional>
 #include <vector>
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
 
 namespace tidemark::storage {
 namespace {
 
 constexpr unsigned ring_entries = 64;
+
+#if defined(__SANITIZE_THREAD__)
+// liburing maps and unmaps a ring with raw system calls ThreadSanitizer does not see, so
+// when a thread's ring is closed at its exit and a later thread's ring is mapped at the
+// same address, TSan takes the new ring's writes for races with the old one's. The kernel
+// orders them (the old mapping is gone before the new one is made); these tell TSan so:
+// a ring's thread releases this key as it closes the ring, every new ring acquires it.
+char ring_reuse_key;
+void ring_closing() { __tsan_release(&ring_reuse_key); }
+void ring_created() { __tsan_acquire(&ring_reuse_key); }
+#else
+void ring_closing() {}
+void ring_created() {}
+#endif
+
 // io_uring lengths are 32-bit; larger transfers are continued like short ones.
 constexpr std::size_t max_bytes_per_request = std::size_t{1} << 30;
 
@@ -52,8 +70,10 @@ public:
 
   /// Closes the ring, dropping prepared but unsubmitted SQEs; the next get() makes a new one.
   void discard() {
-    if (ready_)
+    if (ready_) {
+      ring_closing();
       io_uring_queue_exit(&ring_);
+    }
     ready_ = false;
   }
 
@@ -64,6 +84,7 @@ private:
       throw io_error("io_uring_queue_init failed" + describe_errno(-result) +
                        " (the kernel refused an io_uring; use io_method=sync)",
                      -result);
+    ring_created();
     ready_ = true;
   }
 
