@@ -7,6 +7,8 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+
 namespace tidemark::actors {
 
 namespace {
@@ -14,6 +16,7 @@ namespace {
 using namespace messages;
 
 constexpr int hibernate_factor = 50;
+constexpr std::size_t fault_in_bytes = std::size_t(2) << 20; // at least a huge page ahead
 constexpr int idle_rounds_before_hibernating = 2;
 
 struct bgwriter_state {
@@ -23,7 +26,8 @@ struct bgwriter_state {
   std::unique_ptr<buffer_sink> sink;
   std::uint64_t generation = 0; // of the tick chain; a wake-up starts a new one
   int idle_rounds = 0;
-  write_allowance allowance; // background_write_limit
+  storage::lsn_t wal_seen = 0; // the WAL's inserted end at the last round
+  write_allowance allowance;   // background_write_limit
   static inline const char* name = "bgwriter";
 };
 
@@ -40,6 +44,22 @@ public:
 private:
   bgwriter_actor bgwriter_;
 };
+
+// Fresh memory the sessions are about to touch first, faulted in here rather than by them
+// (often holding latches, or the WAL insert mutex): while the clock hand's first pass hands
+// out never-used buffers, as many ahead of it as buffers are kept clean ahead; while the WAL
+// insert buffer's first pass goes on, twice the last round's WAL ahead of the inserts.
+void fault_in_ahead(bgwriter_state& st, const cleaning_plan& plan) {
+  context& ctx = *st.ctx;
+  ctx.store.pool->fault_in_ahead(std::max<std::size_t>(static_cast<std::size_t>(plan.target),
+                                                       fault_in_bytes / ctx.config.page_size));
+  if (!ctx.store.wal)
+    return;
+  storage::lsn_t inserted = ctx.store.wal->inserted_lsn();
+  std::size_t last_round = st.wal_seen == 0 ? 0 : inserted - st.wal_seen;
+  st.wal_seen = inserted;
+  ctx.store.wal->fault_in_ahead(std::max(fault_in_bytes, 2 * last_round));
+}
 
 // One cleaning round at `now` (the actor's clock). Returns true if the round found nothing
 // to do. It writes at most bgwriter_lru_maxpages, and no more than background_write_limit
@@ -81,6 +101,7 @@ bool clean_round(bgwriter_state& st, std::chrono::steady_clock::time_point now) 
     reusable += 1;
   }
   st.sink->flush();
+  fault_in_ahead(st, plan);
   st.allowance.spend(written);
   if (written >= maxpages && maxpages > 0)
     pool.rearm_supply_alarm();

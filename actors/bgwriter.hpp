@@ -7,7 +7,10 @@
 // are dirty, unpinned and not recently used — until bgwriter_lru_multiplier × the estimate
 // of reusable buffers lie ahead, writing at most bgwriter_lru_maxpages per round. It also
 // sweeps the whole pool at least once per two minutes. After two idle rounds it hibernates
-// (50 × bgwriter_delay) and asks the pool to wake it at the next allocation.
+// (50 × bgwriter_delay) and asks the pool to wake it at the next allocation. Each round it
+// also faults in fresh memory ahead of its first use, so that sessions do not pay the first
+// touch: never-used buffers ahead of the hand's first pass (buffer_pool::fault_in_ahead),
+// and the WAL insert buffer ahead of the inserts in its first pass (wal_log::fault_in_ahead).
 //
 // While the victim supply's alarm stays sounded (sessions found it below its low-water
 // mark, and it was not refilled to the mark since), it runs every tenth of bgwriter_delay.

@@ -397,6 +397,22 @@ void buffer_pool::clock_position(std::uint32_t* hand, std::uint64_t* passes) con
   *passes = next / buffer_count_;
 }
 
+void buffer_pool::fault_in_ahead(std::size_t buffers) {
+  std::uint64_t next = next_victim_.load(std::memory_order_acquire);
+  if (faulted_in_end_ == buffer_count_)
+    return;
+  if (next >= buffer_count_) { // the first pass is over: every buffer was handed out
+    faulted_in_end_ = buffer_count_;
+    return;
+  }
+  std::size_t from = std::max<std::size_t>(faulted_in_end_, next);
+  std::size_t to = std::min<std::size_t>(buffer_count_, next + buffers);
+  if (from >= to)
+    return;
+  bool done = frames_memory_->fault_in(from * page_size_, (to - from) * page_size_);
+  faulted_in_end_ = done ? to : buffer_count_; // the kernel refused: stop asking
+}
+
 // ---- victim supply ------------------------------------------------------------------------
 
 bool buffer_pool::offer_victim(buffer_id buffer) {

@@ -213,6 +213,13 @@ public:
   // --- clock sweep -----------------------------------------------------------------------
   /// Clock hand position and completed passes, read together.
   void clock_position(std::uint32_t* hand, std::uint64_t* passes) const;
+  /// Has the kernel supply the memory of the `buffers` buffers ahead of the clock hand while
+  /// its first pass hands out buffers never used (in order), so that the sessions taking
+  /// them do not pay the first touch of fresh memory (on a virtual machine a trip to the
+  /// host per page, a tenth of a load's CPU), often holding latches. Their bytes are left
+  /// as they are, so it races with no one. Does nothing after the first pass, or once the
+  /// kernel could not. One caller at a time (the bgwriter).
+  void fault_in_ahead(std::size_t buffers);
 
   std::size_t size() const { return buffer_count_; }
   /// How many pins may be held at once (reserve_pins never gives out more).
@@ -269,6 +276,7 @@ private:
   std::unique_ptr<partition_lock[]> partitions_;
   std::size_t bucket_mask_;
   std::atomic<std::uint64_t> next_victim_{0};
+  std::size_t faulted_in_end_ = 0; // buffers below it faulted in (fault_in_ahead's caller's)
   std::atomic<std::int64_t> pins_available_;
   boost::lockfree::queue<buffer_id> supply_; // capacity buffer_count_, never allocates
   std::atomic<std::int64_t> supply_size_{0};

@@ -140,6 +140,12 @@ public:
   lsn_t redo_lsn() const { return redo_lsn_.load(std::memory_order_acquire); }
 
   lsn_t inserted_lsn() const { return inserted_lsn_.load(std::memory_order_acquire); }
+  /// Has the kernel supply the insert buffer's memory for the next `bytes` of WAL past the
+  /// inserted end while the ring's first pass (from the first call's position) has not
+  /// come round, so that inserts do not pay fresh memory's first touch holding the insert
+  /// mutex (and their commits' page latches). Leaves the bytes as they are; one caller at a
+  /// time (the bgwriter). Stops for good when the kernel cannot.
+  void fault_in_ahead(std::size_t bytes);
   lsn_t flushed_lsn() const { return flushed_lsn_.load(std::memory_order_acquire); }
 
   /// Makes WAL durable up to at least `upto`: write_out() then sync_through(). Returns the
@@ -221,6 +227,12 @@ private:
   std::mutex flush_mutex_;
   std::mutex create_mutex_; // segment file creation; taken after flush_mutex_ when both
   lsn_t prev_lsn_ = 0;      // guarded by insert_mutex_
+  // fault_in_ahead's caller's: the ring positions of [from, end) are faulted in; done once
+  // a whole ring's worth is (or the kernel refused).
+  struct {
+    lsn_t from = 0, end = 0;
+    bool started = false, done = false;
+  } faulted_in_;
   std::atomic<lsn_t> inserted_lsn_{0};
   std::atomic<lsn_t> written_lsn_{0};
   std::atomic<lsn_t> flushed_lsn_{0};

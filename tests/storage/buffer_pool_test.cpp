@@ -1,14 +1,17 @@
 // Buffer pool: pinning (and pin hints gone stale), the page table under concurrency,
 // clock-sweep eviction of dirty victims through the victim writer, the victim supply and
 // its low-water alarm, verification on read, WAL prefetch's claimed reads, and pin
-// reservations keeping a tiny pool deadlock-free.
+// reservations keeping a tiny pool deadlock-free, and the first pass's memory faulted in
+// ahead of the hand.
 #include "storage/buffer_pool.hpp"
 
 #include "storage/fault_engine.hpp"
 #include "storage/page.hpp"
+#include "storage/zeroed_memory.hpp"
 #include "test_support.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -530,6 +533,43 @@ TEST_CASE("buffer pool: a wait for a write ends with that write, a next write af
   pool.unpin(b);
   CHECK(waits > 0);
   CHECK(stopped == 0);
+}
+
+// Whether every small page of [begin, begin + length) is resident (mincore).
+bool resident(const void* begin, std::size_t length) {
+  std::size_t small = 4096;
+  std::vector<unsigned char> pages((length + small - 1) / small);
+  REQUIRE(mincore(const_cast<void*>(begin), length, pages.data()) == 0);
+  for (unsigned char page : pages)
+    if (!(page & 1))
+      return false;
+  return true;
+}
+
+TEST_CASE("buffer pool: fault_in_ahead faults in the buffers ahead of the clock hand's first "
+          "pass and leaves their bytes as they are") {
+  zeroed_memory probe(4096);
+  if (!probe.fault_in(0, 4096)) {
+    MESSAGE("the kernel lacks MADV_POPULATE_WRITE: nothing to check");
+    return;
+  }
+  pool_fixture f;
+  constexpr std::size_t buffers = 2048; // 16 MiB: eight huge pages
+  buffer_pool pool(buffers, f.files, true);
+  const std::size_t huge = 256; // buffers a 2 MiB huge page holds
+  CHECK_FALSE(resident(pool.page(0), page_size));
+  CHECK_FALSE(resident(pool.page(4 * huge), huge * page_size));
+
+  buffer_id first = pool.pin({1, 1}); // the hand's first buffer, now holding a page
+  put_i64(pool, first, 100, 0x5eed);
+  pool.fault_in_ahead(huge); // the hand is at buffer 1: buffers 1 .. 256
+  CHECK(resident(pool.page(1), huge * page_size));
+  CHECK_FALSE(resident(pool.page(4 * huge), huge * page_size)); // not that far ahead
+  pool.fault_in_ahead(buffers);
+  CHECK(resident(pool.page(0), buffers * page_size));
+  CHECK(get_i64(pool, first, 100) == 0x5eed); // a buffer in use keeps its bytes
+  CHECK(page_is_all_zero(pool.page(buffers - 1), page_size));
+  pool.unpin(first);
 }
 
 } // namespace
