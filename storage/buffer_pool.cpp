@@ -398,9 +398,9 @@ void buffer_pool::clock_position(std::uint32_t* hand, std::uint64_t* passes) con
 }
 
 void buffer_pool::fault_in_ahead(std::size_t buffers) {
-  std::uint64_t next = next_victim_.load(std::memory_order_acquire);
   if (faulted_in_end_ == buffer_count_)
     return;
+  std::uint64_t next = next_victim_.load(std::memory_order_acquire);
   if (next >= buffer_count_) { // the first pass is over: every buffer was handed out
     faulted_in_end_ = buffer_count_;
     return;

@@ -214,22 +214,18 @@ void wal_log::copy_to_ring(lsn_t lsn, const void* data, std::size_t length) {
 }
 
 void wal_log::fault_in_ahead(std::size_t bytes) {
-  if (faulted_in_.done)
-    return;
   lsn_t inserted = inserted_lsn_.load(std::memory_order_acquire);
   if (!faulted_in_.started)
-    faulted_in_ = {inserted, inserted, true, false};
+    faulted_in_ = {inserted, inserted, true};
   std::size_t ring = buffer_->size();
-  lsn_t start = std::max(faulted_in_.end, inserted);
+  lsn_t start = std::max(faulted_in_.end, inserted); // the inserts touched what lies below
   lsn_t target = std::min<lsn_t>(inserted + bytes, faulted_in_.from + ring);
-  if (start < target) {
-    std::size_t at = start % ring, length = target - start;
-    std::size_t first = std::min(length, ring - at);
-    bool faulted = buffer_->fault_in(at, first) && buffer_->fault_in(0, length - first);
-    faulted_in_.end = faulted ? target : faulted_in_.from + ring;
-  }
-  faulted_in_.done = faulted_in_.end >= faulted_in_.from + ring ||
-                     inserted >= faulted_in_.from + ring;
+  if (start >= target) // nothing new ahead, or the first pass has come round
+    return;
+  std::size_t at = start % ring, length = target - start;
+  std::size_t first = std::min(length, ring - at);
+  bool faulted = buffer_->fault_in(at, first) && buffer_->fault_in(0, length - first);
+  faulted_in_.end = faulted ? target : faulted_in_.from + ring; // refused: stop asking
 }
 
 lsn_t wal_log::begin_redo_point() {

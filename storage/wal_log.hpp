@@ -227,11 +227,11 @@ private:
   std::mutex flush_mutex_;
   std::mutex create_mutex_; // segment file creation; taken after flush_mutex_ when both
   lsn_t prev_lsn_ = 0;      // guarded by insert_mutex_
-  // fault_in_ahead's caller's: the ring positions of [from, end) are faulted in; done once
-  // a whole ring's worth is (or the kernel refused).
+  // fault_in_ahead's caller's: the ring positions of [from, end) are faulted in; nothing
+  // more is once end reaches from + the ring's size (or the kernel refused).
   struct {
     lsn_t from = 0, end = 0;
-    bool started = false, done = false;
+    bool started = false;
   } faulted_in_;
   std::atomic<lsn_t> inserted_lsn_{0};
   std::atomic<lsn_t> written_lsn_{0};
