@@ -98,6 +98,13 @@ private:
   bool held_ = false;
 };
 
+/// A page_store::read_unlatched() read: the page's bytes, and the store's note of which
+/// buffer at which version they were read from.
+struct unlatched_page {
+  const unsigned char* bytes = nullptr;
+  std::uint64_t handle = 0;
+};
+
 /// One page of an atomic change: its guard (exclusive) and the ops that changed it.
 struct logged_page {
   page_guard* page;
@@ -115,6 +122,12 @@ public:
   virtual page_guard try_latch(page_id id, latch_mode mode) = 0;
   /// Blocks until the page's current holders release it (the caller holds no latch).
   void wait_for(page_id id) { latch(id, latch_mode::shared).release(); }
+  /// A page read with no latch and no pin: its bytes may change under the reader, who
+  /// keeps what it read from them only once still_unchanged() says nothing did. Whatever
+  /// the bytes say, 16-bit offsets and lengths followed in them stay in mapped memory
+  /// (storage::buffer_pool::optimistic_reach). A store that cannot read so says false.
+  virtual bool read_unlatched(page_id id, unlatched_page* page) const = 0;
+  virtual bool still_unchanged(const unlatched_page& page) const = 0;
   /// A block past the relation's end, all zero, that no one else is given: the caller
   /// latches it, builds a page in it and logs it in the same change.
   virtual block_id new_block(rel_id rel) = 0;

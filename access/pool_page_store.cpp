@@ -122,6 +122,19 @@ page_guard pool_page_store::try_latch(page_id id, latch_mode mode) {
   return make_guard(id, buffer, static_cast<unsigned char*>(pool_.page(buffer)), mode);
 }
 
+bool pool_page_store::read_unlatched(page_id id, unlatched_page* page) const {
+  storage::buffer_pool::optimistic_read read;
+  if (!pool_.begin_optimistic(id, &read))
+    return false;
+  *page = {read.bytes, (std::uint64_t(read.buffer) << 32) | read.version};
+  return true;
+}
+
+bool pool_page_store::still_unchanged(const unlatched_page& page) const {
+  return pool_.still_unchanged({static_cast<storage::buffer_id>(page.handle >> 32),
+                                static_cast<std::uint32_t>(page.handle), page.bytes});
+}
+
 void pool_page_store::give_back_pin() {
   if (reserved.store == this)
     ++reserved.count; // room for the commit's next latch

@@ -46,6 +46,8 @@ public:
   std::size_t page_size() const override { return pool_.page_size(); }
   page_guard latch(page_id id, latch_mode mode) override;
   page_guard try_latch(page_id id, latch_mode mode) override;
+  bool read_unlatched(page_id id, unlatched_page* page) const override;
+  bool still_unchanged(const unlatched_page& page) const override;
   block_id new_block(rel_id rel) override;
   /// Pinned without a read: past the relation's end the file holds nothing.
   page_guard latch_new_block(rel_id rel) override;

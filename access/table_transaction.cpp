@@ -78,19 +78,9 @@ void table_transaction::abort() {
 constexpr std::size_t read_latches = 2;
 
 std::optional<std::string> table_transaction::read_committed(rel_id table, key_view key) {
-  operation_epochs::section section(store_.epochs());
-  latch_reservation reserved(store_);
-  reserved.reserve(read_latches);
-  tree t(store_, table);
-  page_guard leaf = t.latch_leaf(key, latch_mode::shared);
-  node_view node(leaf.bytes(), store_.page_size());
-  bool found;
-  std::size_t slot = node.lower_bound(key, &found);
-  lsn_t lsn = storage::page_lsn(leaf.bytes());
-  newest_seen_ = active_ ? std::max(newest_seen_, lsn) : lsn;
-  if (!found)
-    return std::nullopt;
-  return item_value(store_, table, node.item(slot));
+  tree::read_result read = tree(store_, table).read(key);
+  newest_seen_ = active_ ? std::max(newest_seen_, read.leaf_lsn) : read.leaf_lsn;
+  return std::move(read.value);
 }
 
 std::optional<std::string> table_transaction::get(rel_id table, key_view key) {

@@ -4,6 +4,7 @@
 
 #include "access/overflow.hpp"
 #include "storage/check.hpp"
+#include "storage/unsynchronized_reads.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -423,10 +424,51 @@ page_guard tree::descend_from(block_id block, key_view key, latch_mode mode) {
   }
 }
 
+bool tree::reach_leaf_unlatched(key_view key, block_id* leaf, unlatched_page* page) {
+  block_id block = store_.root_hint(rel_);
+  // Down and right as a latched descent goes; a tree of any height takes far fewer steps,
+  // and a node read while it changed may send the walk anywhere until its check fails.
+  constexpr std::size_t most_steps = 64;
+  for (std::size_t step = 0; block != 0 && step < most_steps; ++step) {
+    if (!store_.read_unlatched({rel_, block}, page))
+      return false;
+    node_view view(page->bytes, store_.page_size());
+    if (!view.is_node())
+      return false;
+    block_id next;
+    if (view.is_deleted() || !view.below_high_key(key)) {
+      next = view.right(); // as move_right
+    } else if (view.is_leaf()) {
+      *leaf = block;
+      return true;
+    } else {
+      next = view.item(view.child_slot(key)).child();
+    }
+    if (!store_.still_unchanged(*page))
+      return false;
+    block = next;
+  }
+  return false;
+}
+
 page_guard tree::latch_leaf(key_view key, latch_mode mode, descent* path) {
-  if (path == nullptr) // a reader, or a change that needs no path back up
+  if (path == nullptr) { // a reader, or a change that needs no path back up
+    block_id block;
+    bool reached;
+    {
+      storage::unsynchronized_reads racing;
+      unlatched_page page;
+      reached = reach_leaf_unlatched(key, &block, &page) && store_.still_unchanged(page);
+    }
+    if (reached) { // a leaf then; whatever split or unlinked it since, move_right passes
+      page_guard leaf = move_right(latch_node(block, mode), key, mode);
+      TIDEMARK_CHECK(node_view(leaf.bytes(), store_.page_size()).is_leaf(),
+                     "a descent ends in a leaf");
+      return leaf;
+    }
     if (block_id start = store_.root_hint(rel_); start != 0)
       return descend_from(start, key, mode);
+  }
   meta root = read_meta();
   if (path != nullptr)
     path->inner.assign(root.level, 0);
@@ -449,15 +491,48 @@ page_guard tree::latch_leaf(key_view key, latch_mode mode, descent* path) {
 
 // ---- single-key operations -----------------------------------------------------------------
 
-std::optional<std::string> tree::get(key_view key) {
-  operation_epochs::section section(store_.epochs());
-  page_guard leaf = latch_leaf(key, latch_mode::shared);
-  node_view view(leaf.bytes(), store_.page_size());
+bool tree::read_unlatched(key_view key, read_result* result) {
+  storage::unsynchronized_reads racing;
+  block_id block;
+  unlatched_page page;
+  if (!reach_leaf_unlatched(key, &block, &page))
+    return false;
+  node_view view(page.bytes, store_.page_size());
   bool found;
   std::size_t slot = view.lower_bound(key, &found);
-  if (!found)
-    return std::nullopt;
-  return item_value(store_, rel_, view.item(slot));
+  if (found) {
+    item_view item = view.item(slot);
+    if (item.flags & item_overflow)
+      return false; // a chain is read page by page under latches
+    const unsigned char* end = page.bytes + store_.page_size();
+    if (item.payload < page.bytes || item.payload > end ||
+        item.payload_length > std::size_t(end - item.payload))
+      return false; // not a leaf's item: the leaf changed under the read
+    result->value.emplace(item.value());
+  }
+  result->leaf_lsn = storage::page_lsn(page.bytes);
+  return store_.still_unchanged(page);
+}
+
+tree::read_result tree::read(key_view key) {
+  operation_epochs::section section(store_.epochs());
+  constexpr int unlatched_attempts = 2;
+  for (int attempt = 0; attempt < unlatched_attempts; ++attempt) {
+    read_result result;
+    if (read_unlatched(key, &result))
+      return result;
+  }
+  latch_reservation reserved(store_);
+  reserved.reserve(2); // the leaf, and a page of a value's overflow chain
+  page_guard leaf = latch_leaf(key, latch_mode::shared);
+  node_view view(leaf.bytes(), store_.page_size());
+  read_result result;
+  result.leaf_lsn = storage::page_lsn(leaf.bytes());
+  bool found;
+  std::size_t slot = view.lower_bound(key, &found);
+  if (found)
+    result.value = item_value(store_, rel_, view.item(slot));
+  return result;
 }
 
 bool tree::put(key_view key, std::string_view value) {

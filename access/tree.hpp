@@ -88,7 +88,16 @@ public:
   /// them): the meta page in block 0, the root leaf in block 1.
   static void build_empty(page_edit& meta, page_edit& root);
 
-  std::optional<std::string> get(key_view key);
+  std::optional<std::string> get(key_view key) { return read(key).value; }
+  /// What a read of one key found: its value (none: absent), and the LSN of the leaf that
+  /// said so.
+  struct read_result {
+    std::optional<std::string> value;
+    lsn_t leaf_lsn = 0;
+  };
+  /// Reads `key` without latching where the store allows (read_unlatched: a leaf that
+  /// changes under the read is read again, then latched), else under the leaf's latch.
+  read_result read(key_view key);
   /// Inserts or replaces; true when the key was new. The value must fit inline
   /// (inline_value_fits).
   bool put(key_view key, std::string_view value);
@@ -164,6 +173,15 @@ private:
   /// A descent from `block`, a node at any level (the root, or a former root: see
   /// page_store::root_hint): each node's own level says when the next one is a leaf.
   page_guard descend_from(block_id block, key_view key, latch_mode mode);
+  /// The leaf covering `key`, reached from the root hint reading nodes unlatched
+  /// (page_store::read_unlatched), each node it passed unchanged when it left it; `*page` is
+  /// the leaf's read, for the caller to check after reading it. False when a node could not
+  /// be read so or changed under the read: the caller latches instead. Call it inside a
+  /// storage::unsynchronized_reads scope.
+  bool reach_leaf_unlatched(key_view key, block_id* leaf, unlatched_page* page);
+  /// read() without a latch: false when that did not work out (reach_leaf_unlatched, or
+  /// the leaf changed under the read, or its value lies on overflow pages).
+  bool read_unlatched(key_view key, read_result* result);
   page_guard latch_node(block_id block, latch_mode mode);
   /// The inner nodes above `leaf` on the way to `key` (path->inner, level 1 first), found by
   /// a descent of try_latches from the root hint, or the root; false when a latch was not

@@ -33,6 +33,9 @@ std::uint32_t pins(std::uint32_t state) { return state & pin_mask; }
 std::uint32_t usage(std::uint32_t state) { return (state & usage_mask) >> usage_shift; }
 
 constexpr std::size_t partition_count = 128;
+// How far a walk without the partition lock follows a chain (they average half a buffer:
+// there are twice as many buckets as buffers) before the locked lookup settles it.
+constexpr std::size_t unlocked_walk_steps = 16;
 
 // A thread's pin hints (buffer_pool.hpp): the buffer it last pinned a page in, per slot of
 // a direct-mapped table; `pool` names the pool (buffer_pool::instance_, never reused).
@@ -54,9 +57,15 @@ constexpr auto supply_wait = std::chrono::milliseconds(2);
 struct buffer_pool::descriptor {
   std::atomic<std::uint32_t> state{0};
   std::atomic<std::int32_t> latch{0}; // -1 exclusive, n > 0 shared holders
-  page_id tag;                        // written under header lock + partition locks
-  std::int32_t next_in_bucket = -1;   // guarded by the bucket's partition lock
+  // Odd while the frame's bytes may be changing (an exclusive latch is held, or a retag is
+  // moving the buffer to another page); each change moves it on (begin_optimistic).
+  std::atomic<std::uint32_t> version{0};
+  // Written under the header lock and the partition locks; read without them by
+  // pin_unlocked, which checks what it found after pinning it.
+  std::atomic<page_id> tag{page_id{}};
+  std::atomic<std::int32_t> next_in_bucket{-1}; // written under the bucket's partition lock
 };
+static_assert(std::atomic<page_id>::is_always_lock_free, "a tag is read without a lock");
 
 struct alignas(64) buffer_pool::partition_lock {
   spin_lock lock;
@@ -71,12 +80,14 @@ buffer_pool::buffer_pool(std::size_t buffer_count, relation_files& files, bool c
   if (buffer_count < 16 || buffer_count > max_buffers)
     throw std::invalid_argument("buffer pool needs 16 .. " + std::to_string(max_buffers) +
                                 " buffers");
-  frames_memory_ = std::make_unique<zeroed_memory>(buffer_count * page_size_);
+  frames_memory_ = std::make_unique<zeroed_memory>(buffer_count * page_size_ + optimistic_reach);
   frames_ = frames_memory_->data();
   std::size_t buckets = partition_count;
   while (buckets < buffer_count * 2)
     buckets *= 2;
-  bucket_heads_.assign(buckets, -1);
+  bucket_heads_ = std::make_unique<std::atomic<std::int32_t>[]>(buckets);
+  for (std::size_t b = 0; b < buckets; ++b)
+    bucket_heads_[b].store(-1, std::memory_order_relaxed);
   bucket_mask_ = buckets - 1;
 }
 
@@ -94,30 +105,43 @@ buffer_pool::partition_lock& buffer_pool::partition_of_bucket(std::size_t bucket
   return partitions_[bucket % partition_count];
 }
 
-buffer_id buffer_pool::lookup_locked(page_id id, std::size_t bucket) const {
-  for (std::int32_t b = bucket_heads_[bucket]; b >= 0; b = descriptors_[b].next_in_bucket) {
+// Walks `bucket`'s chain for `id`. Under the bucket's partition lock the answer is exact;
+// without it (pin_unlocked) a chain may change under the walk: every link read is a buffer
+// of this pool or the end, a buffer retagged meanwhile may lead into another bucket's chain
+// (a miss, not a wrong answer: the caller checks a find after pinning it), and the walk
+// gives up after `max_steps`, as a chain that changes under it need not end.
+buffer_id buffer_pool::find_in_bucket(page_id id, std::size_t bucket, std::size_t max_steps) const {
+  std::int32_t b = bucket_heads_[bucket].load(std::memory_order_relaxed);
+  for (std::size_t step = 0; b >= 0 && step < max_steps; ++step) {
     TIDEMARK_DEBUG_CHECK(static_cast<std::size_t>(b) < buffer_count_,
                          "a bucket chain links buffers of this pool"); // every pin walks here
-    if (descriptors_[b].tag == id)
+    const descriptor& d = descriptors_[b];
+    if (d.tag.load(std::memory_order_relaxed) == id)
       return static_cast<buffer_id>(b);
+    b = d.next_in_bucket.load(std::memory_order_relaxed);
   }
   return ~buffer_id{0};
 }
 
+buffer_id buffer_pool::lookup_locked(page_id id, std::size_t bucket) const {
+  return find_in_bucket(id, bucket, buffer_count_); // a chain under its lock ends
+}
+
 void buffer_pool::insert_locked(buffer_id buffer, std::size_t bucket) {
-  descriptors_[buffer].next_in_bucket = bucket_heads_[bucket];
-  bucket_heads_[bucket] = static_cast<std::int32_t>(buffer);
+  descriptors_[buffer].next_in_bucket.store(bucket_heads_[bucket].load(std::memory_order_relaxed),
+                                            std::memory_order_relaxed);
+  bucket_heads_[bucket].store(static_cast<std::int32_t>(buffer), std::memory_order_relaxed);
 }
 
 void buffer_pool::remove_locked(buffer_id buffer, std::size_t bucket) {
-  std::int32_t* link = &bucket_heads_[bucket];
-  while (*link != static_cast<std::int32_t>(buffer)) {
-    TIDEMARK_CHECK(*link >= 0,
-                   "a tagged buffer is in its tag's bucket (retag removes it from there)");
-    link = &descriptors_[*link].next_in_bucket;
+  std::atomic<std::int32_t>* link = &bucket_heads_[bucket];
+  for (std::int32_t b; (b = link->load(std::memory_order_relaxed)) != std::int32_t(buffer);) {
+    TIDEMARK_CHECK(b >= 0, "a tagged buffer is in its tag's bucket (retag removes it from there)");
+    link = &descriptors_[b].next_in_bucket;
   }
-  *link = descriptors_[buffer].next_in_bucket;
-  descriptors_[buffer].next_in_bucket = -1;
+  std::atomic<std::int32_t>& next = descriptors_[buffer].next_in_bucket;
+  link->store(next.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  next.store(-1, std::memory_order_relaxed);
 }
 
 // ---- header lock -------------------------------------------------------------------------
@@ -139,7 +163,7 @@ void buffer_pool::unlock_header(buffer_id buffer, std::uint32_t new_state) const
 
 page_id buffer_pool::tag(buffer_id buffer) const {
   std::uint32_t s = lock_header(buffer);
-  page_id id = descriptors_[buffer].tag;
+  page_id id = descriptors_[buffer].tag.load(std::memory_order_relaxed);
   unlock_header(buffer, s);
   return id;
 }
@@ -232,10 +256,61 @@ void buffer_pool::unpin(buffer_id buffer) {
 bool buffer_pool::pin_if_tagged(buffer_id buffer, page_id id) {
   pin_existing(buffer);
   const descriptor& d = descriptors_[buffer];
-  if ((d.state.load(std::memory_order_acquire) & tag_valid) && d.tag == id)
+  if ((d.state.load(std::memory_order_acquire) & tag_valid) &&
+      d.tag.load(std::memory_order_relaxed) == id)
     return true;
   unpin(buffer);
   return false;
+}
+
+// The buffer holding `id`, pinned, found without the partition lock; none when the walk
+// missed (the page is not in the pool, or its chain changed under the walk).
+buffer_id buffer_pool::pin_unlocked(page_id id, std::size_t bucket) {
+  buffer_id found = find_in_bucket(id, bucket, unlocked_walk_steps);
+  if (found != ~buffer_id{0} && pin_if_tagged(found, id))
+    return found;
+  return ~buffer_id{0};
+}
+
+// ---- optimistic reads ----------------------------------------------------------------------
+//
+// A seqlock per buffer: its version is odd from the moment a change of the frame may begin
+// (an exclusive latch granted, a retag under way) to the moment it has ended, and moves on
+// with every change. A reader takes an even version, reads, and keeps what it read only if
+// the version is still the same: had it read anything a change wrote, the fences order the
+// change's start before that write and the reader's check after its read, so the check sees
+// the change. A retag ends its change before the new page's bytes arrive; they arrive while
+// the buffer is not valid, and becoming valid publishes them (the state word's release).
+
+void buffer_pool::begin_change(std::atomic<std::uint32_t>& version) {
+  std::uint32_t before = version.fetch_add(1, std::memory_order_relaxed);
+  TIDEMARK_CHECK((before & 1) == 0, "a frame has one change at a time");
+  std::atomic_thread_fence(std::memory_order_release); // the change's writes come after
+}
+
+void buffer_pool::end_change(std::atomic<std::uint32_t>& version) {
+  version.fetch_add(1, std::memory_order_release);
+}
+
+bool buffer_pool::begin_optimistic(page_id id, optimistic_read* read) const {
+  buffer_id buffer = find_in_bucket(id, bucket_of(id), unlocked_walk_steps);
+  if (buffer == ~buffer_id{0})
+    return false;
+  const descriptor& d = descriptors_[buffer];
+  std::uint32_t version = d.version.load(std::memory_order_acquire);
+  if (version & 1)
+    return false; // being changed
+  std::uint32_t s = d.state.load(std::memory_order_acquire);
+  if ((s & (valid | tag_valid)) != (valid | tag_valid) ||
+      d.tag.load(std::memory_order_relaxed) != id)
+    return false; // not readable, or retagged since the walk
+  *read = {buffer, version, frames_ + std::size_t(buffer) * page_size_};
+  return true;
+}
+
+bool buffer_pool::still_unchanged(const optimistic_read& read) const {
+  std::atomic_thread_fence(std::memory_order_acquire); // the reads come before the check
+  return descriptors_[read.buffer].version.load(std::memory_order_relaxed) == read.version;
 }
 
 void buffer_pool::remember_pin(std::size_t bucket, page_id id, buffer_id buffer) const {
@@ -248,6 +323,8 @@ buffer_id buffer_pool::pin(page_id id, read_mode mode) {
   buffer_id found = ~buffer_id{0};
   if (hint.pool == instance_ && hint.id == id && pin_if_tagged(hint.buffer, id))
     found = hint.buffer;
+  if (found == ~buffer_id{0})
+    found = pin_unlocked(id, bucket);
   partition_lock& partition = partition_of_bucket(bucket);
   while (found == ~buffer_id{0}) {
     partition.lock.lock();
@@ -319,7 +396,7 @@ bool buffer_pool::start_prefetch(page_id id, buffer_id* buffer) {
 }
 
 void buffer_pool::finish_prefetch(buffer_id buffer, bool read_ok) {
-  const page_id id = descriptors_[buffer].tag;
+  const page_id id = descriptors_[buffer].tag.load(std::memory_order_relaxed);
   page_verdict verdict = read_ok ? verify_page(page(buffer), page_size_, id, checksums_)
                                  : page_verdict::bad_checksum;
   std::uint32_t s = lock_header(buffer);
@@ -575,7 +652,7 @@ bool buffer_pool::retag(buffer_id victim, page_id id, buffer_id* existing) {
   std::size_t new_bucket = bucket_of(id);
   std::uint32_t s0 = d.state.load(std::memory_order_acquire);
   bool had_tag = s0 & tag_valid;
-  page_id old_id = d.tag;
+  page_id old_id = d.tag.load(std::memory_order_relaxed);
   std::size_t old_bucket = had_tag ? bucket_of(old_id) : new_bucket;
   partition_lock* first = &partition_of_bucket(std::min(old_bucket, new_bucket));
   partition_lock* second = &partition_of_bucket(std::max(old_bucket, new_bucket));
@@ -597,18 +674,20 @@ bool buffer_pool::retag(buffer_id victim, page_id id, buffer_id* existing) {
     return false;
   }
   std::uint32_t s = lock_header(victim);
-  if (pins(s) != 1 || (s & (dirty | io_in_progress)) || d.tag != old_id ||
-      bool(s & tag_valid) != had_tag) {
+  if (pins(s) != 1 || (s & (dirty | io_in_progress)) ||
+      d.tag.load(std::memory_order_relaxed) != old_id || bool(s & tag_valid) != had_tag) {
     unlock_header(victim, s);
     unlock_both();
     return false;
   }
+  begin_change(d.version); // an optimistic reader of the old page must not keep its read
   if (had_tag)
     remove_locked(victim, old_bucket);
-  d.tag = id;
+  d.tag.store(id, std::memory_order_relaxed);
   insert_locked(victim, new_bucket);
   std::uint32_t next = (s & pin_mask) | (1u << usage_shift) | tag_valid | io_in_progress;
   unlock_header(victim, next | header_locked);
+  end_change(d.version); // the new page's bytes come while it is not valid
   unlock_both();
   return true;
 }
@@ -653,17 +732,24 @@ void take_latch(wait_board& waits, buffer_id buffer, Try attempt) {
 } // namespace
 
 void buffer_pool::lock_exclusive(buffer_id buffer) {
-  std::atomic<std::int32_t>& latch = descriptors_[buffer].latch;
-  take_latch(waits_, buffer, [&] { return try_exclusive(latch); });
+  descriptor& d = descriptors_[buffer];
+  take_latch(waits_, buffer, [&] { return try_exclusive(d.latch); });
+  begin_change(d.version);
 }
 
 void buffer_pool::unlock_exclusive(buffer_id buffer) {
-  descriptors_[buffer].latch.store(0, std::memory_order_release);
+  descriptor& d = descriptors_[buffer];
+  end_change(d.version);
+  d.latch.store(0, std::memory_order_release);
   waits_.wake(buffer);
 }
 
 bool buffer_pool::try_lock_exclusive(buffer_id buffer) {
-  return try_exclusive(descriptors_[buffer].latch);
+  descriptor& d = descriptors_[buffer];
+  if (!try_exclusive(d.latch))
+    return false;
+  begin_change(d.version);
+  return true;
 }
 
 void buffer_pool::lock_shared(buffer_id buffer) {
@@ -700,7 +786,7 @@ bool buffer_pool::start_write(buffer_id buffer, void* copy, page_id* id, lsn_t* 
       break;
   }
   // Dirty + I/O in progress: the buffer cannot be retagged until finish_write.
-  *id = descriptors_[buffer].tag;
+  *id = descriptors_[buffer].tag.load(std::memory_order_relaxed);
   if (never_wait) {
     if (!try_lock_shared(buffer)) {
       finish_write(buffer, false); // not written: still dirty

@@ -34,8 +34,16 @@
 //    table per thread): a pin of such a page pins that buffer first, without the partition
 //    lock, and keeps it only when the buffer is tagged with the page after the pin (a
 //    pinned buffer is never retagged, and a retag's header unlock publishes its tag to the
-//    pin's CAS); otherwise it unpins it and looks the page up. The hot pages of descents
-//    (roots, inner levels) are then pinned with one CAS.
+//    pin's CAS); otherwise it unpins it and looks the page up. A page pinned again soon
+//    (a leaf a commit reads, then changes) is then pinned with one CAS.
+//  - The page table is searched without the partition lock first: the bucket heads, chain
+//    links and tags are atomics, a walk gives up after a few steps (a chain may change
+//    under it), and what it finds counts only once pinned and checked as a hint is. A
+//    miss is settled under the lock, which every change of a chain holds.
+//  - Each frame has a version (a seqlock), odd while its bytes may be changing: from an
+//    exclusive latch's grant to its release, and through a retag. Optimistic reads
+//    (begin_optimistic) pin and latch nothing and count only if the version they began
+//    at is still there; the frames are followed by optimistic_reach mapped bytes.
 //  - A thread waiting for another's I/O, for a content latch or for pins sleeps
 //    (wait_board.hpp) after a short spin; whoever ends the I/O, releases the latch or
 //    returns pins wakes it.
@@ -151,6 +159,28 @@ public:
   /// it again and reports the failure itself.
   void finish_prefetch(buffer_id buffer, bool read_ok);
 
+  // --- optimistic reads -----------------------------------------------------------------
+  /// A read of a page's bytes made without a pin or a latch. The reader writes no shared
+  /// memory, so readers of a hot page (a tree's root) on different cores do not pass its
+  /// descriptor's cache line between them; in exchange the bytes may change under the read
+  /// (a writer, or the buffer's reuse for another page), and whatever was read from them
+  /// counts only once still_unchanged() says they did not.
+  struct optimistic_read {
+    buffer_id buffer = 0;
+    std::uint32_t version = 0;
+    const unsigned char* bytes = nullptr; // page_size() bytes of a frame
+  };
+  /// However the bytes read, offsets up to this far from `bytes` stay in memory the pool
+  /// maps (the frames are followed by that much): a reader that follows 16-bit offsets and
+  /// lengths in bytes changing under it (a slot, then a key length) reads no unmapped page.
+  static constexpr std::size_t optimistic_reach = 64 + 2 * 65536;
+  /// Starts an optimistic read of `id`: false when the page cannot be read that way now
+  /// (not in the pool, not read in yet, or being changed under an exclusive latch).
+  bool begin_optimistic(page_id id, optimistic_read* read) const;
+  /// True when the bytes have not changed since begin_optimistic() and the buffer still
+  /// holds the page: what was read from them is the page as it was at one moment.
+  bool still_unchanged(const optimistic_read& read) const;
+
   void* page(buffer_id buffer) { return frames_ + std::size_t(buffer) * page_size_; }
   /// The buffer's page, read under its header lock: unless the caller pins the buffer or
   /// writes it, a session may retag it meanwhile.
@@ -232,6 +262,7 @@ private:
   struct descriptor;
   struct partition_lock;
 
+  buffer_id find_in_bucket(page_id id, std::size_t bucket, std::size_t max_steps) const;
   buffer_id lookup_locked(page_id id, std::size_t bucket) const;
   void insert_locked(buffer_id buffer, std::size_t bucket);
   void remove_locked(buffer_id buffer, std::size_t bucket);
@@ -240,6 +271,9 @@ private:
 
   void pin_existing(buffer_id buffer);
   bool pin_if_tagged(buffer_id buffer, page_id id);
+  static void begin_change(std::atomic<std::uint32_t>& version);
+  static void end_change(std::atomic<std::uint32_t>& version);
+  buffer_id pin_unlocked(page_id id, std::size_t bucket);
   void remember_pin(std::size_t bucket, page_id id, buffer_id buffer) const;
   template <class Change>
   void update_state(buffer_id buffer, Change change);
@@ -272,7 +306,8 @@ private:
   std::unique_ptr<zeroed_memory> frames_memory_;
   unsigned char* frames_ = nullptr; // frames_memory_'s bytes
   std::unique_ptr<descriptor[]> descriptors_;
-  std::vector<std::int32_t> bucket_heads_; // guarded by the bucket's partition lock
+  // Written under the bucket's partition lock; read without it by pin_unlocked.
+  std::unique_ptr<std::atomic<std::int32_t>[]> bucket_heads_;
   std::unique_ptr<partition_lock[]> partitions_;
   std::size_t bucket_mask_;
   std::atomic<std::uint64_t> next_victim_{0};

@@ -57,6 +57,11 @@ public:
     return make_guard(id, 0, p.bytes.data(), mode);
   }
 
+  // Pages here have no room after them for reads past their end (page_store.hpp): every
+  // read latches.
+  bool read_unlatched(page_id, unlatched_page*) const override { return false; }
+  bool still_unchanged(const unlatched_page&) const override { return false; }
+
   block_id new_block(rel_id rel) override {
     std::unique_lock<std::shared_mutex> lock(pages_mutex_);
     auto& pages = relations_[rel];

@@ -1,8 +1,8 @@
 // Buffer pool: pinning (and pin hints gone stale), the page table under concurrency,
 // clock-sweep eviction of dirty victims through the victim writer, the victim supply and
 // its low-water alarm, verification on read, WAL prefetch's claimed reads, and pin
-// reservations keeping a tiny pool deadlock-free, and the first pass's memory faulted in
-// ahead of the hand.
+// reservations keeping a tiny pool deadlock-free, the first pass's memory faulted in ahead
+// of the hand, and optimistic reads (what ends one, and the memory mapped past the frames).
 #include "storage/buffer_pool.hpp"
 
 #include "storage/fault_engine.hpp"
@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -570,6 +571,76 @@ TEST_CASE("buffer pool: fault_in_ahead faults in the buffers ahead of the clock 
   CHECK(get_i64(pool, first, 100) == 0x5eed); // a buffer in use keeps its bytes
   CHECK(page_is_all_zero(pool.page(buffers - 1), page_size));
   pool.unpin(first);
+}
+
+std::int64_t read_i64(const unsigned char* bytes, std::size_t offset) {
+  std::int64_t value;
+  std::memcpy(&value, bytes + offset, 8);
+  return value;
+}
+
+TEST_CASE("buffer pool: an optimistic read holds while nothing changes the page, and fails "
+          "once an exclusive latch or a retag may have") {
+  pool_fixture f;
+  buffer_pool pool(16, f.files, true);
+  recording_writer writer(f.files);
+  pool.set_victim_writer(&writer);
+  buffer_pool::optimistic_read read;
+  CHECK_FALSE(pool.begin_optimistic({5, 1}, &read)); // not in the pool
+
+  buffer_id b = pool.pin({5, 1});
+  put_i64(pool, b, 64, 41);
+  pool.unpin(b);
+  REQUIRE(pool.begin_optimistic({5, 1}, &read));
+  CHECK(read.buffer == b);
+  CHECK(read_i64(read.bytes, 64) == 41);
+  b = pool.pin({5, 1}); // pins and shared latches change nothing
+  pool.lock_shared(b);
+  pool.unlock_shared(b);
+  CHECK(pool.still_unchanged(read));
+
+  pool.lock_exclusive(b); // a change may begin: the read fails at once
+  CHECK_FALSE(pool.still_unchanged(read));
+  buffer_pool::optimistic_read during;
+  CHECK_FALSE(pool.begin_optimistic({5, 1}, &during)); // nor can one start meanwhile
+  pool.unlock_exclusive(b);
+  CHECK_FALSE(pool.still_unchanged(read)); // nothing was written, but it might have been
+  REQUIRE(pool.begin_optimistic({5, 1}, &read));
+  CHECK(pool.try_lock_exclusive(b));
+  CHECK_FALSE(pool.still_unchanged(read));
+  pool.unlock_exclusive(b);
+  pool.unpin(b);
+
+  // The buffer goes to another page: a read of the old page begun before fails.
+  REQUIRE(pool.begin_optimistic({5, 1}, &read));
+  for (block_id block = 0; block < 64; ++block)
+    pool.unpin(pool.pin({6, block}));
+  REQUIRE(pool.tag(b) != page_id{5, 1});
+  CHECK_FALSE(pool.still_unchanged(read));
+  CHECK_FALSE(pool.begin_optimistic({5, 1}, &read)); // not in the pool any more
+  b = pool.pin({5, 1});
+  pool.unpin(b);
+  REQUIRE(pool.begin_optimistic({5, 1}, &read));
+  CHECK(read_i64(read.bytes, 64) == 41); // read back from the file
+  CHECK(pool.still_unchanged(read));
+}
+
+TEST_CASE("buffer pool: offsets up to optimistic_reach past the last frame are mapped") {
+  pool_fixture f;
+  buffer_pool pool(16, f.files, true);
+  std::vector<buffer_id> pinned;
+  for (block_id block = 0; block < 16; ++block) // every buffer, the last one too
+    pinned.push_back(pool.pin({7, block}));
+  buffer_id last = *std::max_element(pinned.begin(), pinned.end());
+  REQUIRE(last == 15);
+  const auto* bytes = static_cast<const unsigned char*>(pool.page(last));
+  unsigned char sum = 0;
+  for (std::size_t at = 0; at < buffer_pool::optimistic_reach; at += 4096)
+    sum |= bytes[at];
+  sum |= bytes[buffer_pool::optimistic_reach - 1];
+  CHECK(sum == 0); // zeros, and no fault reading them
+  for (buffer_id b : pinned)
+    pool.unpin(b);
 }
 
 } // namespace
