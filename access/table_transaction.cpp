@@ -6,6 +6,7 @@
 #include "storage/check.hpp"
 #include "storage/page.hpp"
 #include "storage/page_transaction.hpp"
+#include "storage/unsynchronized_reads.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -466,6 +467,19 @@ struct table_transaction::leaf_room {
   }
 };
 
+// The writes from `at` on that `node` covers and that are not located yet, counted into
+// `room`; returns the first write past them.
+table_transaction::write_iterator
+table_transaction::run_covered(const node_view& node, write_iterator at, leaf_room& room) const {
+  std::size_t slot; // unused here
+  rel_id table = at->first.table;
+  for (; at != writes_.end() && at->first.table == table && node.below_high_key(at->first.key) &&
+         located_.count(&at->first) == 0;
+       ++at)
+    room.add(node, *at, &slot);
+  return at;
+}
+
 // Step 1 for the changed keys not located yet, one shared latch at a time: each leaf with
 // the run of keys after its first that it covers (the keys are in order), and the leaves
 // too full for their run split at once, so that the attempt latching everything seldom
@@ -474,24 +488,46 @@ struct table_transaction::leaf_room {
 void table_transaction::locate_writes() {
   std::size_t page_size = store_.page_size();
   std::vector<std::pair<rel_id, std::vector<pending_item>>> too_full;
-  for (auto at = writes_.begin(); at != writes_.end();) {
+  for (write_iterator at = writes_.cbegin(); at != writes_.cend();) {
     if (located_.count(&at->first) != 0) {
       ++at;
       continue;
     }
     rel_id table = at->first.table;
-    page_guard leaf = tree(store_, table).latch_leaf(at->first.key, latch_mode::shared);
-    node_view node(leaf.bytes(), page_size);
+    tree t(store_, table);
     leaf_room room(page_size);
-    auto run_end = at;
-    std::size_t slot; // unused here
-    for (; run_end != writes_.end() && run_end->first.table == table &&
-           node.below_high_key(run_end->first.key) && located_.count(&run_end->first) == 0;
-         ++run_end)
-      room.add(node, *run_end, &slot);
-    if (room.fits(node)) {
+    write_iterator run_end = at;
+    bool fits = false;
+    // The leaf read unlatched: the leaves of other commits' changes are latched until those
+    // commits are logged, and a shared latch would wait for each of them. A leaf known but
+    // latched now takes its first key unchecked (step 1 proper latches it anyway).
+    tree::unlatched_leaf found;
+    bool read = false;
+    {
+      storage::unsynchronized_reads racing;
+      found = t.reach_leaf_unlatched(at->first.key);
+      if (found.read) {
+        node_view node(found.page.bytes, page_size);
+        run_end = run_covered(node, at, room);
+        fits = room.fits(node);
+        read = store_.still_unchanged(found.page);
+      }
+    }
+    block_id block = found.block;
+    if (!read && block != 0 && !found.read) {
+      fits = true;
+      run_end = std::next(at);
+    } else if (!read) {
+      page_guard leaf = t.latch_leaf(at->first.key, latch_mode::shared);
+      node_view node(leaf.bytes(), page_size);
+      room = leaf_room(page_size);
+      run_end = run_covered(node, at, room);
+      fits = room.fits(node);
+      block = leaf.id().block;
+    }
+    if (fits) {
       for (; at != run_end; ++at)
-        located_.emplace(&at->first, leaf.id());
+        located_.emplace(&at->first, page_id{table, block});
     } else {
       too_full.emplace_back(table, room.items());
       at = run_end;

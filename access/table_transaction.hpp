@@ -214,6 +214,8 @@ private:
                                             std::map<page_id, std::size_t>& index, std::size_t from,
                                             const table_key& key);
   struct leaf_room;
+  using write_iterator = std::map<table_key, std::optional<std::string>>::const_iterator;
+  write_iterator run_covered(const node_view& node, write_iterator at, leaf_room& room) const;
   void locate_writes();
   /// A leaf (its place in the commit's leaves) too full for its changes, and the items a
   /// split must make room for.

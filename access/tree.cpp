@@ -424,44 +424,51 @@ page_guard tree::descend_from(block_id block, key_view key, latch_mode mode) {
   }
 }
 
-bool tree::reach_leaf_unlatched(key_view key, block_id* leaf, unlatched_page* page) {
+tree::unlatched_leaf tree::reach_leaf_unlatched(key_view key) {
+  unlatched_leaf found;
   block_id block = store_.root_hint(rel_);
   // Down and right as a latched descent goes; a tree of any height takes far fewer steps,
   // and a node read while it changed may send the walk anywhere until its check fails.
   constexpr std::size_t most_steps = 64;
   for (std::size_t step = 0; block != 0 && step < most_steps; ++step) {
-    if (!store_.read_unlatched({rel_, block}, page))
-      return false;
-    node_view view(page->bytes, store_.page_size());
+    if (!store_.read_unlatched({rel_, block}, &found.page))
+      return found;
+    node_view view(found.page.bytes, store_.page_size());
     if (!view.is_node())
-      return false;
+      return found;
     block_id next;
+    bool next_is_leaf;
     if (view.is_deleted() || !view.below_high_key(key)) {
       next = view.right(); // as move_right
+      next_is_leaf = view.is_leaf();
     } else if (view.is_leaf()) {
-      *leaf = block;
-      return true;
+      found.read = true;
+      found.block = block;
+      return found;
     } else {
       next = view.item(view.child_slot(key)).child();
+      next_is_leaf = view.level() == 1;
     }
-    if (!store_.still_unchanged(*page))
-      return false;
+    if (!store_.still_unchanged(found.page))
+      return found;
     block = next;
+    found.block = next_is_leaf ? next : 0;
   }
-  return false;
+  found.block = 0; // not reached within the steps: a walk that lost its way
+  return found;
 }
 
 page_guard tree::latch_leaf(key_view key, latch_mode mode, descent* path) {
   if (path == nullptr) { // a reader, or a change that needs no path back up
-    block_id block;
-    bool reached;
+    unlatched_leaf found;
     {
       storage::unsynchronized_reads racing;
-      unlatched_page page;
-      reached = reach_leaf_unlatched(key, &block, &page) && store_.still_unchanged(page);
+      found = reach_leaf_unlatched(key);
+      if (found.read && !store_.still_unchanged(found.page))
+        found.block = 0; // the start was a leaf, or so it seemed
     }
-    if (reached) { // a leaf then; whatever split or unlinked it since, move_right passes
-      page_guard leaf = move_right(latch_node(block, mode), key, mode);
+    if (found.block != 0) { // a leaf; whatever split or unlinked it since, move_right passes
+      page_guard leaf = move_right(latch_node(found.block, mode), key, mode);
       TIDEMARK_CHECK(node_view(leaf.bytes(), store_.page_size()).is_leaf(),
                      "a descent ends in a leaf");
       return leaf;
@@ -493,10 +500,10 @@ page_guard tree::latch_leaf(key_view key, latch_mode mode, descent* path) {
 
 bool tree::read_unlatched(key_view key, read_result* result) {
   storage::unsynchronized_reads racing;
-  block_id block;
-  unlatched_page page;
-  if (!reach_leaf_unlatched(key, &block, &page))
+  unlatched_leaf leaf = reach_leaf_unlatched(key);
+  if (!leaf.read)
     return false;
+  const unlatched_page& page = leaf.page;
   node_view view(page.bytes, store_.page_size());
   bool found;
   std::size_t slot = view.lower_bound(key, &found);

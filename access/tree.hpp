@@ -106,6 +106,22 @@ public:
 
   /// The leaf that covers `key`, latched in `mode` (moving right past splits).
   page_guard latch_leaf(key_view key, latch_mode mode, descent* path = nullptr);
+  /// How far a descent without latches got (reach_leaf_unlatched).
+  struct unlatched_leaf {
+    /// The leaf that covers the key or is left of it, as a node checked unchanged pointed
+    /// to it (a level-1 node's downlink, or a leaf's right link); 0: not known.
+    block_id block = 0;
+    /// Its bytes were read (into `page`), to be checked by the caller after it reads them.
+    bool read = false;
+    unlatched_page page;
+  };
+  /// Descends from the root hint to the leaf covering `key`, reading nodes unlatched
+  /// (page_store::read_unlatched), each node it passes checked unchanged before it follows
+  /// a link read in it. It stops where a node cannot be read so (not in the pool, latched
+  /// exclusively) or changed under the read: the caller then latches, from the leaf when
+  /// that is known. Call it in a storage::unsynchronized_reads scope, in an
+  /// operation_epochs section.
+  unlatched_leaf reach_leaf_unlatched(key_view key);
   /// Splits leaves until each leaf could take the `items` (sorted by key) it covers, as
   /// far as the moment of each look goes: others may fill them again before the caller
   /// latches them, and it then asks again.
@@ -173,12 +189,6 @@ private:
   /// A descent from `block`, a node at any level (the root, or a former root: see
   /// page_store::root_hint): each node's own level says when the next one is a leaf.
   page_guard descend_from(block_id block, key_view key, latch_mode mode);
-  /// The leaf covering `key`, reached from the root hint reading nodes unlatched
-  /// (page_store::read_unlatched), each node it passed unchanged when it left it; `*page` is
-  /// the leaf's read, for the caller to check after reading it. False when a node could not
-  /// be read so or changed under the read: the caller latches instead. Call it inside a
-  /// storage::unsynchronized_reads scope.
-  bool reach_leaf_unlatched(key_view key, block_id* leaf, unlatched_page* page);
   /// read() without a latch: false when that did not work out (reach_leaf_unlatched, or
   /// the leaf changed under the read, or its value lies on overflow pages).
   bool read_unlatched(key_view key, read_result* result);
