@@ -8,7 +8,8 @@
 // entries the range held (a count and an order-independent hash of keys and values, so
 // adjacent steps join into one range). commit() then:
 //   1. finds the leaf of every key it changes or read, and the leaves of every range it
-//      read (descents and right links, one latch at a time); a leaf found too full for the
+//      read (descents and right links, one latch at a time; a changed key's leaf read
+//      without one where it can, tree::reach_leaf_unlatched); a leaf found too full for the
 //      changes it gets is split there and then (holding nothing else); an attempt after the
 //      first keeps the leaves the last one found for keys they still covered;
 //   2. reserves room for all its latches (page_store::reserve_latches, holding nothing;

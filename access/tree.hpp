@@ -19,7 +19,10 @@
 // a section. Inner nodes are never deleted.
 //
 // Latching (page_store.hpp's protocol): readers latch one node at a time, top down and
-// left to right. A single put or erase latches its leaf alone. A split latches the leaf
+// left to right. Where the store allows, a descent reads the inner nodes without latching
+// them (read_unlatched: each node checked unchanged before a link read in it is followed),
+// and read() the leaf too; a change latches only its leaf after such a descent. A single
+// put or erase latches its leaf alone. A split latches the leaf
 // (holding nothing), then everything else it needs (parents, the right sibling whose left
 // link changes, the meta page) with try_latch; one that is busy makes it release all and
 // wait for that page, then start again. So nobody waits while holding a latch except on
