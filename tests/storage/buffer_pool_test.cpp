@@ -573,12 +573,6 @@ TEST_CASE("buffer pool: fault_in_ahead faults in the buffers ahead of the clock 
   pool.unpin(first);
 }
 
-std::int64_t read_i64(const unsigned char* bytes, std::size_t offset) {
-  std::int64_t value;
-  std::memcpy(&value, bytes + offset, 8);
-  return value;
-}
-
 TEST_CASE("buffer pool: an optimistic read holds while nothing changes the page, and fails "
           "once an exclusive latch or a retag may have") {
   pool_fixture f;
@@ -593,7 +587,8 @@ TEST_CASE("buffer pool: an optimistic read holds while nothing changes the page,
   pool.unpin(b);
   REQUIRE(pool.begin_optimistic({5, 1}, &read));
   CHECK(read.buffer == b);
-  CHECK(read_i64(read.bytes, 64) == 41);
+  CHECK(read.bytes == pool.page(b));
+  CHECK(get_i64(pool, b, 64) == 41);
   b = pool.pin({5, 1}); // pins and shared latches change nothing
   pool.lock_shared(b);
   pool.unlock_shared(b);
@@ -621,7 +616,7 @@ TEST_CASE("buffer pool: an optimistic read holds while nothing changes the page,
   b = pool.pin({5, 1});
   pool.unpin(b);
   REQUIRE(pool.begin_optimistic({5, 1}, &read));
-  CHECK(read_i64(read.bytes, 64) == 41); // read back from the file
+  CHECK(get_i64(pool, read.buffer, 64) == 41); // read back from the file
   CHECK(pool.still_unchanged(read));
 }
 
