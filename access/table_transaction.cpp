@@ -514,7 +514,7 @@ void table_transaction::locate_writes() {
       }
     }
     block_id block = found.block;
-    if (!read && block != 0 && !found.read) {
+    if (!found.read && block != 0) { // latched by another commit now
       fits = true;
       run_end = std::next(at);
     } else if (!read) {
